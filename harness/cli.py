@@ -1,0 +1,66 @@
+"""The `kchaos` command line.
+
+Each area registers its own commands (`register(app)` in `<area>/cli.py`), so this module only
+assembles them and turns our errors into one clear line and an exit code: 0 fine, 1 a guarantee
+or expectation failed, 2 bad input or the experiment could not run, 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+import click
+import typer
+from rich.console import Console
+
+from harness.errors import HarnessError
+
+app = typer.Typer(
+    name="kchaos",
+    help="Chaos testing for real Apache Kafka clusters.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+err_console = Console(stderr=True, highlight=False)
+
+
+def _register_all() -> None:
+    # Imported here so that `import harness.cli` stays cheap and import cycles cannot form.
+    from checkers import cli as checkers_cli
+    from faults import cli as faults_cli
+    from harness import cluster_cli, env_cli
+    from reports import cli as reports_cli
+
+    for module in (env_cli, cluster_cli, faults_cli, checkers_cli, reports_cli):
+        module.register(app)
+    try:
+        from harness import run_cli
+    except ImportError:  # scenarios land in a later step; the rest of the CLI works without them
+        return
+    run_cli.register(app)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI and return its exit code (also the console-script entry point)."""
+    _register_all()
+    try:
+        result = app(args=list(argv) if argv is not None else None, standalone_mode=False, prog_name="kchaos")
+    except click.exceptions.Abort:
+        err_console.print("interrupted")
+        return 130
+    except click.ClickException as exc:
+        exc.show()
+        return 2
+    except HarnessError as exc:
+        err_console.print(f"[bold red]error:[/] {exc}")
+        return exc.exit_code
+    except KeyboardInterrupt:
+        err_console.print("interrupted")
+        return 130
+    return result if isinstance(result, int) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

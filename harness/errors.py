@@ -1,0 +1,83 @@
+"""The kafka-chaos error tree.
+
+Every error this project raises on purpose is a ``HarnessError``; third-party errors (Docker,
+kazoo, librdkafka, Spark) are translated into one of these where they enter our code, so the CLI
+can print one clear message and exit 2 instead of a traceback.
+
+    HarnessError
+    ├── InputError            the user gave us something unusable (exit 2)
+    │   ├── ConfigError       a broker override, scenario field or CLI option is wrong
+    │   ├── HistoryError      a run directory or history file breaks HISTORY_FORMAT.md
+    │   └── TargetError       a fault target does not exist in the live cluster
+    ├── EnvironmentError_     Docker engine, image, Java or Spark is missing (exit 2)
+    ├── ClusterError          a container or cluster operation failed
+    │   └── ReadinessTimeout  a wait condition was not met in time (shows state and logs)
+    └── FaultError            a fault could not be started or healed
+"""
+
+from __future__ import annotations
+
+
+class HarnessError(Exception):
+    """Root of every error raised by kafka-chaos."""
+
+    exit_code = 2
+
+
+class InputError(HarnessError):
+    """Something the user supplied is unusable; the message says where and what was expected."""
+
+
+class ConfigError(InputError):
+    """A configuration value (broker override, scenario field, CLI option) is invalid."""
+
+
+class HistoryError(InputError):
+    """A run directory or history file does not follow HISTORY_FORMAT.md.
+
+    ``path`` and ``line`` (1-based) point at the offending place when known.
+    """
+
+    def __init__(self, message: str, path: str | None = None, line: int | None = None) -> None:
+        where = ""
+        if path is not None:
+            where = f"{path}:{line}: " if line is not None else f"{path}: "
+        super().__init__(f"{where}{message}")
+        self.path = path
+        self.line = line
+
+
+class TargetError(InputError):
+    """A fault target names a node or partition the cluster does not have."""
+
+
+class EnvironmentError_(HarnessError):  # noqa: N801 - avoid shadowing the builtin EnvironmentError
+    """A required part of the machine (Docker engine, image, Java, Spark) is not available."""
+
+
+class ClusterError(HarnessError):
+    """A container or cluster operation failed."""
+
+
+class ReadinessTimeout(ClusterError):
+    """A wait condition did not hold within its timeout.
+
+    The message carries what was waited for, the last state seen and recent container logs.
+    """
+
+
+class FaultError(HarnessError):
+    """A fault could not be started or healed."""
+
+
+__all__ = [
+    "ClusterError",
+    "ConfigError",
+    "EnvironmentError_",
+    "FaultError",
+    "HarnessError",
+    "HistoryError",
+    "InputError",
+    "ReadinessTimeout",
+    "TargetError",
+]

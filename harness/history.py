@@ -1,0 +1,159 @@
+"""The run directory of HISTORY_FORMAT.md (format 1): layout, the run clock, writing and reading.
+
+This module is the one place that knows file names and the format number; the harness writes
+through it, and the checkers and reports read small files (run.json, faults, cluster) through it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness.errors import HistoryError
+
+FORMAT = 1
+KNOWN_FORMATS = (FORMAT,)
+
+RUN_JSON = "run.json"
+WRITES = "history/writes.jsonl"
+READS = "history/reads.jsonl"
+FAULTS = "history/faults.jsonl"
+CLUSTER = "history/cluster.jsonl"
+RESULT = "check/result.json"
+REPORT = "report/index.html"
+HARNESS_LOG = "harness.log"
+
+ACKS_MODES = ("0", "1", "all")
+
+
+class RunClock:
+    """Nanoseconds since the run started, on one monotonic clock shared by every history file."""
+
+    def __init__(self) -> None:
+        self._start = time.monotonic_ns()
+
+    def now_ns(self) -> int:
+        return time.monotonic_ns() - self._start
+
+    def at_ns(self, monotonic_ns: int) -> int:
+        """Convert a `time.monotonic_ns()` reading taken elsewhere to run time."""
+        return monotonic_ns - self._start
+
+
+class HistoryWriter:
+    """Append-only JSON Lines file; each event is one `write(2)` of one whole line.
+
+    The file is opened O_APPEND and never buffered in this process, so a crash or SIGKILL of
+    the harness leaves every event written so far on disk as complete lines. Thread-safe.
+    """
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self._fd: int | None = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        self._lock = threading.Lock()
+
+    def write(self, event: Mapping[str, Any]) -> None:
+        line = (json.dumps(event, separators=(",", ":")) + "\n").encode()
+        with self._lock:
+            if self._fd is None:
+                raise HistoryError("history file is already closed", str(self.path))
+            os.write(self._fd, line)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._fd is not None:
+                os.close(self._fd)
+                self._fd = None
+
+    def __enter__(self) -> HistoryWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+@dataclass(frozen=True)
+class RunDir:
+    """A run directory on local disk."""
+
+    root: Path
+
+    def path(self, name: str) -> Path:
+        return self.root / name
+
+    def writer(self, name: str) -> HistoryWriter:
+        return HistoryWriter(self.root / name)
+
+    def write_run_json(self, run: Mapping[str, Any]) -> None:
+        """Write run.json atomically (a reader never sees half of it)."""
+        target = self.root / RUN_JSON
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps({"format": FORMAT, **run}, indent=2) + "\n")
+        os.replace(tmp, target)
+
+    def load_run_json(self) -> dict[str, Any]:
+        return load_run_json(self.root)
+
+
+def load_run_json(root: Path) -> dict[str, Any]:
+    """Read and minimally validate run.json: it exists, is an object, and has a known format."""
+    path = root / RUN_JSON
+    if not root.is_dir():
+        raise HistoryError("run directory does not exist", str(root))
+    if not path.is_file():
+        raise HistoryError("missing run.json (every run directory has one)", str(path))
+    try:
+        run = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise HistoryError(f"not valid JSON: {exc.msg}", str(path), exc.lineno) from None
+    if not isinstance(run, dict):
+        raise HistoryError("expected a JSON object", str(path), 1)
+    fmt = run.get("format")
+    if fmt not in KNOWN_FORMATS:
+        known = ", ".join(str(f) for f in KNOWN_FORMATS)
+        raise HistoryError(f"unknown format {fmt!r}; this kafka-chaos reads format {known}", str(path))
+    topics = run.get("topics")
+    if not isinstance(topics, list) or not topics:
+        raise HistoryError("field 'topics' must be a non-empty list", str(path))
+    for i, topic in enumerate(topics):
+        if not isinstance(topic, dict) or not isinstance(topic.get("name"), str):
+            raise HistoryError(f"topics[{i}] must be an object with a string 'name'", str(path))
+        if str(topic.get("acks")) not in ACKS_MODES:
+            raise HistoryError(
+                f"topics[{i}].acks is {topic.get('acks')!r}; expected one of {', '.join(ACKS_MODES)}", str(path)
+            )
+    return run
+
+
+def iter_jsonl(path: Path, *, required: bool = True) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Yield (line number, object) for each line of a small JSONL file, with clear errors.
+
+    A missing optional file yields nothing. A last line without its newline is a write cut short
+    by a crash: it is skipped only if it does not parse, as the format promises a readable prefix.
+    """
+    if not path.is_file():
+        if required:
+            raise HistoryError("missing history file", str(path))
+        return
+    with path.open(encoding="utf-8") as handle:
+        lines = handle.readlines()
+    for number, raw in enumerate(lines, start=1):
+        if not raw.strip():
+            continue
+        try:
+            obj = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            if number == len(lines) and not raw.endswith("\n"):
+                return  # torn final line of a run that was killed mid-write
+            raise HistoryError(f"malformed JSON ({exc.msg})", str(path), number) from None
+        if not isinstance(obj, dict):
+            raise HistoryError("expected a JSON object", str(path), number)
+        yield number, obj
