@@ -10,7 +10,6 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
-import click
 import typer
 from rich.console import Console
 
@@ -46,20 +45,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI and return its exit code (also the console-script entry point)."""
     _register_all()
     try:
-        result = app(args=list(argv) if argv is not None else None, standalone_mode=False, prog_name="kchaos")
-    except click.exceptions.Abort:
-        err_console.print("interrupted")
-        return 130
-    except click.ClickException as exc:
-        exc.show()
-        return 2
+        # Standalone mode: typer reports usage errors itself (exit 2) and exits via SystemExit.
+        app(args=list(argv) if argv is not None else None, prog_name="kchaos")
+    except SystemExit as exc:
+        code = exc.code
+        return code if isinstance(code, int) else (0 if code is None else 2)
     except HarnessError as exc:
         err_console.print(f"[bold red]error:[/] {exc}")
         return exc.exit_code
     except KeyboardInterrupt:
         err_console.print("interrupted")
         return 130
-    return result if isinstance(result, int) else 0
+    return 0
 
 
 if __name__ == "__main__":

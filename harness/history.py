@@ -157,3 +157,10 @@ def iter_jsonl(path: Path, *, required: bool = True) -> Iterator[tuple[int, dict
         if not isinstance(obj, dict):
             raise HistoryError("expected a JSON object", str(path), number)
         yield number, obj
+
+
+def new_run_id(name: str) -> str:
+    """`YYYYmmdd-HHMMSS-<name>-<4 hex>`: sortable by start, unique across concurrent runs."""
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
+    slug = "".join(c if c.isalnum() or c == "-" else "-" for c in name.lower()).strip("-") or "run"
+    return f"{stamp}-{slug}-{os.urandom(2).hex()}"

@@ -1,0 +1,26 @@
+#!/bin/bash
+# kchaos-entrypoint ROLE: run a Kafka broker (ROLE=kafka) or a ZooKeeper node (ROLE=zookeeper).
+# The JVM is started directly (not through bin/*.sh), because the launchers of old Kafka versions
+# pass GC-log options that Java 9+ rejects. Configuration arrives in $KCHAOS_CONFIG (the whole
+# properties file, rendered by the harness for this Kafka version).
+set -euo pipefail
+role=${1:?usage: kchaos-entrypoint kafka|zookeeper}
+conf=/etc/kchaos/$role.properties
+mkdir -p /etc/kchaos
+printf '%s\n' "${KCHAOS_CONFIG:?KCHAOS_CONFIG must hold the $role properties}" > "$conf"
+
+case "$role" in
+  kafka) main=kafka.Kafka ;;
+  zookeeper)
+    main=org.apache.zookeeper.server.quorum.QuorumPeerMain
+    if [ -n "${KCHAOS_ZK_MYID:-}" ]; then echo "$KCHAOS_ZK_MYID" > /var/lib/zookeeper/myid; fi ;;
+  *) echo "unknown role '$role' (expected kafka or zookeeper)" >&2; exit 2 ;;
+esac
+
+log4j=/opt/kafka/config/log4j.properties
+[ "$role" = zookeeper ] && [ -f /opt/kafka/config/zookeeper-log4j.properties ] && log4j=/opt/kafka/config/zookeeper-log4j.properties
+heap=${KCHAOS_HEAP:-256m}
+exec java -Xms"$heap" -Xmx"$heap" -XX:+UseG1GC -Djava.awt.headless=true \
+  -Dlog4j.configuration="file:$log4j" -Dkafka.logs.dir=/var/log/kafka \
+  -Dzookeeper.4lw.commands.whitelist='*' \
+  -cp '/opt/kafka/libs/*' "$main" "$conf"

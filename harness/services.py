@@ -1,0 +1,143 @@
+"""One service object per container (a Kafka broker or a ZooKeeper node), with the verbs faults use.
+
+Modelled on kafkatest's services: `start / stop / kill / pause / resume / exec / logs / ip`.
+`start` creates the container the first time (through testcontainers) and restarts it after a
+kill or stop, keeping its filesystem, so a restarted broker comes back with its log directory.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from docker.errors import APIError, NotFound
+from docker.types import EndpointConfig
+from testcontainers.core.container import DockerContainer
+from testcontainers.core.network import Network
+
+from harness import docker_env
+from harness.errors import ClusterError
+
+
+class Node:
+    """A container on the cluster network with a fixed IP, labelled with its run id."""
+
+    role = "node"
+
+    def __init__(self, name: str, image: str, run_id: str, network: Network, ip: str, env: dict[str, str]) -> None:
+        self.name = name
+        self.ip = ip
+        self.run_id = run_id
+        self._spec = DockerContainer(
+            image,
+            command=self.role,
+            env=env,
+            name=f"{run_id}-{name}",
+            labels={**docker_env.run_labels(run_id), "kchaos.node": name, "kchaos.role": self.role},
+            network=network,
+            # Overrides testcontainers' own endpoint config, to pin the address: faults cut links by IP,
+            # and a restarted broker must come back at the address its peers and clients know.
+            networking_config={
+                network.name: EndpointConfig(docker_env.client().api.api_version, ipv4_address=ip, aliases=[name])
+            },
+            hostname=name,
+            cap_add=["NET_ADMIN"],  # iptables and tc inside the container, for network faults
+        )
+        self._container: Any = None
+
+    @property
+    def container_name(self) -> str:
+        return f"{self.run_id}-{self.name}"
+
+    def _wrapped(self) -> Any:
+        if self._container is None:
+            raise ClusterError(f"{self.name} has not been started")
+        return self._container
+
+    def start(self) -> None:
+        """Create and start the container, or start it again after `kill` / `stop`."""
+        try:
+            if self._container is None:
+                self._spec.start()
+                self._container = self._spec.get_wrapped_container()
+            else:
+                self._container.start()
+        except (APIError, NotFound) as exc:
+            raise ClusterError(f"cannot start {self.name}: {exc.explanation or exc}") from None
+
+    def stop(self, timeout_s: int = 30) -> None:
+        """Clean shutdown: SIGTERM, then SIGKILL after `timeout_s`."""
+        self._call("stop", timeout=timeout_s)
+
+    def kill(self) -> None:
+        """Crash: SIGKILL every process of the container."""
+        self._call("kill", signal="SIGKILL")
+
+    def pause(self) -> None:
+        """Freeze every process (cgroup freezer), like a very long GC pause."""
+        self._call("pause")
+
+    def resume(self) -> None:
+        self._call("unpause")
+
+    def _call(self, verb: str, **kwargs: Any) -> None:
+        try:
+            getattr(self._wrapped(), verb)(**kwargs)
+        except (APIError, NotFound) as exc:
+            raise ClusterError(f"cannot {verb} {self.name}: {exc.explanation or exc}") from None
+
+    def status(self) -> str:
+        """Docker's view: running, paused, exited, created, or missing."""
+        try:
+            container = self._wrapped()
+            container.reload()
+            return str(container.status)
+        except (ClusterError, NotFound):
+            return "missing"
+
+    def exec(self, command: list[str], timeout_s: int | None = None) -> tuple[int, str]:
+        """Run a command inside the container; return (exit code, combined output)."""
+        if timeout_s is not None:
+            command = ["timeout", str(timeout_s), *command]
+        try:
+            result = self._wrapped().exec_run(command, demux=False)
+        except (APIError, NotFound) as exc:
+            raise ClusterError(f"cannot exec in {self.name}: {exc.explanation or exc}") from None
+        return int(result.exit_code), (result.output or b"").decode(errors="replace")
+
+    def logs(self, tail: int = 40) -> str:
+        try:
+            return str(self._wrapped().logs(tail=tail).decode(errors="replace"))
+        except (ClusterError, APIError, NotFound):
+            return "(no logs: container missing)"
+
+    def remove(self) -> None:
+        if self._container is not None:
+            try:
+                if self.status() == "paused":
+                    self._container.unpause()
+                self._container.remove(force=True, v=True)
+            except NotFound:
+                pass
+            self._container = None
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name} {self.ip}>"
+
+
+class ZooKeeperNode(Node):
+    role = "zookeeper"
+
+    def __init__(self, number: int, image: str, run_id: str, network: Network, ip: str, config: str) -> None:
+        super().__init__(f"zk-{number}", image, run_id, network, ip,
+                         {"KCHAOS_CONFIG": config, "KCHAOS_ZK_MYID": str(number), "KCHAOS_HEAP": "128m"})
+        self.number = number
+
+
+class KafkaBroker(Node):
+    role = "kafka"
+
+    def __init__(self, broker_id: int, image: str, run_id: str, network: Network, ip: str, config: str,
+                 heap: str) -> None:
+        super().__init__(f"kafka-{broker_id}", image, run_id, network, ip,
+                         {"KCHAOS_CONFIG": config, "KCHAOS_HEAP": heap})
+        self.broker_id = broker_id

@@ -1,0 +1,162 @@
+"""Cluster state as ZooKeeper holds it: controller, live brokers, and each partition's leader and ISR.
+
+This is what the controller decided, which is what faults are judged against (a paused broker may
+still believe it leads; ZooKeeper says who really does).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from kazoo.client import KazooClient
+from kazoo.exceptions import KazooException, NoNodeError
+from kazoo.handlers.threading import KazooTimeoutError
+
+from harness.errors import ClusterError
+from harness.history import HistoryWriter, RunClock
+
+logging.getLogger("kazoo").setLevel(logging.CRITICAL)  # it logs every reconnect attempt as a warning
+
+
+@dataclass(frozen=True)
+class PartitionState:
+    topic: str
+    partition: int
+    leader: int  # -1 when there is none
+    leader_epoch: int
+    isr: tuple[int, ...]
+    replicas: tuple[int, ...]
+
+    @property
+    def isr_full(self) -> bool:
+        return self.leader >= 0 and set(self.isr) == set(self.replicas)
+
+    def to_event(self) -> dict[str, Any]:
+        return {"topic": self.topic, "partition": self.partition, "leader": self.leader,
+                "leader_epoch": self.leader_epoch, "isr": list(self.isr)}
+
+
+@dataclass(frozen=True)
+class ClusterSnapshot:
+    controller: int | None
+    controller_epoch: int | None
+    live_brokers: tuple[int, ...]
+    partitions: tuple[PartitionState, ...]
+
+    def partition(self, topic: str, partition: int) -> PartitionState | None:
+        return next((p for p in self.partitions if (p.topic, p.partition) == (topic, partition)), None)
+
+    def to_event(self, time_ns: int) -> dict[str, Any]:
+        """One line of history/cluster.jsonl."""
+        return {"time_ns": time_ns, "controller": self.controller, "controller_epoch": self.controller_epoch,
+                "live_brokers": list(self.live_brokers), "partitions": [p.to_event() for p in self.partitions]}
+
+    def describe(self) -> str:
+        parts = [f"controller={self.controller}", f"live_brokers={list(self.live_brokers)}"]
+        parts += [f"{p.topic}/{p.partition}: leader={p.leader} isr={list(p.isr)} replicas={list(p.replicas)}"
+                  for p in self.partitions]
+        return "; ".join(parts)
+
+
+class ZkStateReader:
+    """Reads cluster state through one kazoo session. Use as a context manager."""
+
+    def __init__(self, zk_connect: str, timeout_s: float = 10.0) -> None:
+        self._zk = KazooClient(hosts=zk_connect, timeout=timeout_s, connection_retry={"max_tries": -1})
+        self._timeout_s = timeout_s
+        self.zk_connect = zk_connect
+
+    def __enter__(self) -> ZkStateReader:
+        try:
+            self._zk.start(timeout=self._timeout_s)
+        except KazooTimeoutError:
+            self._zk.stop()
+            raise ClusterError(f"ZooKeeper at {self.zk_connect} did not answer within {self._timeout_s} s") from None
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._zk.stop()
+        self._zk.close()
+
+    def _json(self, path: str) -> Any:
+        try:
+            data, _ = self._zk.get(path)
+        except NoNodeError:
+            return None
+        return json.loads(data) if data else None
+
+    def _children(self, path: str) -> list[str]:
+        try:
+            return list(self._zk.get_children(path))
+        except NoNodeError:
+            return []
+
+    def live_brokers(self) -> tuple[int, ...]:
+        return tuple(sorted(int(b) for b in self._children("/brokers/ids")))
+
+    def topics(self) -> list[str]:
+        return sorted(self._children("/brokers/topics"))
+
+    def snapshot(self, topics: Iterable[str] | None = None) -> ClusterSnapshot:
+        """Read the whole state once. Raises ClusterError when ZooKeeper cannot be read."""
+        try:
+            controller = self._json("/controller")
+            epoch = self._json("/controller_epoch")
+            partitions: list[PartitionState] = []
+            for topic in sorted(topics) if topics is not None else self.topics():
+                assignment = (self._json(f"/brokers/topics/{topic}") or {}).get("partitions", {})
+                for number in sorted(assignment, key=int):
+                    state = self._json(f"/brokers/topics/{topic}/partitions/{number}/state") or {}
+                    partitions.append(PartitionState(
+                        topic, int(number), int(state.get("leader", -1)), int(state.get("leader_epoch", -1)),
+                        tuple(state.get("isr", ())), tuple(assignment[number])))
+            return ClusterSnapshot(
+                controller=controller.get("brokerid") if isinstance(controller, dict) else None,
+                controller_epoch=int(epoch) if epoch is not None else None,
+                live_brokers=self.live_brokers(),
+                partitions=tuple(partitions),
+            )
+        except (KazooException, KazooTimeoutError) as exc:
+            raise ClusterError(f"cannot read cluster state from ZooKeeper {self.zk_connect}: {exc!r}") from None
+
+
+class ClusterSampler:
+    """Appends a cluster.jsonl sample every `interval_s` from a background thread until stopped.
+
+    Samples that cannot be taken (ZooKeeper paused or cut off by a fault) are skipped: the gap in
+    the timeline is itself the evidence.
+    """
+
+    def __init__(self, reader: ZkStateReader, writer: HistoryWriter, clock: RunClock,
+                 topics: list[str], interval_s: float = 0.5) -> None:
+        self._reader, self._writer, self._clock = reader, writer, clock
+        self._topics, self._interval_s = topics, interval_s
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="cluster-sampler", daemon=True)
+        self.samples = 0
+        self.last: ClusterSnapshot | None = None
+
+    def __enter__(self) -> ClusterSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=30)
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            try:
+                snapshot = self._reader.snapshot(self._topics)
+            except ClusterError:
+                snapshot = None
+            if snapshot is not None:
+                self._writer.write(snapshot.to_event(self._clock.now_ns()))
+                self.samples += 1
+                self.last = snapshot
+            self._stop.wait(self._interval_s)
