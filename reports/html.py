@@ -1,0 +1,195 @@
+"""The run report: one self-contained HTML page (styles, script and charts inlined).
+
+The page carries `data-*` attributes on verdicts, counts, fault windows and anomaly groups so that
+tests (and other tools) can check it against result.json and faults.jsonl without scraping text.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+import jinja2
+from markupsafe import Markup
+
+from reports import explain, svg, timeline
+from reports.load import ANOMALY_KINDS, COUNT_KEYS, NS, FaultWindow, Run
+
+EXAMPLE_FIELDS = (
+    "topic",
+    "partition",
+    "offset",
+    "value",
+    "acks",
+    "process",
+    "invoke_ns",
+    "complete_ns",
+    "ack_offset",
+    "final_value",
+    "values",
+    "offsets",
+    "leader",
+    "leader_epoch",
+    "isr",
+    "controller",
+    "active_faults",
+)
+# The base of each rate: lost / divergent / reordered / duplicated per acknowledged write,
+# phantom per failed write, the outcomes per attempted write.
+RATE_BASE = {
+    "acked": "attempted",
+    "failed": "attempted",
+    "indeterminate": "attempted",
+    "lost": "acked",
+    "divergent": "acked",
+    "duplicated": "acked",
+    "phantom": "failed",
+    "reordered": "acked",
+}
+
+
+def _asset(name: str) -> Markup:
+    text = resources.files("reports").joinpath("templates", name).read_text(encoding="utf-8")
+    return Markup(text)  # our own static file, not run data
+
+
+def environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("reports", "templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.globals.update(css=_asset("report.css"), js=_asset("report.js"), clock=svg.clock)
+    env.filters["num"] = lambda v: f"{v:,}" if isinstance(v, int) else v
+    env.filters["pct"] = _pct
+    return env
+
+
+def _pct(value: float | None) -> str:
+    if value is None:
+        return ""
+    return "0%" if value == 0 else f"{value * 100:.3g}%" if value >= 0.0001 else "<0.01%"
+
+
+def unclean_election(run: Run) -> str:
+    value = run.info.broker_config.get("unclean.leader.election.enable")
+    if value is not None:
+        return value
+    nums = [int(n) for n in re.findall(r"\d+", run.info.kafka_version)[:2]]
+    if len(nums) < 2:
+        return "version default"
+    return f"{'true' if tuple(nums) < (0, 11) else 'false'} (default for Kafka {run.info.kafka_version})"
+
+
+def config_rows(run: Run) -> list[tuple[str, str]]:
+    info = run.info
+    rows = [
+        ("Kafka version", info.kafka_version),
+        ("brokers", "" if info.brokers is None else str(info.brokers)),
+        ("min.insync.replicas", info.broker_config.get("min.insync.replicas", "1 (default)")),
+        ("unclean.leader.election.enable", unclean_election(run)),
+        ("seed", str(info.seed)),
+        ("started at", info.started_at),
+        (
+            "duration",
+            svg.clock(run.end_ns / NS)
+            + ("" if info.duration_s is None else f" (planned {info.duration_s:g} s)"),
+        ),
+    ]
+    rows += [
+        (f"broker {k}", v)
+        for k, v in sorted(info.broker_config.items())
+        if k not in ("min.insync.replicas", "unclean.leader.election.enable")
+    ]
+    rows += [(f"producer {k}", v) for k, v in sorted(info.producer.items())]
+    return rows
+
+
+@dataclass(frozen=True)
+class ScoreRow:
+    acks: str
+    counts: dict[str, int]
+    rates: dict[str, float | None]
+
+
+def scorecard(run: Run) -> list[ScoreRow]:
+    rows = []
+    for mode in timeline.acks_modes(run):
+        counts = run.result.acks.get(mode, dict.fromkeys(COUNT_KEYS, 0))
+        rates = {k: (counts[k] / counts[base] if counts[base] else None) for k, base in RATE_BASE.items()}
+        rows.append(ScoreRow(mode, counts, rates))
+    return rows
+
+
+def _example_cell(value: Any) -> str:
+    if isinstance(value, int) and not isinstance(value, bool) and value > 10**8:
+        return f"{value} ({svg.clock(value / NS)})"  # a run-clock time in ns
+    if isinstance(value, list):
+        return ", ".join(str(v) for v in value)
+    return "" if value is None else str(value)
+
+
+def anomaly_groups(run: Run) -> list[dict[str, Any]]:
+    groups = []
+    for a in run.result.anomalies:
+        present = {k for e in a.examples for k in e}
+        cols = [f for f in EXAMPLE_FIELDS if f in present] + sorted(present - set(EXAMPLE_FIELDS))
+        groups.append(
+            {
+                "kind": a.kind,
+                "title": explain.anomaly_title(a.kind),
+                "explanation": explain.anomaly_explanation(a.kind),
+                "count": a.count,
+                "capped": a.capped,
+                "columns": cols,
+                "rows": [[_example_cell(e.get(c)) for c in cols] for e in a.examples],
+            }
+        )
+    groups.sort(key=lambda g: (g["count"] == 0, ANOMALY_KINDS.index(g["kind"])))
+    return groups
+
+
+def fault_rows(run: Run) -> list[dict[str, Any]]:
+    def row(w: FaultWindow) -> dict[str, Any]:
+        stop = w.stop_ns if w.stop_ns is not None else run.end_ns
+        return {
+            "w": w,
+            "start": svg.clock(w.start_ns / NS),
+            "stop": "never healed" if w.stop_ns is None else svg.clock(w.stop_ns / NS),
+            "seconds": f"{(stop - w.start_ns) / NS:.1f}",
+            "detail": ", ".join(f"{k}={v}" for k, v in sorted(w.detail.items())),
+        }
+
+    return [row(w) for w in run.faults]
+
+
+def render_report(run: Run) -> str:
+    kinds = sorted({w.fault for w in run.faults})
+    context = {
+        "run": run,
+        "info": run.info,
+        "result": run.result,
+        "config": config_rows(run),
+        "topics": run.info.topics,
+        "scorecard": scorecard(run),
+        "count_keys": COUNT_KEYS,
+        "count_help": explain.COUNTS,
+        "guarantee_help": explain.GUARANTEES,
+        "verdict_help": explain.VERDICTS,
+        "violated": [g for g in run.result.guarantees if g.promised and g.verdict != "held"],
+        "anomalies": anomaly_groups(run),
+        "faults": fault_rows(run),
+        "fault_kinds": [(k, explain.fault_explanation(k)) for k in kinds],
+        "charts": {
+            "faults": Markup(timeline.fault_strip(run)),
+            "throughput": Markup(timeline.throughput_chart(run)),
+            "latency": Markup(timeline.latency_chart(run)),
+            "cluster": Markup(timeline.cluster_chart(run)),
+        },
+        "cluster_samples": len(run.cluster),
+    }
+    return environment().get_template("report.html.j2").render(context)

@@ -1,0 +1,144 @@
+"""The index page over many runs: runs grouped by scenario, trends across nights, links to reports.
+
+`write_index(RUNS_DIR)` looks at each sub-directory holding a run.json, renders the report of any
+checked run whose report is missing or older than its result.json, and writes RUNS_DIR/index.html.
+A run that cannot be read is listed with its error instead of stopping the page.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from markupsafe import Markup
+
+from harness.errors import HarnessError, InputError
+from harness.history import REPORT, RESULT, RUN_JSON
+from reports import svg
+from reports.html import environment
+from reports.load import load_info, load_result
+from reports.summary import build_summary
+from reports.timeline import ACKS_ORDER
+from reports.write import write_atomic, write_report
+
+TREND_METRICS = (
+    ("lost", "lost writes"),
+    ("divergent", "divergent writes"),
+    ("duplicated", "duplicated writes"),
+)
+TW, TH, TL, TB = 262, 120, 40, 18  # trend chart width, height, left and bottom margins
+
+
+@dataclass
+class RunEntry:
+    name: str
+    status: str  # pass | fail | not-checked | error
+    scenario: str = "unreadable"
+    started_at: str = ""
+    summary: dict[str, Any] = field(default_factory=dict)
+    error: str = ""
+    report: str | None = None  # link relative to the index page
+
+
+def _entry(runs_dir: Path, run_dir: Path) -> RunEntry:
+    name = run_dir.name
+    try:
+        info = load_info(run_dir)
+    except HarnessError as exc:
+        return RunEntry(name, "error", error=str(exc))
+    entry = RunEntry(name, "not-checked", info.scenario, info.started_at)
+    if not (run_dir / RESULT).is_file():
+        return entry
+    try:
+        result = load_result(run_dir)
+        report = run_dir / REPORT
+        if not report.is_file() or report.stat().st_mtime < (run_dir / RESULT).stat().st_mtime:
+            write_report(run_dir)
+    except HarnessError as exc:
+        entry.status, entry.error = "error", str(exc)
+        return entry
+    entry.summary = build_summary(info, result)
+    entry.status = "pass" if result.valid else "fail"
+    entry.report = report.relative_to(runs_dir).as_posix()
+    return entry
+
+
+def _trend(title: str, runs: list[RunEntry], value: Any) -> Markup:
+    """A small chart of one metric across the scenario's checked runs, one line per acks mode."""
+    checked = [r for r in runs if r.summary]
+    modes = [m for m in ACKS_ORDER if any(m in r.summary["acks"] for r in checked)]
+    series = {m: [value(r.summary, m) for r in checked] for m in modes}
+    vmax = max((v for vs in series.values() for v in vs if v is not None), default=0.0)
+    top = svg.nice_step(vmax, 1) if vmax > 0 else 1.0
+    n = max(len(checked) - 1, 1)
+
+    def xy(i: int, v: float | None) -> tuple[float, float | None]:
+        return TL + (TW - TL - 8) * i / n, None if v is None else 18 + (TH - TB - 18) * (1 - v / top)
+
+    out = [
+        f'<svg class="trend" viewBox="0 0 {TW} {TH}" width="{TW}" height="{TH}"{svg.attrs(aria_label=title)}>'
+    ]
+    out.append(svg.label(TL, 12, title, "legend"))
+    for v in (0.0, top):
+        y = xy(0, v)[1]
+        out.append(f'<line class="grid" x1="{TL}" x2="{TW - 8}" y1="{y}" y2="{y}"/>')
+        out.append(
+            f'<text class="tick" x="{TL - 4}" y="{y}" dy="4" text-anchor="end">{svg.fmt_num(v)}</text>'
+        )
+    for m, values in series.items():
+        out.append(svg.path((xy(i, v) for i, v in enumerate(values)), f"line acks-{m}"))
+        for i, v in enumerate(values):
+            if v is not None:
+                x, y = xy(i, v)
+                tip = f"{checked[i].name} ({checked[i].started_at}): acks={m} {title} {svg.fmt_num(v)}"
+                out.append(
+                    f'<circle class="acks-{m}" cx="{svg.fmt(x)}" cy="{svg.fmt(y or 0)}" r="3"'
+                    f"{svg.attrs(data_tip=tip)}><title>{svg.esc(tip)}</title></circle>"
+                )
+    return Markup("".join(out) + "</svg>")
+
+
+def _count(metric: str) -> Any:
+    return lambda s, m: float(s["acks"][m][metric]) if m in s["acks"] else None
+
+
+def _p99(summary: dict[str, Any], mode: str) -> float | None:
+    value = summary["p99_ack_latency_ms"].get(mode)
+    return None if value is None else float(value)
+
+
+def render_index(runs_dir: Path, entries: list[RunEntry]) -> str:
+    groups: dict[str, list[RunEntry]] = defaultdict(list)
+    for e in sorted(entries, key=lambda e: (e.started_at, e.name)):
+        groups[e.scenario].append(e)
+    scenarios = []
+    for name in sorted(groups):
+        runs = groups[name]
+        trends = [_trend(title, runs, _count(metric)) for metric, title in TREND_METRICS]
+        trends.append(_trend("p99 ack latency (ms)", runs, _p99))
+        scenarios.append(
+            {"name": name, "runs": runs, "trends": trends if any(r.summary for r in runs) else []}
+        )
+    return (
+        environment()
+        .get_template("index.html.j2")
+        .render(
+            runs_dir=runs_dir.name or str(runs_dir),
+            scenarios=scenarios,
+            acks_order=ACKS_ORDER,
+            total=len(entries),
+            failing=sum(e.status in ("fail", "error") for e in entries),
+        )
+    )
+
+
+def write_index(runs_dir: Path) -> Path:
+    """Write RUNS_DIR/index.html over every run directory directly inside RUNS_DIR."""
+    if not runs_dir.is_dir():
+        raise InputError(f"{runs_dir}: not a directory of runs")
+    entries = [_entry(runs_dir, d) for d in sorted(runs_dir.iterdir()) if (d / RUN_JSON).is_file()]
+    target = runs_dir / "index.html"
+    write_atomic(target, render_index(runs_dir, entries))
+    return target

@@ -1,0 +1,89 @@
+"""`report/junit.xml`: one JUnit test case per guarantee, for CI dashboards.
+
+A violated guarantee is a <failure> carrying the checker's reason and anomaly evidence; a promised
+guarantee the checker could not judge (incomplete final read) is an <error>; a guarantee the
+configuration does not promise is <skipped>. The document follows the Jenkins JUnit schema.
+"""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+
+from reports import explain
+from reports.load import Anomalies, Guarantee, Run
+
+# Which anomaly kinds are the evidence for which guarantee.
+EVIDENCE = {
+    "no-lost-acked-writes": ("lost-write", "divergent-offset"),
+    "no-phantom-writes": ("phantom-write",),
+    "no-duplicates": ("duplicate",),
+    "per-partition-order": ("reordered",),
+    "no-unexpected-values": ("unexpected-value",),
+}
+MAX_EVIDENCE = 20
+
+
+def evidence(g: Guarantee, anomalies: tuple[Anomalies, ...]) -> str:
+    lines = [g.reason, ""]
+    for a in anomalies:
+        if a.kind not in EVIDENCE.get(g.id, ()) or not a.count:
+            continue
+        mine = [e for e in a.examples if not g.topic or e.get("topic") in (None, g.topic)]
+        lines.append(f"{a.count} {a.kind} in the run ({explain.anomaly_explanation(a.kind)})")
+        lines += [json.dumps(e, sort_keys=True) for e in mine[:MAX_EVIDENCE]]
+        if len(mine) > MAX_EVIDENCE or a.capped:
+            lines.append("... more in report/index.html and check/result.json")
+        lines.append("")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def render_junit(run: Run) -> str:
+    info, result = run.info, run.result
+    suites = ET.Element("testsuites", name="kafka-chaos")
+    suite = ET.SubElement(
+        suites,
+        "testsuite",
+        name=f"kchaos.{info.scenario}",
+        id="0",
+        package="kchaos",
+        timestamp=info.started_at.removesuffix("Z")[:19] or "1970-01-01T00:00:00",
+        hostname="localhost",
+        time=f"{run.end_ns / 1e9:.3f}",
+    )
+    props = ET.SubElement(suite, "properties")
+    for name, value in (
+        ("run_id", info.run_id),
+        ("seed", str(info.seed)),
+        ("kafka_version", info.kafka_version),
+        ("complete", str(result.complete).lower()),
+        ("valid", str(result.valid).lower()),
+    ):
+        ET.SubElement(props, "property", name=name, value=value)
+    counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
+    for g in result.guarantees:
+        case = ET.SubElement(
+            suite,
+            "testcase",
+            name=f"{g.id}[{g.topic}]" if g.topic else g.id,
+            classname=f"kchaos.{info.scenario}.acks-{g.acks or 'any'}",
+            time="0",
+        )
+        counts["tests"] += 1
+        if g.verdict == "violated":
+            counts["failures"] += 1
+            node = ET.SubElement(case, "failure", message=g.reason or g.promise, type="violated")
+            node.text = evidence(g, result.anomalies)
+        elif g.verdict == "not-promised" or (g.verdict == "unknown" and not g.promised):
+            counts["skipped"] += 1
+            ET.SubElement(case, "skipped", message=g.reason or explain.VERDICTS[g.verdict])
+        elif g.verdict != "held":  # promised but not judged, or a verdict this version does not know
+            counts["errors"] += 1
+            node = ET.SubElement(case, "error", message=g.reason or f"verdict {g.verdict}", type=g.verdict)
+            node.text = explain.VERDICTS.get(g.verdict, "the checker gave no usable verdict") + "\n"
+    for key, count in counts.items():
+        suite.set(key, str(count))
+        if key != "skipped":
+            suites.set(key, str(count))
+    ET.indent(suites)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suites, encoding="unicode") + "\n"

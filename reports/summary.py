@@ -1,0 +1,53 @@
+"""`report/summary.json`: the run's verdict and headline numbers for CI and the index page.
+
+Small and flat on purpose: a nightly job can read it with `jq` without knowing result.json.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from reports.load import ANOMALY_KINDS, Result, RunInfo
+
+SUMMARY_FORMAT = 1
+
+
+def p99_by_acks(result: Result) -> dict[str, float]:
+    """Per acks mode, the worst p99 ack latency of the steady-state and under-fault periods."""
+    out: dict[str, float] = {}
+    for row in result.latency:
+        p99 = row.get("p99_ms")
+        if isinstance(p99, int | float) and not isinstance(p99, bool):
+            acks = str(row.get("acks"))
+            out[acks] = max(out.get(acks, 0.0), float(p99))
+    return out
+
+
+def build_summary(info: RunInfo, result: Result) -> dict[str, Any]:
+    guarantees = [
+        {
+            "id": g.id,
+            "topic": g.topic,
+            "acks": g.acks,
+            "promised": g.promised,
+            "verdict": g.verdict,
+            "reason": g.reason,
+        }
+        for g in result.guarantees
+    ]
+    return {
+        "summary_format": SUMMARY_FORMAT,
+        "run_id": info.run_id,
+        "scenario": info.scenario,
+        "seed": info.seed,
+        "started_at": info.started_at,
+        "kafka_version": info.kafka_version,
+        "valid": result.valid,
+        "complete": result.complete,
+        "unexpected": result.unexpected,
+        "violated": sorted({g.id for g in result.guarantees if g.promised and g.verdict != "held"}),
+        "guarantees": guarantees,
+        "acks": result.acks,
+        "anomalies": {a.kind: a.count for a in result.anomalies if a.kind in ANOMALY_KINDS},
+        "p99_ack_latency_ms": p99_by_acks(result),
+    }
