@@ -1,0 +1,339 @@
+"""Handwritten run directories for the report tests: one run that passed, one that broke guarantees.
+
+The files follow shared/HISTORY_FORMAT.md and docs/RESULT_FORMAT.md exactly; the failing run also
+carries hostile text (markup in a fault target and an anomaly value) to prove escaping.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+S = 1_000_000_000
+HOSTILE = '<script>alert("x")</script><img src="https://evil.example/x.png">'
+TOPICS = [
+    {"name": "chaos-acks-all", "partitions": 2, "replication_factor": 3, "acks": "all"},
+    {"name": "chaos-acks-1", "partitions": 2, "replication_factor": 3, "acks": "1"},
+    {"name": "chaos-acks-0", "partitions": 2, "replication_factor": 3, "acks": "0"},
+]
+COUNT_KEYS = (
+    "attempted",
+    "acked",
+    "failed",
+    "indeterminate",
+    "lost",
+    "divergent",
+    "duplicated",
+    "phantom",
+    "reordered",
+)
+KINDS = ("lost-write", "divergent-offset", "duplicate", "phantom-write", "unexpected-value", "reordered")
+
+
+def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+
+
+def counts(**values: int) -> dict[str, int]:
+    return {k: values.get(k, 0) for k in COUNT_KEYS}
+
+
+def series(
+    acks: str, seconds: int, lost_at: dict[int, int] | None = None, gap: range = range(0)
+) -> list[dict[str, Any]]:
+    rows = []
+    for t in range(seconds):
+        if t in gap:
+            continue
+        rows.append(
+            {
+                "acks": acks,
+                "t_s": t,
+                "acked": 100 + (t % 7),
+                "failed": 0,
+                "indeterminate": 0,
+                "lost": (lost_at or {}).get(t, 0),
+                "divergent": 0,
+                "latency_p50_ms": 2.0 + t % 3,
+                "latency_p99_ms": 9.0 + (t % 5) * 3,
+                "latency_max_ms": 40.0,
+            }
+        )
+    return rows
+
+
+def cluster_samples(seconds: int) -> list[dict[str, Any]]:
+    """One sample per second: leader of chaos-acks-all/0 moves from 1 to 2 at 20 s, broker 1 is down
+    from 20 s to 30 s (ISR shrinks), with repeated identical samples in between."""
+    rows = []
+    for t in range(seconds):
+        down = 20 <= t < 30
+        live = [2, 3] if down else [1, 2, 3]
+        parts = []
+        for topic in TOPICS:
+            for p in range(2):
+                leader = 2 if (down or t >= 30) and p == 0 else 1 + (p % 3) if not down else 2 + p % 2
+                isr = [b for b in (1, 2, 3) if b in live]
+                parts.append(
+                    {
+                        "topic": topic["name"],
+                        "partition": p,
+                        "leader": leader,
+                        "leader_epoch": 1 + (t >= 20),
+                        "isr": isr,
+                    }
+                )
+        rows.append(
+            {
+                "time_ns": t * S + 5,
+                "controller": 3 if t >= 20 else 1,
+                "controller_epoch": 1,
+                "live_brokers": live,
+                "partitions": parts,
+            }
+        )
+    return rows
+
+
+def base_run(root: Path, run_id: str, scenario: str, started_at: str, config: dict[str, str]) -> None:
+    root.mkdir(parents=True, exist_ok=True)
+    run = {
+        "format": 1,
+        "run_id": run_id,
+        "seed": 7,
+        "scenario": scenario,
+        "started_at": started_at,
+        "duration_s": 60,
+        "kafka": {"version": "0.9.0.1", "image": "kchaos/kafka:0.9.0.1"},
+        "cluster": {"brokers": 3, "zookeepers": 1, "broker_config": config},
+        "producer": {"retries": "3", "max.in.flight.requests.per.connection": "1"},
+        "topics": TOPICS,
+    }
+    (root / "run.json").write_text(json.dumps(run, indent=2), encoding="utf-8")
+    write_jsonl(root / "history/cluster.jsonl", cluster_samples(60))
+
+
+def guarantee(gid: str, topic: str, acks: str, promised: bool, verdict: str, reason: str) -> dict[str, Any]:
+    return {
+        "id": gid,
+        "topic": topic,
+        "acks": acks,
+        "promise": f"promise of {gid}",
+        "promised": promised,
+        "verdict": verdict,
+        "reason": reason,
+    }
+
+
+def result(
+    valid: bool,
+    acks: dict[str, dict[str, int]],
+    guarantees: list[dict[str, Any]],
+    anomalies: dict[str, dict[str, Any]],
+    rows: list[dict[str, Any]],
+    **extra: Any,
+) -> dict[str, Any]:
+    return {
+        "result_format": 1,
+        "run_id": "x",
+        "checked_at": "2026-11-21T14:25:01Z",
+        "spark": {"master": "local[*]", "version": "4.3.0", "seconds": 12.4},
+        "events": {"writes": 36000, "reads": 40000, "faults": 4, "cluster": 60},
+        "valid": valid,
+        "complete": extra.get("complete", True),
+        "unexpected": extra.get("unexpected", 0),
+        "incomplete_partitions": extra.get("incomplete", []),
+        "acks": acks,
+        "topics": [{"topic": f"chaos-acks-{m}", "acks": m, **c, "complete": True} for m, c in acks.items()],
+        "guarantees": guarantees,
+        "anomalies": {
+            k: anomalies.get(k, {"count": 0, "examples": [], "examples_capped": False}) for k in KINDS
+        },
+        "availability": {
+            "bucket_s": 1,
+            "series": rows,
+            "latency": [
+                {
+                    "acks": m,
+                    "during_fault": f,
+                    "count": 1000,
+                    "p50_ms": 3.0,
+                    "p99_ms": 11.0 + 30 * f,
+                    "max_ms": 90.0,
+                    "error_rate": 0.01 * f,
+                    "indeterminate_rate": 0.0,
+                }
+                for m in acks
+                for f in (False, True)
+            ],
+            "recovery": [
+                {
+                    "fault": "kill-leader",
+                    "start_ns": 20 * S,
+                    "acks": "all",
+                    "first_ok_ns": 22 * S,
+                    "recovery_ms": 2000.0,
+                }
+            ],
+        },
+    }
+
+
+def make_passing(root: Path, started_at: str = "2026-11-20T02:00:00Z", scenario: str = "leader-kill") -> Path:
+    base_run(
+        root,
+        root.name,
+        scenario,
+        started_at,
+        {"min.insync.replicas": "2", "unclean.leader.election.enable": "false"},
+    )
+    write_jsonl(
+        root / "history/faults.jsonl",
+        [
+            {
+                "time_ns": 20 * S,
+                "fault": "kill-leader",
+                "phase": "start",
+                "targets": ["kafka-1"],
+                "detail": {"topic": "chaos-acks-all", "partition": 0},
+            },
+            {
+                "time_ns": 30 * S,
+                "fault": "kill-leader",
+                "phase": "stop",
+                "targets": ["kafka-1"],
+                "detail": {},
+            },
+        ],
+    )
+    acks = {m: counts(attempted=6000, acked=5990, failed=4, indeterminate=6) for m in ("all", "1", "0")}
+    gs = [
+        guarantee(
+            "no-lost-acked-writes", "chaos-acks-all", "all", True, "held", "acks=all, RF 3, min.isr 2; 0 lost"
+        ),
+        guarantee("no-phantom-writes", "chaos-acks-all", "all", True, "held", "0 phantom"),
+        guarantee("no-duplicates", "chaos-acks-all", "all", False, "not-promised", "no idempotence on 0.9"),
+        guarantee("no-unexpected-values", "", "", True, "held", "0 unexpected"),
+    ]
+    rows = [r for m in ("all", "1", "0") for r in series(m, 60, gap=range(21, 24))]
+    out = result(True, acks, gs, {}, rows)
+    (root / "check").mkdir(parents=True, exist_ok=True)
+    (root / "check/result.json").write_text(json.dumps(out), encoding="utf-8")
+    return root
+
+
+def make_failing(root: Path, started_at: str = "2026-11-21T02:00:00Z", scenario: str = "leader-kill") -> Path:
+    base_run(root, root.name, scenario, started_at, {"min.insync.replicas": "1"})
+    write_jsonl(
+        root / "history/faults.jsonl",
+        [
+            {
+                "time_ns": 20 * S,
+                "fault": "kill-leader",
+                "phase": "start",
+                "targets": ["kafka-1"],
+                "detail": {},
+            },
+            {
+                "time_ns": 25 * S,
+                "fault": "partition-isolate-from-zookeeper",
+                "phase": "start",
+                "targets": ["kafka-2", HOSTILE],
+                "detail": {"note": HOSTILE},
+            },
+            {
+                "time_ns": 30 * S,
+                "fault": "kill-leader",
+                "phase": "stop",
+                "targets": ["kafka-1"],
+                "detail": {},
+            },
+            {
+                "time_ns": 40 * S,
+                "fault": "partition-isolate-from-zookeeper",
+                "phase": "stop",
+                "targets": ["kafka-2", HOSTILE],
+                "detail": {},
+            },
+            {
+                "time_ns": 50 * S,
+                "fault": "slow",
+                "phase": "start",
+                "targets": ["kafka-3"],
+                "detail": {"delay_ms": 200},
+            },
+        ],
+    )
+    acks = {
+        "all": counts(attempted=6000, acked=5900, failed=50, indeterminate=50, lost=3, divergent=1),
+        "1": counts(
+            attempted=6000, acked=5950, failed=20, indeterminate=30, lost=12, duplicated=2, phantom=1
+        ),
+        "0": counts(attempted=6000, acked=6000, lost=40),
+    }
+    gs = [
+        guarantee(
+            "no-lost-acked-writes",
+            "chaos-acks-all",
+            "all",
+            False,
+            "not-promised",
+            "min.insync.replicas 1 < 2; 3 lost, 1 divergent",
+        ),
+        guarantee("no-phantom-writes", "chaos-acks-all", "all", True, "held", "0 phantom"),
+        guarantee("no-phantom-writes", "chaos-acks-1", "1", True, "violated", "1 failed write was read"),
+        guarantee("per-partition-order", "chaos-acks-1", "1", True, "held", "0 reordered"),
+        guarantee("no-unexpected-values", "", "", True, "violated", "2 values read that were never written"),
+    ]
+    lost_example = {
+        "topic": "chaos-acks-all",
+        "partition": 0,
+        "offset": 41,
+        "value": "p-all-0:17",
+        "acks": "all",
+        "process": "p-all-0",
+        "invoke_ns": 21 * S,
+        "complete_ns": 21 * S + 900,
+        "ack_offset": 41,
+        "final_value": None,
+        "leader": 1,
+        "leader_epoch": 1,
+        "isr": [1],
+        "controller": 1,
+        "active_faults": ["kill-leader"],
+    }
+    anomalies = {
+        "lost-write": {
+            "count": 55,
+            "examples": [lost_example, {**lost_example, "value": HOSTILE, "offset": 42}],
+            "examples_capped": True,
+        },
+        "divergent-offset": {
+            "count": 1,
+            "examples": [{"topic": "chaos-acks-all", "partition": 0, "offset": 43, "values": ["a", "b"]}],
+            "examples_capped": False,
+        },
+        "phantom-write": {
+            "count": 1,
+            "examples": [{"topic": "chaos-acks-1", "partition": 1, "offset": 7, "value": "p-1-0:3"}],
+            "examples_capped": False,
+        },
+        "duplicate": {
+            "count": 2,
+            "examples": [{"topic": "chaos-acks-1", "value": "p-1-1:9", "offsets": [[0, 3], [0, 5]]}],
+            "examples_capped": False,
+        },
+        "unexpected-value": {"count": 2, "examples": [], "examples_capped": False},
+    }
+    rows = (
+        series("all", 60, {21: 2, 26: 1})
+        + series("1", 60, {22: 12})
+        + series("0", 60, {21: 30, 22: 10}, gap=range(25, 40))
+    )
+    rows[26]["divergent"] = 1  # acks=all, t=26
+    out = result(False, acks, gs, anomalies, rows, unexpected=2)
+    (root / "check").mkdir(parents=True, exist_ok=True)
+    (root / "check/result.json").write_text(json.dumps(out), encoding="utf-8")
+    return root

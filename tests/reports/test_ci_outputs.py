@@ -1,0 +1,156 @@
+"""CI outputs: junit.xml against the JUnit schema, summary.json, the CLI, and the index page."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+import typer
+import xmlschema
+from report_runs import make_failing, make_passing
+from reportpage import parse
+from typer.testing import CliRunner
+
+from reports import write_index, write_report
+from reports.cli import register
+
+SCHEMA = xmlschema.XMLSchema(Path(__file__).with_name("junit.xsd"))
+
+
+def junit(run_dir: Path) -> ET.Element:
+    write_report(run_dir)
+    path = run_dir / "report/junit.xml"
+    SCHEMA.validate(str(path))
+    return ET.parse(path).getroot()
+
+
+def test_junit_fails_exactly_the_violated_guarantees(failing_run: Path) -> None:
+    root = junit(failing_run)
+    result = json.loads((failing_run / "check/result.json").read_text())
+    cases = root.findall("testsuite/testcase")
+    assert len(cases) == len(result["guarantees"])
+    failed = {c.get("name") for c in cases if c.find("failure") is not None}
+    assert failed == {"no-phantom-writes[chaos-acks-1]", "no-unexpected-values"}
+    assert {c.get("name") for c in cases if c.find("skipped") is not None} == {
+        "no-lost-acked-writes[chaos-acks-all]"
+    }
+    assert all(c.find("error") is None for c in cases)
+    suite = root.find("testsuite")
+    assert suite is not None
+    assert (suite.get("tests"), suite.get("failures"), suite.get("errors"), suite.get("skipped")) == (
+        "5",
+        "2",
+        "0",
+        "1",
+    )
+    phantom = next(c for c in cases if c.get("name") == "no-phantom-writes[chaos-acks-1]").find("failure")
+    assert phantom is not None and phantom.text is not None
+    assert phantom.get("message") == "1 failed write was read"
+    assert '"value": "p-1-0:3"' in phantom.text  # the checker's example is the evidence
+
+
+def test_junit_of_a_passing_run_has_no_failures(passing_run: Path) -> None:
+    root = junit(passing_run)
+    assert root.get("failures") == "0" and root.get("errors") == "0"
+    assert root.find("testsuite") is not None
+
+
+def test_junit_promised_but_unknown_is_an_error(passing_run: Path) -> None:
+    path = passing_run / "check/result.json"
+    result = json.loads(path.read_text())
+    result["guarantees"][0]["verdict"] = "unknown"
+    result.update(
+        valid=False, complete=False, incomplete_partitions=[{"topic": "chaos-acks-all", "partition": 1}]
+    )
+    path.write_text(json.dumps(result))
+    root = junit(passing_run)
+    errors = [c.get("name") for c in root.iter("testcase") if c.find("error") is not None]
+    assert errors == ["no-lost-acked-writes[chaos-acks-all]"]
+    page = parse((passing_run / "report/index.html").read_text())
+    assert page.find(id="completeness")[0].attrs["data-complete"] == "false"
+
+
+def test_summary_json(failing_run: Path) -> None:
+    write_report(failing_run)
+    summary = json.loads((failing_run / "report/summary.json").read_text())
+    result = json.loads((failing_run / "check/result.json").read_text())
+    assert summary["valid"] is False and summary["complete"] is True
+    assert summary["violated"] == ["no-phantom-writes", "no-unexpected-values"]
+    assert summary["acks"] == result["acks"]
+    assert summary["anomalies"] == {k: a["count"] for k, a in result["anomalies"].items()}
+    assert summary["p99_ack_latency_ms"] == {"all": 41.0, "1": 41.0, "0": 41.0}
+    assert (summary["scenario"], summary["seed"], summary["kafka_version"]) == ("leader-kill", 7, "0.9.0.1")
+
+
+def cli() -> typer.Typer:
+    app = typer.Typer()
+    register(app)
+
+    @app.callback()
+    def main() -> None:
+        """Keep `report` a sub-command, as in kchaos."""
+
+    return app
+
+
+def test_cli_report_and_index(tmp_path: Path) -> None:
+    run = make_passing(tmp_path / "runs/20261120-020000-leader-kill")
+    out = CliRunner().invoke(cli(), ["report", str(run)])
+    assert out.exit_code == 0, out.output
+    assert out.output.strip() == str(run / "report/index.html")
+    out = CliRunner().invoke(cli(), ["report", "--index", str(tmp_path / "runs")])
+    assert out.exit_code == 0, out.output
+    assert (tmp_path / "runs/index.html").is_file()
+
+
+def test_index_groups_runs_and_shows_trends(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    make_passing(runs / "n1-leader-kill", "2026-11-19T02:00:00Z")
+    make_failing(runs / "n2-leader-kill", "2026-11-20T02:00:00Z")
+    make_passing(runs / "n3-leader-kill", "2026-11-21T02:00:00Z")
+    make_passing(runs / "n1-partition", "2026-11-19T03:00:00Z", scenario="partition-halves")
+    unchecked = make_passing(runs / "n2-partition", "2026-11-20T03:00:00Z", scenario="partition-halves")
+    (unchecked / "check/result.json").unlink()
+    shutil.copytree(runs / "n1-partition", runs / "broken")
+    (runs / "broken/run.json").write_text("{not json")
+    (runs / "not-a-run").mkdir()
+
+    page = parse(write_index(runs).read_text(encoding="utf-8"))
+    by_scenario = {s.attrs["data-scenario"] for s in page.find("section", "scenario")}
+    assert by_scenario == {"leader-kill", "partition-halves", "unreadable"}
+    status = {r.attrs["data-run-id"]: r.attrs["data-status"] for r in page.find("tr", "run")}
+    assert status == {
+        "n1-leader-kill": "pass",
+        "n2-leader-kill": "fail",
+        "n3-leader-kill": "pass",
+        "n1-partition": "pass",
+        "n2-partition": "not-checked",
+        "broken": "error",
+    }
+    links = {a.attrs["href"] for a in page.find("a")}
+    assert "n2-leader-kill/report/index.html" in links and not any("n2-partition" in h for h in links)
+    assert (runs / "n2-leader-kill/report/index.html").is_file()  # the index rendered missing reports
+    # Newest first in the table; trends run oldest to newest, one point per checked run and acks mode.
+    rows = [
+        r.attrs["data-run-id"]
+        for r in page.find("tr", "run")
+        if r.attrs["data-run-id"].endswith("leader-kill")
+    ]
+    assert rows == ["n3-leader-kill", "n2-leader-kill", "n1-leader-kill"]
+    trends = page.find("svg", "trend")
+    assert len(trends) == 8  # 4 per checked scenario
+    lost = [
+        c.attrs["data-tip"] for c in page.find("circle", "acks-all") if " lost writes " in c.attrs["data-tip"]
+    ]
+    assert [t.split(" ")[0] for t in lost[:3]] == ["n1-leader-kill", "n2-leader-kill", "n3-leader-kill"]
+    assert lost[1].endswith("lost writes 3")
+
+
+def test_index_of_missing_directory_is_an_input_error(tmp_path: Path) -> None:
+    from harness.errors import InputError
+
+    with pytest.raises(InputError):
+        write_index(tmp_path / "nope")

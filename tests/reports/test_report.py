@@ -1,0 +1,214 @@
+"""The HTML run report against its inputs: verdicts, counts, fault windows, anomalies, escaping."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from report_runs import HOSTILE, S, write_jsonl
+from reportpage import Page, parse
+
+from harness.errors import HistoryError, InputError
+from reports import write_report
+from reports.load import load_cluster, load_faults, load_run
+
+
+def render(run_dir: Path) -> tuple[Page, str, dict[str, Any]]:
+    html = write_report(run_dir).read_text(encoding="utf-8")
+    result = json.loads((run_dir / "check/result.json").read_text())
+    return parse(html), html, result
+
+
+@pytest.mark.parametrize("which", ["passing_run", "failing_run"])
+def test_verdict_and_guarantees_match_result(which: str, request: pytest.FixtureRequest) -> None:
+    page, _, result = render(request.getfixturevalue(which))
+    assert page.find("html")[0].attrs["data-valid"] == str(result["valid"]).lower()
+    banner = page.find("section", id="verdict")[0]
+    assert banner.attrs["data-valid"] == str(result["valid"]).lower()
+    assert ("PASS" if result["valid"] else "FAIL") in "".join(banner.text)
+    assert page.find(id="completeness")[0].attrs["data-complete"] == str(result["complete"]).lower()
+    rows = [
+        (r.attrs["data-id"], r.attrs["data-topic"], r.attrs["data-verdict"])
+        for r in page.find("tr", "guarantee")
+    ]
+    assert rows == [(g["id"], g["topic"], g["verdict"]) for g in result["guarantees"]]
+
+
+@pytest.mark.parametrize("which", ["passing_run", "failing_run"])
+def test_scorecard_counts_match_result(which: str, request: pytest.FixtureRequest) -> None:
+    page, _, result = render(request.getfixturevalue(which))
+    for acks, counts in result["acks"].items():
+        row = page.find("tr", "score", data_acks=acks)
+        assert len(row) == 1
+        start = page.elements.index(row[0]) + 1
+        end = next(
+            (i for i in range(start, len(page.elements)) if page.elements[i].tag == "tr"), len(page.elements)
+        )
+        cells = {
+            c.attrs["data-count"]: int(c.attrs["data-value"])
+            for c in page.elements[start:end]
+            if c.tag == "td"
+        }
+        assert cells == counts
+
+
+def test_fault_windows_match_faults_jsonl(failing_run: Path) -> None:
+    page, _, _ = render(failing_run)
+    events = [json.loads(line) for line in (failing_run / "history/faults.jsonl").read_text().splitlines()]
+    starts = [e for e in events if e["phase"] == "start"]
+    expected = set()
+    for s in starts:
+        stop = next(
+            (
+                e
+                for e in events
+                if e["phase"] == "stop"
+                and e["fault"] == s["fault"]
+                and e["targets"] == s["targets"]
+                and e["time_ns"] >= s["time_ns"]
+            ),
+            None,
+        )
+        expected.add(
+            (
+                s["fault"],
+                ",".join(s["targets"]),
+                str(s["time_ns"]),
+                "" if stop is None else str(stop["time_ns"]),
+            )
+        )
+    for cls, tag in (("fault", "tr"), ("fault-bar", "rect")):
+        got = {
+            (
+                el.attrs["data-fault"],
+                el.attrs["data-targets"],
+                el.attrs["data-start-ns"],
+                el.attrs["data-stop-ns"],
+            )
+            for el in page.find(tag, cls)
+        }
+        assert got == expected, cls
+    assert ("slow", "kafka-3", str(50 * S), "") in expected  # never healed: drawn to the end of the run
+    # Shaded on every timeline: faults strip has bars, the other three charts one band per window.
+    assert len(page.find("rect", "fault-band")) == 3 * len(expected)
+    # Each fault kind is explained next to the table.
+    explained = page.find("dl", "explain")[0].text
+    assert "SIGKILL" in "".join(explained) and "ZooKeeper" in "".join(explained)
+
+
+def test_anomaly_groups_and_markers_match_result(failing_run: Path) -> None:
+    page, _, result = render(failing_run)
+    groups = {g.attrs["data-kind"]: int(g.attrs["data-count"]) for g in page.find("details", "anomaly-group")}
+    assert groups == {k: a["count"] for k, a in result["anomalies"].items()}
+    examples = page.find("table", "examples")
+    assert {t.attrs["id"] for t in examples} == {
+        f"anomalies-{k}" for k, a in result["anomalies"].items() if a["examples"]
+    }
+    for kind in ("lost", "divergent"):
+        marked = sum(int(m.attrs["data-count"]) for m in page.find("g", "marker", data_kind=kind))
+        assert marked == sum(r[kind] for r in result["availability"]["series"]) > 0
+    # Each anomaly kind carries its plain-language explanation.
+    assert "succeeded, but it is not in the partition" in "".join(
+        page.find("details", data_kind="lost-write")[0].text
+    )
+
+
+def test_run_data_is_escaped(failing_run: Path) -> None:
+    page, html, _ = render(failing_run)
+    assert HOSTILE not in html
+    assert "evil.example" not in "".join(el.attrs.get("src", "") for el in page.elements)
+    assert len(page.find("script")) == 2  # ours only: the error recorder and the page script
+    assert not page.find("img")
+    assert HOSTILE in "".join(page.find("table", id="fault-table")[0].text)  # shown as text
+
+
+EXTERNAL = re.compile(r"^\s*(?:[a-z][a-z0-9+.-]*:|//)", re.I)
+
+
+@pytest.mark.parametrize("which", ["passing_run", "failing_run"])
+def test_page_makes_no_external_requests(which: str, request: pytest.FixtureRequest) -> None:
+    page, html, _ = render(request.getfixturevalue(which))
+    for el in page.elements:
+        for name in ("src", "href", "xlink:href", "action", "data", "poster", "srcset", "background"):
+            value = el.attrs.get(name)
+            assert value is None or not EXTERNAL.match(value) or value.startswith("data:"), (
+                el.tag,
+                name,
+                value,
+            )
+        assert el.tag not in ("link", "iframe", "object", "embed", "img", "audio", "video", "base")
+    styles, scripts = page.text("style"), page.text("script")
+    assert "url(" not in styles and "@import" not in styles
+    for api in ("fetch(", "XMLHttpRequest", "import(", "WebSocket", "EventSource", "sendBeacon", ".src"):
+        assert api not in scripts
+    csp = page.find("meta", http_equiv="Content-Security-Policy")[0].attrs["content"]
+    assert "default-src 'none'" in csp
+    if which == "passing_run":  # no run data with URLs in it: the only URL is the SVG namespace name
+        assert set(re.findall(r"(?:https?:)?//[^\s\"'<>)]+", html)) == {"http://www.w3.org/2000/svg"}
+
+
+def test_config_and_cluster_state(passing_run: Path) -> None:
+    page, _, _ = render(passing_run)
+    config = {d.attrs["data-key"]: "".join(d.text) for d in page.find("dd") if "data-key" in d.attrs}
+    assert config["Kafka version"] == "0.9.0.1"
+    assert config["brokers"] == "3"
+    assert config["min.insync.replicas"] == "2"
+    assert config["unclean.leader.election.enable"] == "false"
+    assert config["seed"] == "7"
+    assert config["producer max.in.flight.requests.per.connection"] == "1"
+    lanes = [g.attrs["data-lane"] for g in page.find("g", "lane")]
+    assert lanes[:4] == ["controller", "broker 1", "broker 2", "broker 3"]
+    assert "chaos-acks-all/0" in lanes and lanes.count("ISR") == 6
+    downs = [r for r in page.find("rect", "down")]
+    assert len(downs) == 1 and "broker 1" in downs[0].attrs["data-tip"]
+
+
+def test_cluster_samples_keep_only_changes(passing_run: Path) -> None:
+    samples = load_cluster(passing_run)
+    assert [s.time_ns // S for s in samples] == [0, 20, 30, 59]  # changes at 20 s and 30 s, plus the last
+
+
+def test_unknown_defaults_for_unclean_election(failing_run: Path) -> None:
+    page, _, _ = render(failing_run)
+    value = "".join(page.find("dd", data_key="unclean.leader.election.enable")[0].text)
+    assert value.startswith("true (default for Kafka 0.9")
+
+
+def test_missing_result_says_run_check_first(passing_run: Path) -> None:
+    (passing_run / "check/result.json").unlink()
+    with pytest.raises(InputError, match=r"run `kchaos check .*` first"):
+        write_report(passing_run)
+
+
+def test_unknown_result_format_is_rejected(passing_run: Path) -> None:
+    path = passing_run / "check/result.json"
+    path.write_text(json.dumps({**json.loads(path.read_text()), "result_format": 99}))
+    with pytest.raises(InputError, match="unknown result_format 99"):
+        write_report(passing_run)
+
+
+def test_bad_fault_line_points_at_the_line(passing_run: Path) -> None:
+    path = passing_run / "history/faults.jsonl"
+    path.write_text(path.read_text() + '{"fault": "kill", "phase": "start"}\n')
+    with pytest.raises(HistoryError, match=r"faults.jsonl:3: "):
+        load_faults(passing_run)
+
+
+def test_stop_without_start_is_an_error(passing_run: Path) -> None:
+    write_jsonl(
+        passing_run / "history/faults.jsonl",
+        [{"time_ns": 1, "fault": "pause", "phase": "stop", "targets": []}],
+    )
+    with pytest.raises(HistoryError, match="never started"):
+        load_faults(passing_run)
+
+
+def test_run_without_history_files_still_renders(passing_run: Path) -> None:
+    (passing_run / "history/faults.jsonl").unlink()
+    (passing_run / "history/cluster.jsonl").unlink()
+    page, _, _ = render(passing_run)
+    assert not page.find("tr", "fault")
+    assert load_run(passing_run).end_ns == 60 * S
