@@ -1,0 +1,94 @@
+"""The report in a real browser: headless Chromium renders it from disk without script errors."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import struct
+import subprocess
+import zlib
+from pathlib import Path
+
+import pytest
+
+from reports import write_index, write_report
+
+pytestmark = pytest.mark.browser
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+def chromium(tmp_path: Path, *args: str) -> str:
+    if CHROMIUM is None:
+        pytest.skip(
+            "chromium is not installed (apt-get install -y chromium; listed in scripts/apt-packages.txt)"
+        )
+    profile = tmp_path / "profile"
+    proc = subprocess.run(
+        [CHROMIUM, *FLAGS, f"--user-data-dir={profile}", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return proc.stdout
+
+
+def root_tag(tmp_path: Path, page: Path) -> str:
+    """The <html> start tag of the page's DOM after its scripts ran (where the markers are set)."""
+    dom = chromium(tmp_path, "--dump-dom", page.as_uri())
+    match = re.search(r"<html[^>]*>", dom)
+    assert match, dom[:500]
+    return match.group(0)
+
+
+def png_size_and_pixels(path: Path) -> tuple[int, int, bytes]:
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    width, height = struct.unpack(">II", data[16:24])
+    idat, pos = b"", 8
+    while pos < len(data):
+        (length,) = struct.unpack(">I", data[pos : pos + 4])
+        if data[pos + 4 : pos + 8] == b"IDAT":
+            idat += data[pos + 8 : pos + 8 + length]
+        pos += 12 + length
+    return width, height, zlib.decompress(idat)
+
+
+def test_report_renders_in_chromium_without_script_errors(failing_run: Path, tmp_path: Path) -> None:
+    page = write_report(failing_run)
+    root = root_tag(tmp_path, page)
+    assert 'data-js-ready="1"' in root  # the page script ran to its end
+    assert "data-js-errors" not in root  # and window.onerror recorded nothing
+
+    shot = tmp_path / "report.png"
+    chromium(tmp_path, f"--screenshot={shot}", "--window-size=1400,3000", page.as_uri())
+    width, height, pixels = png_size_and_pixels(shot)
+    assert (width, height) == (1400, 3000)
+    assert shot.stat().st_size > 50_000
+    assert len(set(pixels[: 1400 * 4 * 600])) > 64  # not a blank page: the banner, tables and charts
+    keep = Path(__file__).parents[2] / ".cache" / "report-screenshot.png"
+    keep.parent.mkdir(exist_ok=True)
+    shutil.copyfile(shot, keep)  # for people to look at (.cache/ is ignored by git)
+
+
+def test_error_recorder_catches_script_errors(passing_run: Path, tmp_path: Path) -> None:
+    page = write_report(passing_run)
+    page.write_text(page.read_text().replace("</body>", "<script>notDefinedAnywhere();</script></body>"))
+    assert 'data-js-errors="1"' in root_tag(tmp_path, page)
+
+
+def test_index_renders_in_chromium(passing_run: Path, tmp_path: Path) -> None:
+    index = write_index(passing_run.parent)
+    root = root_tag(tmp_path, index)
+    assert 'data-js-ready="1"' in root and "data-js-errors" not in root
