@@ -79,7 +79,12 @@ def fault_strip(run: Run) -> str:
     n_lanes = max(lanes, default=0) + 1
     frame = Frame(run.end_ns, 8 + 20 * n_lanes + 22)
     out = [svg.open_svg(frame, "faults", "fault windows"), svg.time_axis(frame)]
-    for w, lane in zip(run.faults, lanes, strict=True):
+    next_start: dict[int, float] = {}  # per lane, where the following bar begins (labels stop there)
+    limits = []
+    for w, lane in zip(reversed(run.faults), reversed(lanes), strict=True):
+        limits.append(next_start.get(lane, svg.WIDTH - svg.RIGHT))
+        next_start[lane] = frame.x(w.start_ns)
+    for w, lane, limit in zip(run.faults, lanes, reversed(limits), strict=True):
         x0, x1 = frame.x(w.start_ns), frame.x(w.stop_ns or run.end_ns)
         y = frame.top + 20 * lane
         out.append(
@@ -97,7 +102,7 @@ def fault_strip(run: Run) -> str:
             )
         )
         text = fault_label(w)
-        room = int((svg.WIDTH - svg.RIGHT - x0 - 4) / 6.5)
+        room = int((limit - x0 - 4) / 6.5)
         if room >= 4:
             out.append(
                 svg.label(x0 + 3, y + 12, text if len(text) <= room else text[: room - 1] + "…", "fault-lbl")
