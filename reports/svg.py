@@ -78,7 +78,7 @@ def nice_step(span: float, target: int) -> float:
     return next((m * mag for m in (1, 2, 5, 10) if m * mag >= raw), 10 * mag)
 
 
-def time_axis(frame: Frame, labels: bool = True) -> str:
+def time_axis(frame: Frame) -> str:
     span_s = frame.end_ns / NS
     step = nice_step(span_s, 12)
     if step >= 60:
@@ -88,10 +88,7 @@ def time_axis(frame: Frame, labels: bool = True) -> str:
     while t <= span_s + 1e-9:
         x = fmt(frame.x_s(t))
         out.append(f'<line class="grid" x1="{x}" x2="{x}" y1="{frame.top}" y2="{frame.y0}"/>')
-        if labels:
-            out.append(
-                f'<text class="tick" x="{x}" y="{frame.y0 + 15}" text-anchor="middle">{clock(t)}</text>'
-            )
+        out.append(f'<text class="tick" x="{x}" y="{frame.y0 + 15}" text-anchor="middle">{clock(t)}</text>')
         t += step
     return "".join(out)
 
