@@ -73,6 +73,36 @@ class KafkaCluster:
         self.brokers: list[KafkaBroker] = []
         self._network: Network | None = None
         self._zk: ZkStateReader | None = None
+        self._owns_containers = True
+
+    @classmethod
+    def attach(cls, run_id: str) -> KafkaCluster:
+        """A handle on a running cluster started by an earlier command (`kchaos cluster up`).
+
+        Leaving its `with` block closes only the ZooKeeper session; `kchaos cluster down` removes it.
+        """
+        containers = docker_env.client().containers.list(all=True, filters={"label": f"{docker_env.RUN_LABEL}={run_id}"})
+        if not containers:
+            raise ConfigError(f"no cluster with run id {run_id!r} is running (see `kchaos cluster list`)")
+        cluster = cls(run_id=run_id)
+        cluster._owns_containers = False
+        cluster.image = KafkaImage.inspect(containers[0].attrs["Config"]["Image"])
+        for container in sorted(containers, key=lambda c: c.labels.get("kchaos.node", "")):
+            name, role = container.labels.get("kchaos.node", ""), container.labels.get("kchaos.role")
+            ip = next(iter(container.attrs["NetworkSettings"]["Networks"].values()))["IPAMConfig"]["IPv4Address"]
+            number = int(name.rsplit("-", 1)[1])
+            node: Node
+            if role == "zookeeper":
+                node = ZooKeeperNode(number, cluster.image.tag, run_id, _NO_NETWORK, ip, "")
+                cluster.zookeepers.append(node)
+            else:
+                node = KafkaBroker(number, cluster.image.tag, run_id, _NO_NETWORK, ip, "", cluster.spec.heap)
+                cluster.brokers.append(node)
+            node.attach(container)
+        cluster.spec = ClusterSpec(brokers=len(cluster.brokers), zookeepers=len(cluster.zookeepers),
+                                   image=cluster.image.tag)
+        cluster._zk = ZkStateReader(cluster.zk_connect).__enter__()
+        return cluster
 
     # -- lifecycle -------------------------------------------------------------------------------
     def __enter__(self) -> KafkaCluster:
@@ -115,6 +145,8 @@ class KafkaCluster:
         if self._zk is not None:
             self._zk.__exit__(None, None, None)
             self._zk = None
+        if not self._owns_containers:
+            return
         for node in self.nodes:
             node.remove()
         docker_env.remove_labelled(self.run_id)  # anything a crashed start left behind
@@ -237,6 +269,16 @@ class KafkaCluster:
         if state is None or state.leader < 0:
             raise ClusterError(f"{topic}/{partition} has no leader now")
         return self.broker(state.leader)
+
+
+class _NoNetwork(Network):
+    """Stands in for the network of an attached cluster, whose containers already exist."""
+
+    def __init__(self) -> None:
+        self.name = "attached"
+
+
+_NO_NETWORK = _NoNetwork()
 
 
 def _create_network(run_id: str) -> tuple[Network, ipaddress.IPv4Network]:

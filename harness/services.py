@@ -110,6 +110,10 @@ class Node:
         except (ClusterError, APIError, NotFound):
             return "(no logs: container missing)"
 
+    def attach(self, container: Any) -> None:
+        """Adopt an existing container (a cluster started by an earlier command)."""
+        self._container = container
+
     def remove(self) -> None:
         if self._container is not None:
             try:

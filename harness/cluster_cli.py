@@ -1,0 +1,99 @@
+"""`kchaos cluster smoke | up | down | list | status`."""
+
+from __future__ import annotations
+
+import typer
+from rich.console import Console
+
+from harness import docker_env
+from harness.broker_config import ConfigValue
+from harness.cluster import ClusterSpec, KafkaCluster
+from harness.errors import ConfigError
+from harness.history import new_run_id
+from harness.signals import terminate_as_interrupt
+from harness.smoke import run_smoke
+from harness.zkstate import ClusterSnapshot
+
+console = Console(highlight=False)
+cluster_app = typer.Typer(help="Start, inspect and stop clusters.", no_args_is_help=True)
+
+
+def print_state(state: ClusterSnapshot) -> None:
+    console.print(f"controller: broker {state.controller} (epoch {state.controller_epoch}); "
+                  f"live brokers: {list(state.live_brokers)}")
+    for p in state.partitions:
+        console.print(f"  {p.topic}/{p.partition}: leader {p.leader} (epoch {p.leader_epoch}), "
+                      f"isr {list(p.isr)}, replicas {list(p.replicas)}")
+
+
+def parse_overrides(pairs: list[str]) -> dict[str, ConfigValue]:
+    overrides: dict[str, ConfigValue] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise ConfigError(f"--config {pair!r}: expected KEY=VALUE, e.g. min.insync.replicas=2")
+        overrides[key.strip()] = value.strip()
+    return overrides
+
+
+@cluster_app.command()
+def smoke(messages: int = typer.Option(1000, help="Writes to send with acks=all.")) -> None:
+    """Start 3 brokers + ZooKeeper, write and read back messages, print the state, tear down."""
+    with terminate_as_interrupt():
+        result = run_smoke(messages)
+    print_state(result.state)
+    console.print(f"sent {result.sent}, acked {result.acked}, read back {result.read_back} "
+                  f"in {result.seconds:.1f} s: {'[green]OK[/]' if result.ok else '[red]FAILED[/]'}")
+    raise typer.Exit(0 if result.ok else 1)
+
+
+@cluster_app.command()
+def up(
+    brokers: int = typer.Option(3, help="Number of Kafka brokers."),
+    zookeepers: int = typer.Option(1, help="Number of ZooKeeper nodes (1, 3 or 5)."),
+    config: list[str] = typer.Option([], "--config", help="Broker config override KEY=VALUE (repeatable)."),
+    image: str = typer.Option(None, help="A kchaos/kafka image tag (default: build from the default Kafka)."),
+    name: str = typer.Option("cluster", help="A word to put in the run id."),
+) -> None:
+    """Start a cluster that outlives this command; print its run id and addresses."""
+    spec = ClusterSpec(brokers=brokers, zookeepers=zookeepers, broker_config=parse_overrides(config), image=image)
+    cluster = KafkaCluster(spec, run_id=new_run_id(name))
+    with terminate_as_interrupt():
+        cluster.start()
+    console.print(f"run id:     {cluster.run_id}\nbootstrap:  {cluster.bootstrap_servers}\nzookeeper:  {cluster.zk_connect}")
+    console.print(f"stop it with: kchaos cluster down {cluster.run_id}")
+
+
+@cluster_app.command()
+def down(run_id: str = typer.Argument(..., help="Run id printed by `kchaos cluster up`.")) -> None:
+    """Remove a cluster started by `kchaos cluster up`."""
+    removed = docker_env.remove_labelled(run_id)
+    if not removed.containers and not removed.networks:
+        raise ConfigError(f"no cluster with run id {run_id!r} (see `kchaos cluster list`)")
+    console.print(f"removed {len(removed.containers)} containers and {len(removed.networks)} networks")
+
+
+@cluster_app.command("list")
+def list_clusters() -> None:
+    """List running kchaos clusters by run id."""
+    runs: dict[str, list[str]] = {}
+    for container in docker_env.client().containers.list(all=True, filters={"label": docker_env.RUN_LABEL}):
+        runs.setdefault(container.labels[docker_env.RUN_LABEL], []).append(f"{container.labels.get('kchaos.node')}:{container.status}")
+    for run_id, nodes in sorted(runs.items()):
+        console.print(f"{run_id}  {' '.join(sorted(nodes))}")
+    if not runs:
+        console.print("no kchaos clusters")
+
+
+@cluster_app.command()
+def status(run_id: str = typer.Argument(..., help="Run id printed by `kchaos cluster up`.")) -> None:
+    """Print controller, live brokers, and every partition's leader and ISR."""
+    with KafkaCluster.attach(run_id) as cluster:
+        console.print(f"bootstrap: {cluster.bootstrap_servers}")
+        for node in cluster.nodes:
+            console.print(f"  {node.name:10} {node.ip:15} {node.status()}")
+        print_state(cluster.state())
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(cluster_app, name="cluster")
