@@ -1,0 +1,113 @@
+"""The `Fault` protocol and the registry of faults by name.
+
+A fault is one small class: `name` and `description` class attributes, a constructor taking its
+validated params as keyword arguments, `start(cluster, rng)` that resolves targets from live state
+and applies the fault, and an idempotent `heal(cluster)` that is safe after a partial start.
+Scenarios and the CLI pick faults by name through `make_fault`.
+"""
+
+from __future__ import annotations
+
+import inspect
+import random
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar, Protocol, TypeVar, runtime_checkable
+
+from harness.cluster import KafkaCluster
+from harness.errors import ConfigError
+
+
+@runtime_checkable
+class Fault(Protocol):
+    """What the nemesis and the CLI need from a fault."""
+
+    name: ClassVar[str]
+    description: ClassVar[str]
+    targets: list[str]
+    """Resolved node names (e.g. `kafka-2`), filled in by `start`."""
+    detail: dict[str, Any]
+    """What else was chosen at start (topic/partition, shape, rate), recorded in faults.jsonl."""
+
+    def start(self, cluster: KafkaCluster, rng: random.Random) -> None: ...
+
+    def heal(self, cluster: KafkaCluster) -> None: ...
+
+
+FaultClass = TypeVar("FaultClass", bound=type[Any])
+
+_REGISTRY: dict[str, type[Any]] = {}
+
+
+def register(cls: FaultClass) -> FaultClass:
+    """Class decorator: make a fault available by its `name`."""
+    name = cls.name
+    if name in _REGISTRY and _REGISTRY[name] is not cls:
+        raise ValueError(f"fault name {name!r} registered twice")
+    _REGISTRY[name] = cls
+    return cls
+
+
+def _load_builtin() -> None:
+    # The built-in faults register themselves on import; imported lazily so base has no cycle.
+    from faults import links, network, process  # noqa: F401
+
+
+def _params_of(cls: type[Any]) -> dict[str, inspect.Parameter]:
+    signature = inspect.signature(cls.__init__)
+    return {n: p for n, p in signature.parameters.items() if n != "self" and p.kind is p.KEYWORD_ONLY}
+
+
+def params_help(name: str) -> dict[str, str]:
+    """Param name -> its default shown as text ('required' when there is none)."""
+    cls = fault_class(name)
+    return {
+        n: ("required" if p.default is inspect.Parameter.empty else repr(p.default))
+        for n, p in _params_of(cls).items()
+    }
+
+
+def fault_class(name: str) -> type[Any]:
+    _load_builtin()
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise ConfigError(f"unknown fault {name!r}; known faults: {', '.join(sorted(_REGISTRY))}") from None
+
+
+def make_fault(name: str, params: Mapping[str, Any] | None = None) -> Fault:
+    """Build a fault by name; unknown or badly typed params raise ConfigError listing valid ones."""
+    cls = fault_class(name)
+    accepted = _params_of(cls)
+    given = dict(params or {})
+    valid = ", ".join(accepted) or "none"
+    for key in given:
+        if key not in accepted:
+            raise ConfigError(f"fault {name!r} has no param {key!r}; valid params: {valid}")
+    for key, param in accepted.items():
+        if param.default is inspect.Parameter.empty and key not in given:
+            raise ConfigError(f"fault {name!r} needs param {key!r}; valid params: {valid}")
+    try:
+        fault: Fault = cls(**given)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"fault {name!r}: {exc}; valid params: {valid}") from None
+    return fault
+
+
+def available() -> list[tuple[str, str]]:
+    """(name, one-line description) of every registered fault, sorted by name."""
+    _load_builtin()
+    return sorted((name, cls.description) for name, cls in _REGISTRY.items())
+
+
+def coerce_float(name: str, value: object, *, low: float, high: float) -> float:
+    """A numeric param from config or the CLI (where it arrives as text), range-checked."""
+    try:
+        number = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise ValueError(f"param {name!r} must be a number, got {value!r}") from None
+    if not low <= number <= high:
+        raise ValueError(f"param {name!r} must be between {low} and {high}, got {number}")
+    return number
+
+
+Factory = Callable[..., Fault]

@@ -1,0 +1,1 @@
+"""Process faults: kill, stop, pause, rolling-restart."""
