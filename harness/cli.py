@@ -29,10 +29,10 @@ def _register_all() -> None:
     # Imported here so that `import harness.cli` stays cheap and import cycles cannot form.
     from checkers import cli as checkers_cli
     from faults import cli as faults_cli
-    from harness import cluster_cli, env_cli
+    from harness import cluster_cli, env_cli, workload_cli
     from reports import cli as reports_cli
 
-    for module in (env_cli, cluster_cli, faults_cli, checkers_cli, reports_cli):
+    for module in (env_cli, cluster_cli, workload_cli, faults_cli, checkers_cli, reports_cli):
         module.register(app)
     try:
         from harness import run_cli

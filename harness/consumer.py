@@ -1,0 +1,130 @@
+"""Readers that record every consumed record: live (while faults run) and final (after healing).
+
+Both assign partitions directly (no consumer group), so a broker fault never stalls them in a
+rebalance. The final read goes from each partition's log start offset to its high watermark and
+then writes one `end` event; a partition it cannot finish in time gets none, and the run says so.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
+
+from harness.history import HistoryWriter, RunClock
+
+_CONSUMER_CONFIG: dict[str, Any] = {
+    "group.id": "kchaos-reader",  # required by librdkafka, unused: partitions are assigned directly
+    "enable.auto.commit": False,
+    "enable.partition.eof": False,
+    "auto.offset.reset": "earliest",
+    "fetch.wait.max.ms": 100,
+}
+
+
+def _record(writer: HistoryWriter, clock: RunClock, process: str, phase: str, msg: Any) -> None:
+    value = msg.value()
+    writer.write({"type": "record", "time_ns": clock.now_ns(), "process": process, "phase": phase,
+                  "topic": msg.topic(), "partition": msg.partition(), "offset": msg.offset(),
+                  "value": value.decode(errors="replace").split("|", 1)[0] if value is not None else None})
+
+
+class LiveConsumer:
+    """Reads every partition of `topics` from the beginning in a thread until stopped."""
+
+    def __init__(self, process: str, partitions: Mapping[str, int], client_config: Mapping[str, Any],
+                 writer: HistoryWriter, clock: RunClock) -> None:
+        self.process = process
+        self._partitions = partitions
+        self._config = {**_CONSUMER_CONFIG, **client_config}
+        self._writer, self._clock = writer, clock
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"consumer-{process}", daemon=True)
+        self.read = 0
+        self.error: BaseException | None = None
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self, timeout_s: float = 10.0) -> None:
+        self._stop.set()
+        self._thread.join(timeout_s)
+
+    def _run(self) -> None:
+        try:
+            consumer = Consumer(self._config)
+            consumer.assign([TopicPartition(t, p, OFFSET_BEGINNING)
+                             for t, count in self._partitions.items() for p in range(count)])
+            try:
+                while not self._stop.is_set():
+                    for msg in consumer.consume(500, timeout=0.2):
+                        if msg.error() is None:
+                            _record(self._writer, self._clock, self.process, "live", msg)
+                            self.read += 1
+            finally:
+                consumer.close()
+        except BaseException as exc:
+            self.error = exc
+
+
+@dataclass(frozen=True)
+class FinalReadResult:
+    complete: list[tuple[str, int]]
+    incomplete: list[tuple[str, int]]
+    records: int
+
+
+def final_read(partitions: Mapping[str, int], client_config: Mapping[str, Any], writer: HistoryWriter,
+               clock: RunClock, timeout_s: float = 60.0, process: str = "c-final-0") -> FinalReadResult:
+    """Read every partition from log start to high watermark; write `end` for each one finished."""
+    consumer = Consumer({**_CONSUMER_CONFIG, **client_config})
+    deadline = time.monotonic() + timeout_s
+    targets: dict[tuple[str, int], tuple[int, int]] = {}
+    pending: list[tuple[str, int]] = [(t, p) for t, count in sorted(partitions.items()) for p in range(count)]
+    records = 0
+    try:
+        # Watermarks first: a partition whose leader cannot answer stays unread (no `end`).
+        for topic, partition in pending:
+            while time.monotonic() < deadline:
+                try:
+                    targets[(topic, partition)] = consumer.get_watermark_offsets(
+                        TopicPartition(topic, partition), timeout=5, cached=False)
+                    break
+                except KafkaException:
+                    time.sleep(0.5)  # leader election in progress: ask again until the deadline
+        done: set[tuple[str, int]] = set()
+        for key, (low, high) in targets.items():
+            if high <= low:
+                _end(writer, clock, process, key, low, high)
+                done.add(key)
+        consumer.assign([TopicPartition(t, p, targets[(t, p)][0]) for (t, p) in targets if (t, p) not in done])
+        while len(done) < len(targets) and time.monotonic() < deadline:
+            for msg in consumer.consume(1000, timeout=0.5):
+                if msg.error() is not None:
+                    continue
+                key = (msg.topic(), msg.partition())
+                if key in done:
+                    continue
+                _record(writer, clock, process, "final", msg)
+                records += 1
+                low, high = targets[key]
+                if msg.offset() + 1 >= high:
+                    _end(writer, clock, process, key, low, high)
+                    done.add(key)
+    finally:
+        consumer.close()
+    complete = sorted(done)
+    return FinalReadResult(complete, [k for k in pending if k not in done], records)
+
+
+def _end(writer: HistoryWriter, clock: RunClock, process: str, key: tuple[str, int], low: int, high: int) -> None:
+    writer.write({"type": "end", "time_ns": clock.now_ns(), "process": process, "phase": "final",
+                  "topic": key[0], "partition": key[1], "log_start": low, "high_watermark": high})
+
+
+def partition_counts(topics: Sequence[Mapping[str, Any]]) -> dict[str, int]:
+    return {str(t["name"]): int(t["partitions"]) for t in topics}

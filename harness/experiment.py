@@ -1,0 +1,148 @@
+"""One experiment from start to final read: the order of things, and what survives an interruption.
+
+    cluster up -> topics -> run.json -> sampler + workload (+ chaos) for the duration
+    -> stop producers -> heal (leaving the chaos context) -> settle -> final read -> cluster down
+
+A KeyboardInterrupt (Ctrl-C, or SIGTERM via harness.signals) during the chaos phase ends it early:
+faults are healed, the final read still runs, run.json records `interrupted`, and the
+interruption is re-raised only after the history is complete, so a caller can still check it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.cluster import ClusterSpec, KafkaCluster
+from harness.consumer import FinalReadResult
+from harness.errors import ReadinessTimeout
+from harness.history import CLUSTER, FAULTS, HARNESS_LOG, HistoryWriter, RunClock, RunDir
+from harness.workload import Workload, WorkloadSpec
+from harness.zkstate import ClusterSampler
+
+log = logging.getLogger("kchaos")
+
+Chaos = Callable[[KafkaCluster, HistoryWriter, RunClock], AbstractContextManager[Any]]
+"""Builds the context manager that injects faults while the workload runs (and heals on exit)."""
+
+
+@dataclass
+class ExperimentSpec:
+    name: str
+    duration_s: float
+    seed: int = 0
+    cluster: ClusterSpec = field(default_factory=ClusterSpec)
+    workload: WorkloadSpec = field(default_factory=WorkloadSpec)
+    settle_timeout_s: float = 60.0
+    final_read_timeout_s: float = 90.0
+    extra: dict[str, Any] = field(default_factory=dict)  # scenario fields recorded in run.json
+
+
+@dataclass
+class ExperimentResult:
+    rundir: RunDir
+    final_read: FinalReadResult | None
+    interrupted: bool
+    phases_s: dict[str, float]
+
+
+@contextlib.contextmanager
+def _harness_log(path: Path) -> Iterator[None]:
+    """Write the harness's (and librdkafka's) log lines to RUN/harness.log."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handler = logging.FileHandler(path)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger("kchaos")
+    root.addHandler(handler)
+    root.setLevel(logging.INFO)
+    try:
+        yield
+    finally:
+        root.removeHandler(handler)
+        handler.close()
+
+
+def run_experiment(
+    spec: ExperimentSpec,
+    rundir: RunDir,
+    run_id: str,
+    chaos: Chaos | None = None,
+    on_tick: Callable[[Workload, float], None] | None = None,
+) -> ExperimentResult:
+    """Run one experiment into `rundir`; the cluster is removed whatever happens."""
+    clock = RunClock()
+    phases: dict[str, float] = {}
+    mark = time.monotonic()
+
+    def phase(name: str) -> None:
+        nonlocal mark
+        now = time.monotonic()
+        phases[name] = round(now - mark, 3)
+        mark = now
+
+    interrupted = False
+    final: FinalReadResult | None = None
+    with _harness_log(rundir.path(HARNESS_LOG)), KafkaCluster(spec.cluster, run_id=run_id) as cluster:
+        workload = Workload(cluster, spec.workload, rundir, clock)
+        workload.create_topics()
+        rundir.write_run_json(_run_json(spec, run_id, cluster))
+        phase("setup")
+        topics = [t["name"] for t in spec.workload.topics()]
+        with rundir.writer(CLUSTER) as cluster_writer, rundir.writer(FAULTS) as fault_writer, \
+                ClusterSampler(cluster.zk, cluster_writer, clock, topics):
+            try:
+                workload.start()
+                with chaos(cluster, fault_writer, clock) if chaos else contextlib.nullcontext():
+                    deadline = time.monotonic() + spec.duration_s
+                    while (left := deadline - time.monotonic()) > 0:
+                        time.sleep(min(1.0, left))
+                        if on_tick:
+                            on_tick(workload, max(0.0, deadline - time.monotonic()))
+            except KeyboardInterrupt:
+                interrupted = True
+                log.warning("interrupted: healing, then reading what was written")
+            finally:
+                workload.stop()  # every in-flight write gets its completion before the final read
+            phase("chaos")
+            try:
+                cluster.wait_for_isr(topics, timeout_s=spec.settle_timeout_s)
+            except ReadinessTimeout as exc:  # read anyway: incomplete partitions are reported as such
+                log.warning("cluster did not settle: %s", exc)
+            phase("settle")
+            final = workload.final_read(spec.final_read_timeout_s)
+            phase("final_read")
+        workload.close()
+        run = rundir.load_run_json()
+        run.update({"interrupted": interrupted, "phases_s": phases,
+                    "final_read": {"complete": len(final.complete),
+                                   "incomplete": [{"topic": t, "partition": p} for t, p in final.incomplete]}})
+        run.pop("format", None)
+        rundir.write_run_json(run)
+    phase("teardown")
+    return ExperimentResult(rundir, final, interrupted, phases)
+
+
+def _run_json(spec: ExperimentSpec, run_id: str, cluster: KafkaCluster) -> dict[str, Any]:
+    assert cluster.image is not None
+    return {
+        "run_id": run_id,
+        "seed": spec.seed,
+        "scenario": spec.name,
+        "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "duration_s": spec.duration_s,
+        "kafka": {"version": cluster.image.kafka_version, "image": cluster.image.tag},
+        "cluster": {"brokers": len(cluster.brokers), "zookeepers": len(cluster.zookeepers),
+                    "broker_config": {k: str(v).lower() if isinstance(v, bool) else str(v)
+                                      for k, v in spec.cluster.broker_config.items()}},
+        "topics": spec.workload.topics(),
+        "producer": {**spec.workload.effective_producer_config(),
+                     "processes_per_mode": spec.workload.producers_per_mode,
+                     "rate_per_s": spec.workload.rate_per_s, "message_size": spec.workload.message_size},
+        **spec.extra,
+    }

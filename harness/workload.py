@@ -1,0 +1,134 @@
+"""The workload: producers under each acks mode, live consumers, and the final read.
+
+One topic per acks mode (`chaos-acks-all`, `chaos-acks-1`, `chaos-acks-0`), one or more producer
+processes each, all recording into history/writes.jsonl and history/reads.jsonl of a run directory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.broker_config import ConfigValue
+from harness.clients import client_config
+from harness.cluster import KafkaCluster
+from harness.consumer import FinalReadResult, LiveConsumer, final_read
+from harness.errors import ConfigError, HarnessError
+from harness.history import ACKS_MODES, READS, WRITES, HistoryWriter, RunClock, RunDir
+from harness.producer import DEFAULT_PRODUCER_CONFIG, ProcessCounts, ProducerProcess
+
+
+def topic_name(acks: str) -> str:
+    return f"chaos-acks-{acks}"
+
+
+@dataclass
+class WorkloadSpec:
+    acks: tuple[str, ...] = ACKS_MODES
+    producers_per_mode: int = 1
+    partitions: int = 3
+    replication_factor: int = 3
+    rate_per_s: float = 200.0  # per producer process; 0 = as fast as the client goes
+    message_size: int = 0
+    producer_config: Mapping[str, Any] = field(default_factory=dict)
+    topic_config: Mapping[str, ConfigValue] = field(default_factory=dict)
+    live_consumers: int = 1
+
+    def __post_init__(self) -> None:
+        unknown = [a for a in self.acks if a not in ACKS_MODES]
+        if unknown or not self.acks:
+            raise ConfigError(f"acks modes {unknown or '[]'} are not valid; use a list of {', '.join(ACKS_MODES)}")
+        if "acks" in self.producer_config:
+            raise ConfigError("producer_config must not set 'acks': each topic is written under its own acks mode")
+        if self.producers_per_mode < 1 or self.partitions < 1 or self.replication_factor < 1:
+            raise ConfigError("producers_per_mode, partitions and replication_factor must be at least 1")
+
+    def topics(self) -> list[dict[str, Any]]:
+        """The `topics` list of run.json."""
+        return [{"name": topic_name(a), "partitions": self.partitions, "replication_factor": self.replication_factor,
+                 "acks": a, "config": {k: str(v).lower() if isinstance(v, bool) else str(v)
+                                       for k, v in self.topic_config.items()}} for a in self.acks]
+
+    def effective_producer_config(self) -> dict[str, Any]:
+        return {**DEFAULT_PRODUCER_CONFIG, **self.producer_config}
+
+
+@dataclass(frozen=True)
+class ModeCounts:
+    attempted: int
+    acked: int
+    failed: int
+    indeterminate: int
+    latencies_ns: list[int]
+
+
+class Workload:
+    """Producers and live consumers against one cluster, recording into `rundir`."""
+
+    def __init__(self, cluster: KafkaCluster, spec: WorkloadSpec, rundir: RunDir, clock: RunClock) -> None:
+        self.cluster, self.spec, self.rundir, self.clock = cluster, spec, rundir, clock
+        self._writes: HistoryWriter | None = None
+        self._reads: HistoryWriter | None = None
+        self.producers: list[ProducerProcess] = []
+        self.consumers: list[LiveConsumer] = []
+
+    def create_topics(self, timeout_s: float = 60.0) -> None:
+        for topic in self.spec.topics():
+            self.cluster.create_topic(topic["name"], topic["partitions"], topic["replication_factor"],
+                                      topic["config"], timeout_s=timeout_s)
+
+    def _client_config(self, **overrides: Any) -> dict[str, Any]:
+        return client_config(self.cluster.bootstrap_servers, self.cluster.kafka_version, **overrides)
+
+    def start(self) -> None:
+        self._writes = self.rundir.writer(WRITES)
+        self._reads = self.rundir.writer(READS)
+        for acks in self.spec.acks:
+            for n in range(self.spec.producers_per_mode):
+                self.producers.append(ProducerProcess(
+                    f"p-{acks}-{n}", topic_name(acks), self.spec.partitions, acks,
+                    self._client_config(**self.spec.producer_config), self._writes, self.clock,
+                    self.spec.rate_per_s, self.spec.message_size))
+        partitions = {topic_name(a): self.spec.partitions for a in self.spec.acks}
+        for n in range(self.spec.live_consumers):
+            self.consumers.append(LiveConsumer(f"c-live-{n}", partitions, self._client_config(), self._reads, self.clock))
+        for process in [*self.consumers, *self.producers]:
+            process.start()
+
+    def stop(self) -> None:
+        """Stop producing, wait for every in-flight write's completion, stop live consumers."""
+        for producer in self.producers:
+            producer.stop()
+        timeout_s = int(self.spec.effective_producer_config()["message.timeout.ms"]) / 1000 + 15
+        for producer in self.producers:
+            producer.join(timeout_s)
+        for consumer in self.consumers:
+            consumer.stop()
+        for process in [*self.producers, *self.consumers]:
+            if process.error is not None:
+                raise HarnessError(f"{process.process} failed: {process.error!r}") from process.error
+
+    def final_read(self, timeout_s: float = 60.0) -> FinalReadResult:
+        assert self._reads is not None, "start() first"
+        partitions = {topic_name(a): self.spec.partitions for a in self.spec.acks}
+        return final_read(partitions, self._client_config(), self._reads, self.clock, timeout_s)
+
+    def close(self) -> None:
+        for writer in (self._writes, self._reads):
+            if writer is not None:
+                writer.close()
+
+    def counts(self) -> dict[str, ModeCounts]:
+        """Live counters per acks mode (for progress lines and summaries)."""
+        result: dict[str, ModeCounts] = {}
+        for acks in self.spec.acks:
+            mine: list[ProcessCounts] = [p.counts for p in self.producers if p.acks == acks]
+            result[acks] = ModeCounts(sum(c.attempted for c in mine), sum(c.acked for c in mine),
+                                      sum(c.failed for c in mine), sum(c.indeterminate for c in mine),
+                                      [v for c in mine for v in list(c.latencies_ns)])
+        return result
+
+    @property
+    def read(self) -> int:
+        return sum(c.read for c in self.consumers)
