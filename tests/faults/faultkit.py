@@ -1,0 +1,86 @@
+"""Helpers for fault tests: a replicated topic, state probes and real connectivity checks."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from confluent_kafka import Producer
+
+from harness.broker_config import BROKER_PORT
+from harness.clients import client_config
+from harness.cluster import KafkaCluster
+from harness.errors import ClusterError
+from harness.services import Node
+from harness.waiting import wait_until
+from harness.zkstate import ClusterSnapshot, PartitionState
+
+TOPIC = "chaos"
+
+
+def make_topic(cluster: KafkaCluster, partitions: int = 1) -> PartitionState:
+    """Create TOPIC (RF 3) and return partition 0's state with a full ISR."""
+    cluster.create_topic(TOPIC, partitions=partitions, replication_factor=3)
+    state = cluster.state([TOPIC]).partition(TOPIC, 0)
+    assert state is not None and state.isr_full
+    return state
+
+
+def wait_state(
+    cluster: KafkaCluster, holds: Callable[[ClusterSnapshot], bool], what: str, timeout_s: float = 40.0
+) -> ClusterSnapshot:
+    """Wait until ZooKeeper's view of the cluster satisfies `holds`; return that view."""
+    seen: list[ClusterSnapshot] = []
+
+    def probe() -> tuple[bool, str]:
+        try:
+            snapshot = cluster.state([TOPIC])
+        except ClusterError as exc:
+            return False, str(exc)
+        seen[:] = [snapshot]
+        return holds(snapshot), snapshot.describe()
+
+    wait_until(probe, what=what, timeout_s=timeout_s)
+    return seen[0]
+
+
+def p0(snapshot: ClusterSnapshot) -> PartitionState:
+    state = snapshot.partition(TOPIC, 0)
+    assert state is not None
+    return state
+
+
+def can_connect(source: Node, dest: Node) -> bool:
+    """A real TCP connect from inside `source` to a listening port of `dest` (2 s timeout)."""
+    port = 2181 if dest.role == "zookeeper" else BROKER_PORT
+    code, _ = source.exec(["nc", "-z", "-w", "2", dest.ip, str(port)], timeout_s=5)
+    return code == 0
+
+
+def produce(
+    cluster: KafkaCluster, bootstrap: str, acks: str, count: int = 1, timeout_ms: int = 5000
+) -> tuple[int, list[float]]:
+    """Send `count` writes to TOPIC/0; return (acknowledged, latency in seconds of each ack)."""
+    producer = Producer(
+        client_config(
+            bootstrap,
+            cluster.kafka_version,
+            acks=acks,
+            linger_ms=0,
+            **{"message.timeout.ms": timeout_ms, "retries": 0},
+        )
+    )
+    latencies: list[float] = []
+
+    def sent_at(start: float) -> Callable[[object, object], None]:
+        def done(err: object, _msg: object) -> None:
+            if err is None:
+                latencies.append(time.monotonic() - start)
+
+        return done
+
+    for i in range(count):
+        producer.produce(TOPIC, value=f"v{i}".encode(), partition=0, on_delivery=sent_at(time.monotonic()))
+        producer.poll(0)
+    producer.flush(timeout_ms / 1000 + 5)
+    return len(latencies), latencies
