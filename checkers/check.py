@@ -1,0 +1,29 @@
+"""The checker's entry point: one run directory in, check/result.json out."""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from checkers.io import load_history, write_result
+from checkers.result import build_result
+from checkers.session import get_spark, spark_errors
+
+
+def check_run(run_dir: Path, master: str | None = None) -> dict[str, Any]:
+    """Check one run directory on Spark; return the result dict, also written to check/result.json.
+
+    Raises HistoryError for unusable input and EnvironmentError_ when Spark cannot start.
+    """
+    started = time.monotonic()
+    checked_at = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    spark = get_spark(master)
+    spark_info: dict[str, Any] = {"master": spark.sparkContext.master, "version": spark.version}
+    history = load_history(spark, run_dir)
+    with spark_errors("checking the history", str(run_dir)):
+        result = build_result(history, checked_at, spark_info)
+    spark_info["seconds"] = round(time.monotonic() - started, 1)
+    write_result(run_dir, result)
+    return result

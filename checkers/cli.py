@@ -1,0 +1,61 @@
+"""`kchaos check RUN_DIR`: judge a run, write check/result.json, print a short summary."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from harness.history import RESULT
+
+ANOMALY_NAMES = ("lost", "divergent", "duplicated", "phantom", "reordered")
+
+
+def _summary(result: dict[str, Any], run_dir: Path) -> str:
+    lines = [
+        f"run {result['run_id']}: {'VALID' if result['valid'] else 'INVALID'}"
+        f"{'' if result['complete'] else ' (incomplete final read)'}"
+        f" - {result['events']['writes']} write events, {result['events']['reads']} read events"
+        f" checked in {result['spark']['seconds']} s"
+    ]
+    for mode, counts in result["acks"].items():
+        if counts["attempted"]:
+            lines.append(
+                f"  acks={mode}: {counts['acked']}/{counts['attempted']} acked, {counts['failed']} failed, "
+                f"{counts['indeterminate']} indeterminate; "
+                + ", ".join(f"{name} {counts[name]}" for name in ANOMALY_NAMES)
+            )
+    if result["unexpected"]:
+        lines.append(f"  unexpected values: {result['unexpected']}")
+    for guarantee in result["guarantees"]:
+        if guarantee["promised"] and guarantee["verdict"] != "held":
+            lines.append(
+                f"  {guarantee['verdict'].upper()}: {guarantee['topic']} {guarantee['id']}"
+                f" ({guarantee['reason']})"
+            )
+    lines.append(f"  result: {run_dir / RESULT}")
+    return "\n".join(lines)
+
+
+def check(
+    run_dir: Path = typer.Argument(..., help="Run directory (HISTORY_FORMAT.md format 1)."),
+    master: str | None = typer.Option(
+        None,
+        "--master",
+        help="Spark master URL (default local[*]); the run directory must be readable there.",
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print the whole result.json instead of a summary."),
+) -> None:
+    """Check a run's history on Spark: anomalies, guarantees, availability. Exit 1 if a guarantee failed."""
+    from checkers.check import check_run  # pyspark loads only when a check actually runs
+
+    result = check_run(run_dir, master)
+    typer.echo(json.dumps(result, indent=2) if as_json else _summary(result, run_dir))
+    if not result["valid"]:
+        raise typer.Exit(1)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("check")(check)

@@ -1,0 +1,214 @@
+"""What each topic's configuration promises, and whether the run kept the promise.
+
+Pure Python over run.json and per-topic anomaly counts. Settings resolve topic `config` first, then
+the cluster's `broker_config`, then the Kafka version's default. Producer settings
+(`enable.idempotence`, `max.in.flight.requests.per.connection`) are read from the topic's
+`producer` object, then run.json's top-level `producer` object.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+IDEMPOTENCE_SINCE = (0, 11)
+"""Kafka 0.11 introduced the idempotent producer and made unclean leader election off by default."""
+
+HELD, VIOLATED, NOT_PROMISED, UNKNOWN = "held", "violated", "not-promised", "unknown"
+
+
+@dataclass(frozen=True)
+class TopicConfig:
+    """The settings of one topic that decide its guarantees."""
+
+    topic: str
+    acks: str
+    replication_factor: int
+    min_insync_replicas: int
+    unclean_leader_election: bool
+    unclean_is_default: bool
+    idempotent: bool
+    max_in_flight: int
+    version: tuple[int, ...] | None
+
+
+def parse_version(text: object) -> tuple[int, ...] | None:
+    """(0, 9, 0, 1) for "0.9.0.1"; None when the version is absent or not dotted numbers."""
+    match = re.match(r"^(\d+(?:\.\d+)*)", str(text or ""))
+    return tuple(int(part) for part in match.group(1).split(".")) if match else None
+
+
+def _truthy(value: object) -> bool:
+    return str(value).strip().lower() == "true"
+
+
+def topic_config(run: Mapping[str, Any], topic: Mapping[str, Any]) -> TopicConfig:
+    version = parse_version((run.get("kafka") or {}).get("version"))
+    modern = version is None or version >= IDEMPOTENCE_SINCE
+    broker = (run.get("cluster") or {}).get("broker_config") or {}
+    overrides = topic.get("config") or {}
+    producer = {**(run.get("producer") or {}), **(topic.get("producer") or {})}
+
+    def setting(key: str) -> Any:
+        return overrides.get(key, broker.get(key))
+
+    unclean = setting("unclean.leader.election.enable")
+    return TopicConfig(
+        topic=str(topic["name"]),
+        acks=str(topic["acks"]),
+        replication_factor=int(topic.get("replication_factor") or 1),
+        min_insync_replicas=int(setting("min.insync.replicas") or 1),
+        unclean_leader_election=(not modern) if unclean is None else _truthy(unclean),
+        unclean_is_default=unclean is None,
+        idempotent=modern and _truthy(producer.get("enable.idempotence", False)),
+        max_in_flight=int(producer.get("max.in.flight.requests.per.connection") or 5),
+        version=version,
+    )
+
+
+def _version_text(config: TopicConfig) -> str:
+    return ".".join(map(str, config.version)) if config.version else "unknown version"
+
+
+def _row(
+    config: TopicConfig, gid: str, promise: str, promised: bool, verdict: str, reason: str
+) -> dict[str, Any]:
+    return {
+        "id": gid,
+        "topic": config.topic,
+        "acks": config.acks,
+        "promise": promise,
+        "promised": promised,
+        "verdict": verdict,
+        "reason": reason,
+    }
+
+
+def _judge(promised: bool, violations: int, judgeable: bool = True) -> str:
+    if not promised:
+        return NOT_PROMISED
+    if violations:
+        return VIOLATED
+    return HELD if judgeable else UNKNOWN
+
+
+def _no_lost(config: TopicConfig, counts: Mapping[str, Any]) -> dict[str, Any]:
+    unclean_origin = f" (Kafka {_version_text(config)} default)" if config.unclean_is_default else ""
+    rf, min_isr = config.replication_factor, config.min_insync_replicas
+    unclean = "enabled" if config.unclean_leader_election else "disabled"
+    conditions = [
+        (config.acks == "all", "acks=all" if config.acks == "all" else f"acks={config.acks} (not all)"),
+        (
+            config.replication_factor >= 3,
+            f"replication factor {rf} {'>=' if rf >= 3 else '<'} 3",
+        ),
+        (
+            config.min_insync_replicas >= 2,
+            f"min.insync.replicas {min_isr} {'>=' if min_isr >= 2 else '<'} 2",
+        ),
+        (
+            not config.unclean_leader_election,
+            f"unclean leader election {unclean}{unclean_origin}",
+        ),
+    ]
+    promised = all(ok for ok, _ in conditions)
+    lost, divergent = int(counts["lost"]), int(counts["divergent"])
+    verdict = _judge(promised, lost + divergent, bool(counts["complete"]))
+    reason = ", ".join(text for _, text in conditions) + f"; {lost} lost, {divergent} divergent"
+    if verdict == UNKNOWN:
+        reason += "; the final read is incomplete, so loss cannot be judged"
+    return _row(
+        config,
+        "no-lost-acked-writes",
+        "no acknowledged write is lost or overwritten",
+        promised,
+        verdict,
+        reason,
+    )
+
+
+def _no_phantom(config: TopicConfig, counts: Mapping[str, Any]) -> dict[str, Any]:
+    promised = config.acks in ("all", "1")
+    phantom = int(counts["phantom"])
+    basis = f"acks={config.acks}: " + (
+        "a definite failure is never appended" if promised else "no failure is definite"
+    )
+    return _row(
+        config,
+        "no-phantom-writes",
+        "a write that failed definitely is never read",
+        promised,
+        _judge(promised, phantom),
+        f"{basis}; {phantom} phantom",
+    )
+
+
+def _no_duplicates(config: TopicConfig, counts: Mapping[str, Any]) -> dict[str, Any]:
+    if config.version is not None and config.version < IDEMPOTENCE_SINCE:
+        basis = f"Kafka {_version_text(config)} has no idempotent producer"
+    else:
+        basis = f"enable.idempotence={'true' if config.idempotent else 'false'}"
+    duplicated = int(counts["duplicated"])
+    return _row(
+        config,
+        "no-duplicates",
+        "no value appears at two offsets",
+        config.idempotent,
+        _judge(config.idempotent, duplicated),
+        f"{basis}; {duplicated} duplicated",
+    )
+
+
+def _order(config: TopicConfig, counts: Mapping[str, Any]) -> dict[str, Any]:
+    single_flight = config.max_in_flight == 1
+    promised = config.acks != "0" and (single_flight or config.idempotent)
+    if config.acks == "0":
+        basis = "acks=0 gives no offsets to order"
+    elif config.idempotent:
+        basis = "idempotent producer"
+    else:
+        basis = f"max.in.flight.requests.per.connection={config.max_in_flight}"
+    reordered = int(counts["reordered"])
+    return _row(
+        config,
+        "per-partition-order",
+        "acknowledged writes of one producer to one partition keep their order",
+        promised,
+        _judge(promised, reordered),
+        f"{basis}; {reordered} reordered",
+    )
+
+
+def _no_unexpected(config: TopicConfig, counts: Mapping[str, Any]) -> dict[str, Any]:
+    unexpected = int(counts["unexpected"])
+    return _row(
+        config,
+        "no-unexpected-values",
+        "every value read was written by the workload",
+        True,
+        _judge(True, unexpected),
+        f"always promised; {unexpected} unexpected",
+    )
+
+
+def derive_guarantees(
+    run: Mapping[str, Any], topic_counts: Mapping[str, Mapping[str, Any]]
+) -> list[dict[str, Any]]:
+    """One row per (topic, guarantee): promise, whether promised, verdict and reason.
+
+    `topic_counts[topic]` holds lost, divergent, duplicated, phantom, reordered, unexpected, complete.
+    """
+    rows: list[dict[str, Any]] = []
+    for topic in run["topics"]:
+        config = topic_config(run, topic)
+        counts = topic_counts[config.topic]
+        for judge in (_no_lost, _no_phantom, _no_duplicates, _order, _no_unexpected):
+            rows.append(judge(config, counts))
+    return rows
+
+
+def is_valid(guarantees: list[dict[str, Any]], unexpected: int) -> bool:
+    """Every promised guarantee held, and no unexpected value was read."""
+    return unexpected == 0 and all(g["verdict"] == HELD for g in guarantees if g["promised"])

@@ -1,0 +1,223 @@
+"""All file I/O of the checkers: history files in, Parquet cache, check/result.json out.
+
+writes.jsonl and reads.jsonl are parsed by Spark with explicit schemas and converted once per run
+into Parquet under RUN_DIR/check/parquet/; a fingerprint of the sources (size and modification
+time, plus run.json's topics) lets a re-check skip the conversion. Lines are only numbered (an
+extra, slower pass) when something is wrong, to name the first offending line. faults.jsonl and
+cluster.jsonl are small and read in Python through `harness.history.iter_jsonl`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from checkers import frames, problems
+from checkers.session import spark_errors
+from harness.errors import HistoryError
+from harness.history import CLUSTER, FAULTS, READS, RESULT, WRITES, iter_jsonl, load_run_json
+
+CACHE_DIR = "check/parquet"
+CACHE_VERSION = 1
+_FINGERPRINT = "fingerprint.json"
+_VALID = "_valid"
+
+
+@dataclass(frozen=True)
+class History:
+    """A validated run: run.json, writes per value and read events as DataFrames, small files as lists."""
+
+    run: dict[str, Any]
+    writes: DataFrame
+    reads: DataFrame
+    faults: list[dict[str, Any]]
+    cluster: list[dict[str, Any]]
+    event_counts: dict[str, int]
+
+
+@dataclass(frozen=True)
+class _Source:
+    name: str
+    schema: T.StructType
+    is_valid: Callable[[], Column]
+    describe: Callable[[str], str]
+
+
+_WRITES = _Source(WRITES, frames.WRITE_SCHEMA, frames.write_event_is_valid, problems.describe_write)
+_READS = _Source(READS, frames.READ_SCHEMA, frames.read_event_is_valid, problems.describe_read)
+
+
+def topic_acks(run: dict[str, Any]) -> dict[str, str]:
+    return {str(topic["name"]): str(topic["acks"]) for topic in run["topics"]}
+
+
+def load_history(spark: SparkSession, run_dir: Path) -> History:
+    """Validate the run directory and return its history, converting JSONL to Parquet if needed."""
+    run = load_run_json(run_dir)
+    faults = _small_file(run_dir, FAULTS, ("time_ns", "fault", "phase"))
+    cluster = _small_file(run_dir, CLUSTER, ("time_ns",))
+    cache = run_dir / CACHE_DIR
+    fingerprint = {
+        "cache_version": CACHE_VERSION,
+        "sources": {src.name: _file_status(spark, run_dir / src.name) for src in (_WRITES, _READS)},
+        "topics": hashlib.sha256(json.dumps(topic_acks(run), sort_keys=True).encode()).hexdigest(),
+    }
+    fingerprint_path = cache / _FINGERPRINT
+    if not _cache_matches(fingerprint_path, fingerprint):
+        _convert(spark, run_dir, run)
+        fingerprint_path.write_text(json.dumps(fingerprint, indent=2) + "\n")
+    with spark_errors("reading the Parquet cache", str(cache)):
+        writes = spark.read.parquet(_uri(cache / "writes")).drop("invokes", "completions")
+        reads = spark.read.parquet(_uri(cache / "reads_events")).where(F.col(_VALID)).drop(_VALID)
+        write_events = spark.read.parquet(_uri(cache / "writes_events")).where(F.col(_VALID))
+        counts = {"writes": write_events.count(), "reads": reads.count()}
+    counts |= {"faults": len(faults), "cluster": len(cluster)}
+    return History(run, writes, reads, faults, cluster, counts)
+
+
+def write_result(run_dir: Path, result: dict[str, Any]) -> Path:
+    """Write check/result.json atomically."""
+    target = run_dir / RESULT
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    os.replace(tmp, target)
+    return target
+
+
+def _uri(path: Path) -> str:
+    return path.resolve().as_uri()
+
+
+def _small_file(run_dir: Path, name: str, required: tuple[str, ...]) -> list[dict[str, Any]]:
+    """A small history file as a list, each event checked for the fields the checkers use."""
+    events = []
+    for line, event in iter_jsonl(run_dir / name, required=False):
+        for field in required:
+            if event.get(field) is None:
+                raise HistoryError(f"missing field {field!r}", str(run_dir / name), line)
+        if not isinstance(event["time_ns"], int):
+            raise HistoryError("field 'time_ns' must be an integer", str(run_dir / name), line)
+        events.append(event)
+    return events
+
+
+def _file_status(spark: SparkSession, path: Path) -> list[int]:
+    """[size, modification time] of a history file through Hadoop, so any Spark-readable path works."""
+    if not path.exists():
+        raise HistoryError("missing history file", str(path))
+    with spark_errors("reading file status", str(path)):
+        jvm = spark.sparkContext._jvm
+        assert jvm is not None  # a started SparkContext always has its gateway
+        hadoop_path = jvm.org.apache.hadoop.fs.Path(_uri(path))
+        status = hadoop_path.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration()).getFileStatus(
+            hadoop_path
+        )
+        return [int(status.getLen()), int(status.getModificationTime())]
+
+
+def _cache_matches(fingerprint_path: Path, fingerprint: dict[str, Any]) -> bool:
+    try:
+        return bool(json.loads(fingerprint_path.read_text()) == fingerprint)
+    except (OSError, json.JSONDecodeError):
+        return False
+
+
+def _parse(lines: DataFrame, source: _Source) -> DataFrame:
+    """Parse the `text` column of `lines` with the source's schema; blank lines are skipped."""
+    schema = T.StructType([*source.schema.fields, T.StructField(frames.CORRUPT, T.StringType())])
+    options = {"columnNameOfCorruptRecord": frames.CORRUPT}
+    parsed = lines.where(F.trim("text") != "").withColumn("event", F.from_json("text", schema, options))
+    return parsed.select(*lines.columns, "event.*")
+
+
+def _convert(spark: SparkSession, run_dir: Path, run: dict[str, Any]) -> None:
+    cache = run_dir / CACHE_DIR
+    cache.mkdir(parents=True, exist_ok=True)
+    known_topics = sorted(topic_acks(run))
+    for source, target in ((_WRITES, "writes_events"), (_READS, "reads_events")):
+        path = run_dir / source.name
+        with spark_errors(f"converting {source.name} to Parquet", str(path)):
+            parsed = _parse(spark.read.text(_uri(path)).toDF("text"), source).drop("text")
+            parsed = parsed.withColumn(_VALID, source.is_valid()).drop(frames.CORRUPT)
+            parsed.write.mode("overwrite").parquet(_uri(cache / target))
+            events = spark.read.parquet(_uri(cache / target))
+            has_bad_line = bool(events.where(~F.col(_VALID)).limit(1).count())
+        if has_bad_line:
+            _raise_first_bad_line(spark, path, source)
+        with spark_errors(f"checking topics of {source.name}", str(path)):
+            unknown = frames.unknown_topics(events.where(F.col(_VALID)), known_topics).limit(1).collect()
+        if unknown:
+            topic = unknown[0]["topic"]
+            line = _first_line_where(spark, path, source, F.col("topic") == topic)
+            declared = ", ".join(known_topics)
+            raise HistoryError(f"unknown topic {topic!r} (run.json declares: {declared})", str(path), line)
+    with spark_errors("grouping writes by value", str(run_dir / WRITES)):
+        write_events = spark.read.parquet(_uri(cache / "writes_events")).where(F.col(_VALID))
+        writes = frames.writes_by_value(write_events, topic_acks(run))
+        writes.write.mode("overwrite").parquet(_uri(cache / "writes"))
+        bad_value = frames.write_problems(spark.read.parquet(_uri(cache / "writes"))).limit(1).collect()
+    if bad_value:
+        value, reason = bad_value[0]["value"], bad_value[0]["reason"]
+        path = run_dir / WRITES
+        line = _offending_write_line(spark, path, value, reason)
+        raise HistoryError(f"{reason}: value {value!r}", str(path), line)
+
+
+def _numbered(spark: SparkSession, path: Path) -> DataFrame:
+    """(line, text) of a file, 1-based. Slow (Python serialization): only used to name a bad line."""
+    numbered = spark.sparkContext.textFile(_uri(path)).zipWithIndex().map(lambda pair: (pair[1] + 1, pair[0]))
+    schema = T.StructType([T.StructField("line", T.LongType()), T.StructField("text", T.StringType())])
+    return spark.createDataFrame(numbered, schema)
+
+
+def _raise_first_bad_line(spark: SparkSession, path: Path, source: _Source) -> None:
+    with spark_errors(f"locating the bad line of {source.name}", str(path)):
+        numbered = _numbered(spark, path)
+        parsed = _parse(numbered, source)
+        first_bad = parsed.where(~source.is_valid()).orderBy("line").select("line", "text").limit(1).collect()
+        line_count = numbered.count()
+    if not first_bad:
+        return
+    line, text = int(first_bad[0]["line"]), str(first_bad[0]["text"])
+    if line == line_count and not _ends_with_newline(path):
+        return  # a torn last line of a run killed mid-write: the format promises only a readable prefix
+    raise HistoryError(source.describe(text), str(path), line)
+
+
+def _ends_with_newline(path: Path) -> bool:
+    with path.open("rb") as handle:
+        handle.seek(-1, os.SEEK_END)
+        return handle.read(1) == b"\n"
+
+
+def _first_line_where(spark: SparkSession, path: Path, source: _Source, condition: Column) -> int | None:
+    with spark_errors(f"locating a line of {source.name}", str(path)):
+        parsed = _parse(_numbered(spark, path), source)
+        found = parsed.where(condition).agg(F.min("line").alias("line")).collect()
+    return int(found[0]["line"]) if found and found[0]["line"] is not None else None
+
+
+def _offending_write_line(spark: SparkSession, path: Path, value: str, reason: str) -> int | None:
+    """The line that breaks the rule: the orphan completion, or the second invoke or completion."""
+    with spark_errors("locating a line of writes.jsonl", str(path)):
+        parsed = _parse(_numbered(spark, path), _WRITES)
+        lines = (
+            parsed.where(F.col("value") == value).orderBy("line").select("line", "type").limit(10).collect()
+        )
+    invokes = [int(row["line"]) for row in lines if row["type"] == "invoke"]
+    completions = [int(row["line"]) for row in lines if row["type"] != "invoke"]
+    if "invoked" in reason and len(invokes) > 1:
+        return invokes[1]
+    if "completed" in reason and len(completions) > 1:
+        return completions[1]
+    return completions[0] if completions else None

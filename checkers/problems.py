@@ -1,0 +1,67 @@
+"""Say in words what is wrong with one history line that Spark flagged as not following the format."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from checkers.frames import READ_PHASES, READ_TYPES, WRITE_TYPES
+
+_INTEGER_FIELDS = ("time_ns", "partition", "offset", "log_start", "high_watermark")
+_STRING_FIELDS = ("type", "process", "phase", "topic", "value", "error")
+
+
+def _typed_problem(event: dict[str, Any]) -> str | None:
+    for name in _INTEGER_FIELDS:
+        field = event.get(name)
+        if field is not None and (isinstance(field, bool) or not isinstance(field, int)):
+            return f"field '{name}' must be an integer, got {json.dumps(field)[:60]}"
+    for name in _STRING_FIELDS:
+        field = event.get(name)
+        if field is not None and not isinstance(field, str):
+            return f"field '{name}' must be a string, got {json.dumps(field)[:60]}"
+    return None
+
+
+def _missing(event: dict[str, Any], names: tuple[str, ...]) -> str | None:
+    absent = [name for name in names if event.get(name) is None]
+    return f"missing field {', '.join(repr(n) for n in absent)}" if absent else None
+
+
+def _parse(text: str) -> tuple[dict[str, Any] | None, str | None]:
+    try:
+        event = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return None, f"malformed JSON ({exc.msg} at column {exc.colno})"
+    if not isinstance(event, dict):
+        return None, "expected a JSON object"
+    return event, None
+
+
+def describe_write(text: str) -> str:
+    """Why a writes.jsonl line is invalid."""
+    event, problem = _parse(text)
+    if event is None:
+        return problem or "unreadable line"
+    problem = _typed_problem(event)
+    if problem is None and event.get("type") not in WRITE_TYPES:
+        problem = f"unknown write type {event.get('type')!r}; expected one of {', '.join(WRITE_TYPES)}"
+    problem = problem or _missing(event, ("time_ns", "process", "topic", "partition", "value"))
+    return problem or "does not match the writes.jsonl schema"
+
+
+def describe_read(text: str) -> str:
+    """Why a reads.jsonl line is invalid."""
+    event, problem = _parse(text)
+    if event is None:
+        return problem or "unreadable line"
+    problem = _typed_problem(event)
+    if problem is None and event.get("type") not in READ_TYPES:
+        problem = f"unknown read type {event.get('type')!r}; expected one of {', '.join(READ_TYPES)}"
+    if problem is None and event.get("phase") not in READ_PHASES:
+        problem = f"unknown phase {event.get('phase')!r}; expected one of {', '.join(READ_PHASES)}"
+    required: tuple[str, ...] = ("time_ns", "process", "topic", "partition")
+    if event.get("type") == "record":
+        required += ("offset", "value")
+    problem = problem or _missing(event, required)
+    return problem or "does not match the reads.jsonl schema"

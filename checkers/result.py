@@ -1,0 +1,224 @@
+"""Assemble check/result.json (docs/RESULT_FORMAT.md) from the checkers' DataFrames.
+
+Only small aggregates reach the driver: counts per topic and second, capped examples, the
+per-second availability series and the recovery times.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from checkers import anomalies, availability
+from checkers.evidence import ClusterTimeline, active_fault_names, fault_intervals, merged_windows
+from checkers.guarantees import derive_guarantees, is_valid
+from checkers.io import History, topic_acks
+from harness.history import ACKS_MODES
+
+RESULT_FORMAT = 1
+EXAMPLE_CAP = 50
+COUNT_NAMES = {
+    "lost-write": "lost",
+    "divergent-offset": "divergent",
+    "duplicate": "duplicated",
+    "phantom-write": "phantom",
+    "unexpected-value": "unexpected",
+    "reordered": "reordered",
+}
+WRITE_COUNTS = ("attempted", "acked", "failed", "indeterminate")
+ANOMALY_COUNTS = ("lost", "divergent", "duplicated", "phantom", "reordered")
+_OUTCOME_COUNT = {"ok": "acked", "fail": "failed", "info": "indeterminate"}
+_EXAMPLE_ORDER = ("complete_ns", "topic", "partition", "offset", "value")
+
+
+@dataclass(frozen=True)
+class _Found:
+    """One anomaly kind: counts per (topic, second of the ack) and the capped examples."""
+
+    per_topic_second: dict[tuple[str, int | None], int]
+    examples: list[dict[str, Any]]
+
+    @property
+    def count(self) -> int:
+        return sum(self.per_topic_second.values())
+
+
+def _detect(history: History) -> dict[str, DataFrame]:
+    run, writes, reads = history.run, history.writes, history.reads
+    acks = topic_acks(run)
+    partitions = {str(t["name"]): int(t.get("partitions") or 0) for t in run["topics"]}
+    return {
+        "lost-write": anomalies.lost_writes(writes, reads, partitions),
+        "divergent-offset": anomalies.divergent_offsets(writes, reads, acks),
+        "duplicate": anomalies.duplicates(writes, reads, acks),
+        "phantom-write": anomalies.phantom_writes(writes, reads),
+        "unexpected-value": anomalies.unexpected_values(writes, reads, acks),
+        "reordered": anomalies.reordered_writes(writes),
+    }
+
+
+def _collect_found(frame: DataFrame, timeline: ClusterTimeline, history: History) -> _Found:
+    frame = frame.persist()  # counted, then sampled: computed once
+    try:
+        second = (
+            availability.second_of(F.col("complete_ns")) if "complete_ns" in frame.columns else F.lit(None)
+        )
+        rows = frame.groupBy("topic", second.cast("long").alias("t_s")).count().collect()
+        per_topic_second = {(str(r["topic"]), r["t_s"]): int(r["count"]) for r in rows}
+        examples: list[dict[str, Any]] = []
+        if per_topic_second:
+            order = [F.col(c).asc_nulls_last() for c in _EXAMPLE_ORDER if c in frame.columns]
+            sample = frame.orderBy(*order).limit(EXAMPLE_CAP).collect()
+            intervals = fault_intervals(history.faults)
+            for row in sample:
+                example = row.asDict(recursive=True)
+                if "complete_ns" in example:
+                    at = example["complete_ns"]
+                    example |= timeline.state_at(at, example["topic"], example["partition"])
+                    example["active_faults"] = active_fault_names(intervals, at)
+                examples.append(example)
+        return _Found(per_topic_second, examples)
+    finally:
+        frame.unpersist()
+
+
+def _write_counts(history: History) -> tuple[dict[str, dict[str, int]], set[str]]:
+    """Per topic: attempted/acked/failed/indeterminate; and the topics with writes of unknown partition."""
+    counts: dict[str, dict[str, int]] = {
+        str(t["name"]): dict.fromkeys(WRITE_COUNTS, 0) for t in history.run["topics"]
+    }
+    unplaced: set[str] = set()
+    grouped = history.writes.groupBy("topic", "outcome", (F.col("partition") < 0).alias("unplaced")).count()
+    for row in grouped.collect():
+        topic = counts[row["topic"]]
+        topic["attempted"] += int(row["count"])
+        topic[_OUTCOME_COUNT[row["outcome"]]] += int(row["count"])
+        if row["unplaced"]:
+            unplaced.add(str(row["topic"]))
+    return counts, unplaced
+
+
+def _incomplete_partitions(history: History, unplaced: set[str]) -> list[dict[str, Any]]:
+    complete = {(r["topic"], r["partition"]) for r in anomalies.complete_partitions(history.reads).collect()}
+    written = {
+        (r["topic"], r["partition"])
+        for r in history.writes.where(F.col("partition") >= 0)
+        .select("topic", "partition")
+        .distinct()
+        .collect()
+    }
+    for topic in history.run["topics"]:
+        if topic["name"] in unplaced:
+            written |= {(topic["name"], p) for p in range(int(topic.get("partitions") or 0))}
+    return [{"topic": t, "partition": p} for t, p in sorted(written - complete)]
+
+
+def _round(value: Any) -> Any:
+    return round(float(value), 3) if value is not None else None
+
+
+def _availability(history: History, found: Mapping[str, _Found]) -> dict[str, Any]:
+    acks = topic_acks(history.run)
+    intervals = fault_intervals(history.faults)
+    marks: dict[tuple[str, int | None], dict[str, int]] = defaultdict(lambda: {"lost": 0, "divergent": 0})
+    for kind, name in (("lost-write", "lost"), ("divergent-offset", "divergent")):
+        for (topic, t_s), n in found[kind].per_topic_second.items():
+            marks[(acks[topic], t_s)][name] += n
+    series = []
+    for row in availability.per_second(history.writes).orderBy("acks", "t_s").collect():
+        series.append(
+            {
+                "acks": row["acks"],
+                "t_s": int(row["t_s"]),
+                "acked": int(row["acked"]),
+                "failed": int(row["failed"]),
+                "indeterminate": int(row["indeterminate"]),
+                **marks.get((row["acks"], row["t_s"]), {"lost": 0, "divergent": 0}),
+                "latency_p50_ms": _round(row["latency_p50_ms"]),
+                "latency_p99_ms": _round(row["latency_p99_ms"]),
+                "latency_max_ms": _round(row["latency_max_ms"]),
+            }
+        )
+    latency = [
+        {
+            **row.asDict(),
+            **{k: _round(row[k]) for k in ("p50_ms", "p99_ms", "max_ms", "error_rate", "indeterminate_rate")},
+        }
+        for row in availability.latency_by_fault(history.writes, merged_windows(intervals))
+        .orderBy("acks", "during_fault")
+        .collect()
+    ]
+    recovery = []
+    if intervals:
+        firsts = {
+            r["acks"]: r
+            for r in availability.first_ok_after(history.writes, [i.start_ns for i in intervals]).collect()
+        }
+        for index, interval in enumerate(intervals):
+            for mode in sorted({*acks.values()}, key=ACKS_MODES.index):
+                first = firsts[mode][f"first_ok_{index}"] if mode in firsts else None
+                recovery.append(
+                    {
+                        "fault": interval.fault,
+                        "start_ns": interval.start_ns,
+                        "acks": mode,
+                        "first_ok_ns": first,
+                        "recovery_ms": _round((first - interval.start_ns) / 1e6)
+                        if first is not None
+                        else None,
+                    }
+                )
+    return {"bucket_s": 1, "series": series, "latency": latency, "recovery": recovery}
+
+
+def build_result(history: History, checked_at: str, spark_info: dict[str, Any]) -> dict[str, Any]:
+    """The result.json dict for a validated history; `spark_info` is master, version and seconds."""
+    run = history.run
+    acks = topic_acks(run)
+    timeline = ClusterTimeline(history.cluster)
+    found = {kind: _collect_found(frame, timeline, history) for kind, frame in _detect(history).items()}
+    write_counts, unplaced = _write_counts(history)
+    incomplete = _incomplete_partitions(history, unplaced)
+    incomplete_topics = {p["topic"] for p in incomplete}
+
+    topics = []
+    for topic, mode in acks.items():
+        row: dict[str, Any] = {"topic": topic, "acks": mode, **write_counts[topic]}
+        for kind, name in COUNT_NAMES.items():
+            row[name] = sum(n for (t, _), n in found[kind].per_topic_second.items() if t == topic)
+        row["complete"] = topic not in incomplete_topics
+        topics.append(row)
+    guarantees = derive_guarantees(run, {row["topic"]: row for row in topics})
+    unexpected = found["unexpected-value"].count
+    per_acks = {mode: dict.fromkeys((*WRITE_COUNTS, *ANOMALY_COUNTS), 0) for mode in ACKS_MODES}
+    for row in topics:
+        for name in (*WRITE_COUNTS, *ANOMALY_COUNTS):
+            per_acks[row["acks"]][name] += row[name]
+    return {
+        "result_format": RESULT_FORMAT,
+        "run_id": run.get("run_id"),
+        "checked_at": checked_at,
+        "spark": spark_info,
+        "events": history.event_counts,
+        "valid": is_valid(guarantees, unexpected),
+        "complete": not incomplete,
+        "unexpected": unexpected,
+        "incomplete_partitions": incomplete,
+        "acks": per_acks,
+        "topics": [{k: v for k, v in row.items() if k != "unexpected"} for row in topics],
+        "guarantees": guarantees,
+        "anomalies": {
+            kind: {
+                "count": found[kind].count,
+                "examples": found[kind].examples,
+                "examples_capped": found[kind].count > len(found[kind].examples),
+            }
+            for kind in COUNT_NAMES
+        },
+        "availability": _availability(history, found),
+    }

@@ -1,0 +1,112 @@
+"""The SparkSession the checkers run on: local[*] by default, a real cluster with --master.
+
+The JVM's own stdout and stderr go to a log file, never to the user's terminal: Spark's startup
+chatter and Java stack traces are not messages for the person running `kchaos check`. Errors that
+matter are translated into HarnessError by `spark_errors`.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from pyspark import SparkConf, SparkContext
+from pyspark.sql import SparkSession
+
+from harness.errors import EnvironmentError_, HistoryError
+
+DEFAULT_MASTER = "local[*]"
+LOCAL_SHUFFLE_PARTITIONS = 8
+_LOG4J_CONFIG = Path(__file__).with_name("log4j2.properties")
+
+
+def spark_log_path() -> Path:
+    """Where the JVM of this process writes its output (one file per checking process)."""
+    return Path(tempfile.gettempdir()) / f"kchaos-spark-{os.getpid()}.log"
+
+
+def _conf(master: str, app_name: str, shuffle_partitions: int | None) -> SparkConf:
+    java_options = f"-Dlog4j2.configurationFile=file:{_LOG4J_CONFIG}"
+    conf = (
+        SparkConf()
+        .setMaster(master)
+        .setAppName(app_name)
+        .set("spark.ui.enabled", "false")
+        .set("spark.ui.showConsoleProgress", "false")
+        .set("spark.driver.extraJavaOptions", java_options)
+        .set("spark.executor.extraJavaOptions", java_options)
+        .set("spark.sql.session.timeZone", "UTC")
+        # The histories are our only input; Hive and ANSI failures on casts are not wanted here.
+        .set("spark.sql.catalogImplementation", "in-memory")
+        .set("spark.sql.ansi.enabled", "false")
+    )
+    if master.startswith("local"):
+        # A few hundred MB per run on a laptop: the default 200 shuffle partitions only add overhead.
+        conf.set("spark.sql.shuffle.partitions", str(shuffle_partitions or LOCAL_SHUFFLE_PARTITIONS))
+        conf.set("spark.driver.memory", os.environ.get("KCHAOS_SPARK_DRIVER_MEMORY", "4g"))
+    elif shuffle_partitions:
+        conf.set("spark.sql.shuffle.partitions", str(shuffle_partitions))
+    return conf
+
+
+def get_spark(
+    master: str | None = None, app_name: str = "kchaos-check", shuffle_partitions: int | None = None
+) -> SparkSession:
+    """Return the process's SparkSession, starting it (quietly) on first use."""
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return active
+    master = master or DEFAULT_MASTER
+    if master.startswith("local"):
+        # Avoids the "hostname resolves to a loopback address" warning and binding to a public NIC.
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    conf = _conf(master, app_name, shuffle_partitions)
+    log_path = spark_log_path()
+    try:
+        with log_path.open("ab") as log:
+            gateway = _launch_gateway(conf, log)
+        context = SparkContext(conf=conf, gateway=gateway)
+    except Exception as exc:  # Spark reports a missing Java or a bad master in many shapes
+        raise EnvironmentError_(
+            f"could not start Spark with master {master!r}: {_first_line(exc)} (Spark log: {log_path})"
+        ) from None
+    context.setLogLevel("ERROR")
+    return SparkSession(context)
+
+
+def _launch_gateway(conf: SparkConf, log: object) -> object:
+    from pyspark.java_gateway import launch_gateway
+
+    return launch_gateway(conf, popen_kwargs={"stdout": log, "stderr": log})  # type: ignore[no-untyped-call]
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    return text.splitlines()[0][:300]
+
+
+@contextmanager
+def spark_errors(what: str, path: str | None = None) -> Iterator[None]:
+    """Turn Spark and Py4J failures while doing `what` into one clear HistoryError line."""
+    from py4j.protocol import Py4JError  # type: ignore[import-untyped]
+    from pyspark.errors import PySparkException
+
+    try:
+        yield
+    except (PySparkException, Py4JError) as exc:
+        raise HistoryError(f"{what} failed: {_spark_reason(exc)}", path) from None
+
+
+def _spark_reason(exc: BaseException) -> str:
+    from py4j.protocol import Py4JJavaError
+
+    if isinstance(exc, Py4JJavaError):
+        cause = exc.java_exception
+        # The innermost cause names the real problem (a missing file, a bad path), not the job.
+        while cause.getCause() is not None:
+            cause = cause.getCause()
+        return str(cause.getMessage() or cause.getClass().getSimpleName()).splitlines()[0][:300]
+    return _first_line(exc)

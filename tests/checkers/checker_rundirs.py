@@ -1,0 +1,113 @@
+"""Tiny handwritten run directories for the checker tests."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from harness.history import CLUSTER, FAULTS, READS, RUN_JSON, WRITES
+
+TOPICS: list[dict[str, Any]] = [
+    {"name": "t-all", "partitions": 2, "replication_factor": 3, "acks": "all"},
+    {"name": "t-1", "partitions": 2, "replication_factor": 3, "acks": "1"},
+    {"name": "t-0", "partitions": 2, "replication_factor": 3, "acks": "0"},
+]
+
+
+def run_json(**overrides: Any) -> dict[str, Any]:
+    run: dict[str, Any] = {
+        "format": 1,
+        "run_id": "test-run",
+        "seed": 1,
+        "scenario": "handwritten",
+        "kafka": {"version": "0.9.0.1"},
+        "cluster": {
+            "brokers": 3,
+            "broker_config": {"min.insync.replicas": "2", "unclean.leader.election.enable": "false"},
+        },
+        "topics": TOPICS,
+    }
+    return run | overrides
+
+
+def write(
+    kind: str, t: int, value: str, topic: str = "t-all", partition: int = 0, **extra: Any
+) -> dict[str, Any]:
+    """One writes.jsonl event; the process is the value's prefix before ':'."""
+    event = {
+        "type": kind,
+        "time_ns": t,
+        "process": value.split(":")[0],
+        "topic": topic,
+        "partition": partition,
+    }
+    if kind != "invoke":
+        event["offset"] = extra.pop("offset", None)
+    return event | {"value": value} | extra
+
+
+def acked(
+    t: int, value: str, offset: int | None, topic: str = "t-all", partition: int = 0
+) -> list[dict[str, Any]]:
+    """An invoke at `t` and its `ok` completion 10 ns later."""
+    return [
+        write("invoke", t, value, topic, partition),
+        write("ok", t + 10, value, topic, partition, offset=offset),
+    ]
+
+
+def record(
+    t: int, value: str, offset: int, topic: str = "t-all", partition: int = 0, phase: str = "final"
+) -> dict[str, Any]:
+    return {
+        "type": "record",
+        "time_ns": t,
+        "process": f"c-{phase}",
+        "phase": phase,
+        "topic": topic,
+        "partition": partition,
+        "offset": offset,
+        "value": value,
+    }
+
+
+def end(t: int, topic: str = "t-all", partition: int = 0, high_watermark: int = 0) -> dict[str, Any]:
+    return {
+        "type": "end",
+        "time_ns": t,
+        "process": "c-final",
+        "phase": "final",
+        "topic": topic,
+        "partition": partition,
+        "log_start": 0,
+        "high_watermark": high_watermark,
+    }
+
+
+def all_ends(t: int = 10_000) -> list[dict[str, Any]]:
+    """A final `end` for every partition of TOPICS."""
+    return [end(t, topic["name"], p) for topic in TOPICS for p in range(topic["partitions"])]
+
+
+def _jsonl(path: Path, events: Iterable[Mapping[str, Any]]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(e) + "\n" for e in events))
+
+
+def make_run(
+    root: Path,
+    writes: Iterable[Mapping[str, Any]],
+    reads: Iterable[Mapping[str, Any]],
+    faults: Iterable[Mapping[str, Any]] = (),
+    cluster: Iterable[Mapping[str, Any]] = (),
+    run: Mapping[str, Any] | None = None,
+) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    (root / RUN_JSON).write_text(json.dumps(run or run_json()))
+    _jsonl(root / WRITES, writes)
+    _jsonl(root / READS, reads)
+    _jsonl(root / FAULTS, faults)
+    _jsonl(root / CLUSTER, cluster)
+    return root
