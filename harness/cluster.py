@@ -106,7 +106,8 @@ class KafkaCluster:
 
     # -- lifecycle -------------------------------------------------------------------------------
     def __enter__(self) -> KafkaCluster:
-        self.start()
+        if self._owns_containers:  # an attached cluster is already running
+            self.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
