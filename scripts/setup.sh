@@ -10,9 +10,10 @@ as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
 
 # 1. Debian packages (only what is missing; apt-get update only when something is).
 missing=()
-while read -r pkg; do
-  pkg=${pkg%%#*}; pkg=$(echo "$pkg" | xargs)
+while read -r pkg cmd _; do
+  pkg=${pkg%%#*}
   [ -z "$pkg" ] && continue
+  [ -n "${cmd:-}" ] && command -v "$cmd" >/dev/null 2>&1 && continue
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
 done < scripts/apt-packages.txt
 if [ ${#missing[@]} -gt 0 ]; then
@@ -42,7 +43,8 @@ stamp=.venv/.installed-$(sha256sum pyproject.toml | cut -c1-16)
 if [ ! -f "$stamp" ]; then
   log "creating .venv"
   [ -x .venv/bin/python ] || "$python" -m venv .venv
-  .venv/bin/pip install -q --disable-pip-version-check -e '.[dev]' 2>&1 | grep -v -i 'warning' || true
+  .venv/bin/pip install --disable-pip-version-check -e '.[dev]' >.venv/pip.log 2>&1 \
+    || { tail -30 .venv/pip.log >&2; echo "pip install failed; full log in .venv/pip.log" >&2; exit 1; }
   .venv/bin/python -c 'import harness, faults, checkers, reports' # fails loudly if the install did
   rm -f .venv/.installed-*; touch "$stamp"
 else
