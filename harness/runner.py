@@ -1,0 +1,143 @@
+"""Run a scenario end to end: experiment, check, expectations, report. Used by `kchaos run` and
+the pytest plugin. The exit code is 0 when every promised guarantee and every expectation held,
+1 when one did not, 2 when the experiment could not run (raised as HarnessError)."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness.cluster import KafkaCluster
+from harness.experiment import ExperimentResult, run_experiment
+from harness.history import RESULT, HistoryWriter, RunClock, RunDir, new_run_id
+from harness.scenario import FaultPlan, Scenario
+from harness.workload import Workload
+
+Tick = Callable[[Workload, float, str], None]
+"""Progress callback: workload, seconds left, status text (active faults, leader changes)."""
+
+
+@dataclass(frozen=True)
+class ExpectationOutcome:
+    text: str
+    held: bool
+    observed: Any
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    scenario: str
+    rundir: RunDir
+    result: dict[str, Any]
+    expectations: list[ExpectationOutcome]
+    report: Path | None
+    interrupted: bool
+    phases_s: dict[str, float]
+
+    @property
+    def guarantees_held(self) -> bool:
+        return bool(self.result.get("valid"))
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.guarantees_held and all(e.held for e in self.expectations) else 1
+
+
+def build_schedule(plan: FaultPlan, seed: int, duration_s: float) -> Any:
+    """The nemesis timeline for a fault plan (None when the plan has no faults)."""
+    from faults.schedule import Schedule, ScheduleEntry
+
+    if plan.mode == "none":
+        return None
+    if plan.mode == "schedule":
+        return Schedule.from_entries(ScheduleEntry(e["at_s"], e["at_s"] + e["duration_s"], e["fault"], e["params"])
+                                     for e in plan.schedule)
+    return Schedule.generate(seed=seed, duration_s=duration_s, faults=plan.faults, interval_s=plan.interval_s,
+                             fault_duration_s=plan.fault_duration_s, mode=plan.mode)
+
+
+def run_scenario(
+    scenario: Scenario,
+    out: Path,
+    *,
+    duration_s: float | None = None,
+    seed: int | None = None,
+    master: str | None = None,
+    on_tick: Tick | None = None,
+    report: bool = True,
+) -> RunOutcome:
+    from checkers import check_run
+    from faults.schedule import Nemesis
+
+    experiment = dataclasses.replace(
+        scenario.experiment,
+        duration_s=duration_s if duration_s is not None else scenario.experiment.duration_s,
+        seed=seed if seed is not None else scenario.experiment.seed,
+    )
+    schedule = build_schedule(scenario.faults, experiment.seed, experiment.duration_s)
+    experiment.extra = {"description": scenario.description, "scenario_source": scenario.source,
+                        "expect": [e.text for e in scenario.expectations],
+                        "schedule": schedule.to_json() if schedule else []}
+    run_id = new_run_id(scenario.name)
+    rundir = RunDir(out / run_id)
+    status: dict[str, Callable[[], str]] = {}
+
+    @contextlib.contextmanager
+    def chaos(cluster: KafkaCluster, writer: HistoryWriter, clock: RunClock) -> Iterator[None]:
+        leaders = _LeaderChanges(cluster, [t["name"] for t in experiment.workload.topics()])
+        if schedule is None:
+            status["fn"] = leaders.describe
+            yield
+            return
+        with Nemesis(cluster, schedule, writer, clock, experiment.seed) as nemesis:
+            status["fn"] = lambda: f"faults: {', '.join(nemesis.active()) or 'none'}; {leaders.describe()}"
+            yield
+
+    def tick(workload: Workload, left: float) -> None:
+        if on_tick:
+            on_tick(workload, left, status["fn"]() if "fn" in status else "")
+
+    interrupted = False
+    try:
+        result: ExperimentResult = run_experiment(experiment, rundir, run_id, chaos=chaos, on_tick=tick)
+        interrupted = result.interrupted
+        phases = dict(result.phases_s)
+    except KeyboardInterrupt:  # a second Ctrl-C during heal or final read: check what there is
+        interrupted, phases = True, {}
+    checked = check_run(rundir.root, master=master)
+    expectations = [ExpectationOutcome(e.text, *e.evaluate(checked)) for e in scenario.expectations]
+    page = None
+    if report:
+        from reports import write_report
+
+        page = write_report(rundir.root)
+    (rundir.root / RESULT).parent.mkdir(parents=True, exist_ok=True)
+    (rundir.root / "check" / "expectations.json").write_text(json.dumps(
+        [dataclasses.asdict(e) for e in expectations], indent=2) + "\n")
+    return RunOutcome(scenario.name, rundir, checked, expectations, page, interrupted, phases)
+
+
+class _LeaderChanges:
+    """Counts leader changes seen in ZooKeeper between progress ticks (for the live display)."""
+
+    def __init__(self, cluster: KafkaCluster, topics: list[str]) -> None:
+        self._cluster, self._topics = cluster, topics
+        self._leaders: dict[tuple[str, int], int] = {}
+        self.changes = 0
+
+    def describe(self) -> str:
+        try:
+            state = self._cluster.state(self._topics)
+        except Exception:  # noqa: BLE001 - ZooKeeper may be the fault's target; the display must go on
+            return f"leader changes: {self.changes} (ZooKeeper unreachable)"
+        for p in state.partitions:
+            key = (p.topic, p.partition)
+            if key in self._leaders and self._leaders[key] != p.leader:
+                self.changes += 1
+            self._leaders[key] = p.leader
+        return f"leader changes: {self.changes}; controller {state.controller}"
