@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import inspect
 import random
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, ClassVar, Protocol, TypeVar, runtime_checkable
 
 from harness.cluster import KafkaCluster
@@ -58,12 +58,17 @@ def _params_of(cls: type[Any]) -> dict[str, inspect.Parameter]:
 
 
 def params_help(name: str) -> dict[str, str]:
-    """Param name -> its default shown as text ('required' when there is none)."""
+    """Param name -> its default as text ('required' when there is none), for `kchaos faults`."""
     cls = fault_class(name)
-    return {
-        n: ("required" if p.default is inspect.Parameter.empty else repr(p.default))
-        for n, p in _params_of(cls).items()
-    }
+    shown: dict[str, str] = {}
+    for n, p in _params_of(cls).items():
+        if p.default is inspect.Parameter.empty:
+            shown[n] = "required"
+        elif n == "target" and p.default is None:  # the fault's own default target, not "None"
+            shown[n] = str(getattr(cls, "default_target", None))
+        else:
+            shown[n] = str(p.default)
+    return shown
 
 
 def fault_class(name: str) -> type[Any]:
@@ -108,6 +113,3 @@ def coerce_float(name: str, value: object, *, low: float, high: float) -> float:
     if not low <= number <= high:
         raise ValueError(f"param {name!r} must be between {low} and {high}, got {number}")
     return number
-
-
-Factory = Callable[..., Fault]

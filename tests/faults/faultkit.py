@@ -58,7 +58,12 @@ def can_connect(source: Node, dest: Node) -> bool:
 
 
 def produce(
-    cluster: KafkaCluster, bootstrap: str, acks: str, count: int = 1, timeout_ms: int = 5000
+    cluster: KafkaCluster,
+    bootstrap: str,
+    acks: str,
+    count: int = 1,
+    timeout_ms: int = 5000,
+    value: bytes = b"v",
 ) -> tuple[int, list[float]]:
     """Send `count` writes to TOPIC/0; return (acknowledged, latency in seconds of each ack)."""
     producer = Producer(
@@ -66,8 +71,7 @@ def produce(
             bootstrap,
             cluster.kafka_version,
             acks=acks,
-            linger_ms=0,
-            **{"message.timeout.ms": timeout_ms, "retries": 0},
+            **{"message.timeout.ms": timeout_ms, "retries": 0, "linger.ms": 0},
         )
     )
     latencies: list[float] = []
@@ -79,8 +83,8 @@ def produce(
 
         return done
 
-    for i in range(count):
-        producer.produce(TOPIC, value=f"v{i}".encode(), partition=0, on_delivery=sent_at(time.monotonic()))
+    for _ in range(count):
+        producer.produce(TOPIC, value=value, partition=0, on_delivery=sent_at(time.monotonic()))
         producer.poll(0)
     producer.flush(timeout_ms / 1000 + 5)
     return len(latencies), latencies

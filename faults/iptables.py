@@ -1,0 +1,65 @@
+"""Our iptables rules inside a container: one dedicated chain per fault kind, jumped to from INPUT
+and OUTPUT, so heal removes exactly our rules and nothing Docker or the image put there."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from harness.errors import ClusterError, FaultError
+from harness.services import Node
+
+PARTITION_CHAIN = "KCHAOS"
+LOSS_CHAIN = "KCHAOS-LOSS"
+CHAINS = (PARTITION_CHAIN, LOSS_CHAIN)
+
+
+def _hook(chain: str) -> str:
+    return (
+        f"iptables -N {chain} 2>/dev/null || true; "
+        f"iptables -C INPUT -j {chain} 2>/dev/null || iptables -I INPUT 1 -j {chain}; "
+        f"iptables -C OUTPUT -j {chain} 2>/dev/null || iptables -I OUTPUT 1 -j {chain}; "
+    )
+
+
+def add_rules(node: Node, chain: str, rules: Iterable[str]) -> None:
+    """Append `rules` (each the arguments after `iptables -A CHAIN`) to `chain` inside `node`."""
+    script = "set -e; " + _hook(chain) + "".join(f"iptables -A {chain} {rule}; " for rule in rules)
+    try:
+        code, output = node.exec(["bash", "-c", script], timeout_s=20)
+    except ClusterError as exc:
+        raise FaultError(f"cannot add iptables rules in {node.name}: {exc}") from None
+    if code != 0:
+        raise FaultError(f"iptables in {node.name} failed (exit {code}): {output.strip()[-500:]}")
+
+
+def drop_from_and_to(ips: Iterable[str]) -> list[str]:
+    """Rules dropping every packet from and to each IP: not only new connections, so established
+    ones (replica fetchers, ZooKeeper sessions) go silent too, as in a real partition."""
+    return [rule for ip in ips for rule in (f"-s {ip} -j DROP", f"-d {ip} -j DROP")]
+
+
+def remove_chain(node: Node, chain: str) -> None:
+    """Unhook and delete `chain` in `node`. A stopped container is skipped: its network namespace,
+    rules included, is gone, and a restart starts with none."""
+    if node.status() in ("exited", "created", "dead", "missing"):
+        return
+    script = (
+        f"while iptables -D INPUT -j {chain} 2>/dev/null; do :; done; "
+        f"while iptables -D OUTPUT -j {chain} 2>/dev/null; do :; done; "
+        f"iptables -F {chain} 2>/dev/null; iptables -X {chain} 2>/dev/null; "
+        f"! iptables -S {chain} >/dev/null 2>&1"
+    )
+    try:
+        code, output = node.exec(["bash", "-c", script], timeout_s=20)
+    except ClusterError as exc:
+        raise FaultError(f"cannot remove iptables chain {chain} in {node.name}: {exc}") from None
+    if code != 0:
+        raise FaultError(f"iptables chain {chain} still present in {node.name}: {output.strip()[-300:]}")
+
+
+def leftover_rules(node: Node) -> list[str]:
+    """Our rules still present in `node` (empty when clean); for checks after a heal."""
+    code, output = node.exec(
+        ["bash", "-c", f"for c in {' '.join(CHAINS)}; do iptables -S $c 2>/dev/null; done"], timeout_s=20
+    )
+    return [line for line in output.splitlines() if line.strip()] if code == 0 else []

@@ -1,0 +1,114 @@
+"""Network partitions against real clusters: links checked by real TCP connects, effects in ZooKeeper."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from itertools import permutations
+
+import pytest
+from faultkit import TOPIC, can_connect, make_topic, p0, produce, wait_state
+
+from faults import make_fault
+from faults.iptables import leftover_rules
+from harness.cluster import KafkaCluster
+from harness.errors import TargetError
+
+pytestmark = pytest.mark.docker
+
+
+def reachability(cluster: KafkaCluster) -> dict[tuple[str, str], bool]:
+    """Every ordered pair of nodes -> can the first open a TCP connection to the second."""
+    pairs = list(permutations(cluster.nodes, 2))
+    with ThreadPoolExecutor(max_workers=len(pairs)) as pool:
+        results = list(pool.map(lambda pair: can_connect(*pair), pairs))
+    return {(a.name, b.name): ok for (a, b), ok in zip(pairs, results, strict=True)}
+
+
+def assert_cuts_exactly(cluster: KafkaCluster, cut: set[frozenset[str]]) -> None:
+    seen = reachability(cluster)
+    wrong = {pair: ok for pair, ok in seen.items() if ok == (frozenset(pair) in cut)}
+    assert not wrong, (
+        f"links not as claimed (pair -> reachable): {wrong}; claimed cuts: {sorted(map(sorted, cut))}"
+    )
+
+
+def test_shapes_cut_exactly_their_links_and_heal_restores_all(cluster: KafkaCluster) -> None:
+    make_topic(cluster)
+    rng = random.Random(7)
+    for shape, target in (
+        ("halves", "kafka-1"),
+        ("ring", None),
+        ("bridge", "kafka-2"),
+        ("isolate-from-zookeeper", "kafka-3"),
+    ):
+        fault = make_fault("partition", {"shape": shape} | ({"target": target} if target else {}))
+        fault.start(cluster, rng)
+        try:
+            claimed = {frozenset(c.split("|")) for c in fault.detail["cuts"]}
+            if shape == "halves":
+                assert claimed == {frozenset(("kafka-1", n)) for n in ("kafka-2", "kafka-3", "zk-1")}
+            if shape == "ring":  # 4 nodes in a ring: each is cut from exactly the one opposite it
+                order = fault.detail["ring"]
+                assert claimed == {frozenset((order[0], order[2])), frozenset((order[1], order[3]))}
+            assert_cuts_exactly(cluster, claimed)
+        finally:
+            fault.heal(cluster)
+        assert all(reachability(cluster).values()), f"after healing {shape} some link is still cut"
+    assert all(not leftover_rules(node) for node in cluster.nodes)
+    assert p0(cluster.wait_for_isr([TOPIC], timeout_s=60)).isr_full
+
+
+def test_isolate_from_followers_shrinks_isr_to_the_leader(cluster: KafkaCluster) -> None:
+    leader = make_topic(cluster).leader
+    fault = make_fault("partition", {"shape": "isolate-from-followers", "topic": TOPIC, "partition": 0})
+    fault.start(cluster, random.Random(1))
+    try:
+        assert fault.targets == [f"kafka-{leader}"]
+        node = cluster.broker(leader)
+        assert can_connect(node, cluster.node("zk-1"))
+        assert not any(can_connect(node, b) for b in cluster.brokers if b.broker_id != leader)
+        # Followers stop fetching; after replica.lag.time.max.ms the leader, which still reaches
+        # ZooKeeper, shrinks the ISR to itself and stays leader.
+        shrunk = wait_state(cluster, lambda s: p0(s).isr == (leader,), "the ISR to shrink to the leader", 45)
+        assert p0(shrunk).leader == leader
+    finally:
+        fault.heal(cluster)
+    assert p0(cluster.wait_for_isr([TOPIC], timeout_s=60)).isr_full
+
+
+def test_isolated_leader_is_replaced_but_still_acks_acks1_writes(
+    cluster_factory: Callable[..., KafkaCluster],
+) -> None:
+    # A long replica lag keeps the old leader from trying to shrink its ISR through the ZooKeeper it
+    # cannot reach (which would block its writes) during the test: we want the split brain visible.
+    cluster = cluster_factory(
+        brokers=3, broker_config={"min.insync.replicas": 2, "replica.lag.time.max.ms": 60000}
+    )
+    old = make_topic(cluster).leader
+    fault = make_fault("partition", {"shape": "isolate", "target": "leader", "topic": TOPIC})
+    fault.start(cluster, random.Random(1))
+    try:
+        assert not any(can_connect(cluster.broker(old), n) for n in cluster.nodes if n.name != f"kafka-{old}")
+        moved = wait_state(
+            cluster,
+            lambda s: p0(s).leader not in (-1, old),
+            f"the controller to elect a leader other than isolated broker {old}",
+            40,
+        )
+        assert old not in moved.live_brokers
+        acked, _ = produce(cluster, f"{cluster.broker(old).ip}:9092", acks="1", count=5)
+        assert acked == 5, "the isolated old leader should still acknowledge acks=1 writes (zombie leader)"
+    finally:
+        fault.heal(cluster)
+    after = cluster.wait_for_isr([TOPIC], timeout_s=90)
+    assert old in after.live_brokers and p0(after).isr_full
+
+
+def test_unknown_target_is_a_clear_error(cluster: KafkaCluster) -> None:
+    with pytest.raises(TargetError, match=r"kafka-9.*kafka-1, kafka-2, kafka-3, zk-1"):
+        make_fault("partition", {"target": "kafka-9"}).start(cluster, random.Random(1))
+    with pytest.raises(TargetError, match="no partition nope/"):
+        make_fault("kill", {"target": "leader", "topic": "nope"}).start(cluster, random.Random(1))
+    assert all(node.status() == "running" for node in cluster.nodes)

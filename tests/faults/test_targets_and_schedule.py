@@ -1,0 +1,139 @@
+"""Unit tests (no Docker): target resolution on a fake snapshot, partition shapes, the registry,
+and the schedule's determinism."""
+
+from __future__ import annotations
+
+import random
+from itertools import pairwise
+
+import pytest
+
+from faults import Fault, available, make_fault
+from faults.network import cut_links, link
+from faults.schedule import Schedule, ScheduleEntry
+from faults.targets import choose
+from harness.errors import ConfigError, TargetError
+from harness.zkstate import ClusterSnapshot, PartitionState
+
+BROKERS = ["kafka-1", "kafka-2", "kafka-3", "kafka-4", "kafka-5"]
+ZKS = ["zk-1"]
+SNAPSHOT = ClusterSnapshot(
+    controller=2,
+    controller_epoch=4,
+    live_brokers=(1, 2, 3, 5),
+    partitions=(
+        PartitionState("t", 0, 3, 1, (3, 1), (3, 1, 2)),
+        PartitionState("t", 1, -1, 2, (), (1, 2, 4)),
+        PartitionState("u", 0, 5, 0, (5,), (5, 4, 3)),
+    ),
+)
+
+
+def pick(target: str, seed: int = 1, **where: object) -> list[str]:
+    return choose(target, SNAPSHOT, BROKERS, ZKS, random.Random(seed), **where).names  # type: ignore[arg-type]
+
+
+def test_leader_of_given_partition_and_detail() -> None:
+    choice = choose("leader", SNAPSHOT, BROKERS, ZKS, random.Random(1), topic="t", partition=0)
+    assert choice.names == ["kafka-3"] and choice.detail == {"topic": "t", "partition": 0}
+
+
+def test_random_leader_only_among_partitions_with_a_leader() -> None:
+    assert {pick("leader", seed)[0] for seed in range(40)} == {"kafka-3", "kafka-5"}
+
+
+def test_leaderless_and_missing_partitions_are_target_errors() -> None:
+    with pytest.raises(TargetError, match="no leader now for t/1"):
+        pick("leader", topic="t", partition=1)
+    with pytest.raises(TargetError, match=r"no partition t/7; partitions are t/0, t/1, u/0"):
+        pick("leader", topic="t", partition=7)
+
+
+def test_keywords() -> None:
+    assert pick("controller") == ["kafka-2"]
+    assert {pick("one", s)[0] for s in range(60)} == {"kafka-1", "kafka-2", "kafka-3", "kafka-5"}  # live only
+    assert len(pick("minority")) == 2 and len(pick("majority")) == 3
+    assert pick("all") == BROKERS and pick("zookeeper") == ZKS
+    assert pick("kafka-4, zk-1") == ["kafka-4", "zk-1"]
+
+
+def test_unknown_node_lists_what_exists() -> None:
+    with pytest.raises(TargetError, match=r"no node named kafka-9; targets are leader, .*kafka-1, .*zk-1"):
+        pick("kafka-1,kafka-9")
+
+
+def test_same_seed_same_choice() -> None:
+    assert [pick("minority", 3) for _ in range(3)] == [pick("minority", 3)] * 3
+
+
+def test_shapes_cut_the_links_they_claim() -> None:
+    every = [*BROKERS, *ZKS]
+    rng = random.Random(5)
+    isolate, _ = cut_links("isolate", ["kafka-1"], BROKERS, ZKS, rng)
+    assert isolate == {link("kafka-1", n) for n in every if n != "kafka-1"}
+    from_zk, _ = cut_links("isolate-from-zookeeper", ["kafka-1"], BROKERS, ZKS, rng)
+    assert from_zk == {link("kafka-1", "zk-1")}
+    from_followers, _ = cut_links("isolate-from-followers", ["kafka-1"], BROKERS, ZKS, rng)
+    assert from_followers == {link("kafka-1", b) for b in BROKERS[1:]}
+    halves, detail = cut_links("halves", ["kafka-1", "kafka-2"], BROKERS, ZKS, rng)
+    assert len(halves) == 2 * 4 and detail["sides"][0] == ["kafka-1", "kafka-2"]
+    ring, detail = cut_links("ring", every, BROKERS, ZKS, rng)
+    order = detail["ring"]
+    for i, node in enumerate(order):  # each node keeps exactly its two neighbours
+        kept = {n for n in every if n != node and link(node, n) not in ring}
+        assert kept == {order[i - 1], order[(i + 1) % len(order)]}
+    bridge, detail = cut_links("bridge", ["kafka-3"], BROKERS, ZKS, rng)
+    left, right = detail["sides"]
+    assert bridge == {link(a, b) for a in left for b in right} and "kafka-3" not in left + right
+
+
+def test_registry_and_param_validation() -> None:
+    names = [name for name, _ in available()]
+    assert names == sorted(["kill", "stop", "pause", "rolling-restart", "partition", "slow", "lossy"])
+    assert all(isinstance(make_fault(name, {}), Fault) for name in names)
+    with pytest.raises(
+        ConfigError, match=r"no param 'rate'; valid params: target, topic, partition, rate_kbit"
+    ):
+        make_fault("slow", {"rate": 5})
+    with pytest.raises(ConfigError, match=r"shape.*must be one of isolate"):
+        make_fault("partition", {"shape": "square"})
+    with pytest.raises(ConfigError, match=r"probability.*between 0\.0 and 1\.0"):
+        make_fault("lossy", {"probability": "2"})
+    with pytest.raises(ConfigError, match="unknown fault 'melt'; known faults: kill"):
+        make_fault("melt", {})
+
+
+FAULTS = [("kill", {"target": "leader"}), ("partition", {"shape": "halves"}), ("pause", {})]
+
+
+def test_same_seed_same_schedule_and_other_seed_differs() -> None:
+    def plan(seed: int) -> Schedule:
+        return Schedule.generate(seed, duration_s=600, faults=FAULTS, interval_s=10, fault_duration_s=5)
+
+    assert plan(7) == plan(7)
+    assert plan(7) != plan(8)
+    entries = plan(7).entries
+    assert {e.fault for e in entries} == {"kill", "partition", "pause"}
+    assert all(e.stop_s - e.start_s == pytest.approx(5) and e.stop_s <= 600 for e in entries)
+    assert all(b.start_s - a.stop_s >= 5 - 1e-9 for a, b in pairwise(entries))
+
+
+def test_sequence_mode_round_robin() -> None:
+    entries = Schedule.generate(1, 100, FAULTS, interval_s=4, fault_duration_s=2, mode="sequence").entries
+    assert [e.fault for e in entries[:6]] == ["kill", "partition", "pause"] * 2
+
+
+def test_schedule_validation() -> None:
+    with pytest.raises(ConfigError, match="no param 'colour'"):
+        Schedule.generate(1, 60, [("kill", {"colour": "red"})], 5, 5)
+    with pytest.raises(ConfigError, match="mode 'shuffle'"):
+        Schedule.generate(1, 60, FAULTS, 5, 5, mode="shuffle")
+    with pytest.raises(ConfigError, match="start_s < stop_s"):
+        Schedule.from_entries([{"start_s": 5, "stop_s": 5, "fault": "kill"}])
+    explicit = Schedule.from_entries(
+        [
+            {"start_s": 9, "stop_s": 12, "fault": "pause"},
+            ScheduleEntry(1, 3, "kill", {"target": "controller"}),
+        ]
+    )
+    assert [e.fault for e in explicit.entries] == ["kill", "pause"]
