@@ -7,7 +7,9 @@ set -euo pipefail
 role=${1:?usage: kchaos-entrypoint kafka|zookeeper}
 conf=/etc/kchaos/$role.properties
 mkdir -p /etc/kchaos
-printf '%s\n' "${KCHAOS_CONFIG:?KCHAOS_CONFIG must hold the $role properties}" > "$conf"
+# KCHAOS_CONFIG_COMMON (optional) is shared settings, for hand-written compose files; the harness
+# renders everything into KCHAOS_CONFIG. printf %b expands the \n of one-line compose values.
+printf '%b\n%b\n' "${KCHAOS_CONFIG_COMMON:-}" "${KCHAOS_CONFIG:?KCHAOS_CONFIG must hold the $role properties}" > "$conf"
 
 case "$role" in
   kafka) main=kafka.Kafka ;;
