@@ -1,20 +1,105 @@
-"""`kchaos faults` (list faults) and `kchaos fault NAME` (run one against a running cluster)."""
+"""`kchaos faults` (list faults) and `kchaos fault NAME` (one fault against a running cluster)."""
 
 from __future__ import annotations
+
+import random
+import time
 
 import typer
 from rich.console import Console
 
-from faults.base import available
+from faults.base import available, make_fault, params_help
+from faults.links import kernel_capabilities
+from harness.cluster import KafkaCluster
+from harness.cluster_cli import print_state
+from harness.errors import ConfigError, ReadinessTimeout
+from harness.signals import terminate_as_interrupt
 
 console = Console(highlight=False)
 
 
-def list_faults() -> None:
-    """List the faults with a one-line description each."""
+def list_faults(
+    run: str = typer.Option(
+        None, "--run", help="Also probe the kernel of this running cluster for netem/tbf."
+    ),
+) -> None:
+    """List the faults with a one-line description and their params."""
     for name, description in available():
-        console.print(f"{name:<16} {description}")
+        params = ", ".join(f"{k}={v}" for k, v in params_help(name).items())
+        console.print(f"[bold]{name:<16}[/] {description}", soft_wrap=True)
+        console.print(f"{'':<17}[dim]params: {params}[/]", soft_wrap=True)
+    if run:
+        cluster = KafkaCluster.attach(run)
+        try:
+            console.print(kernel_capabilities(cluster).describe())
+        finally:
+            cluster.close()
+
+
+def _parse_params(pairs: list[str]) -> dict[str, str]:
+    params: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"--param {pair!r}: expected KEY=VALUE, e.g. shape=halves")
+        params[key.strip()] = value.strip()
+    return params
+
+
+def run_fault(
+    name: str = typer.Argument(..., help="Fault name (see `kchaos faults`)."),
+    run: str = typer.Option(..., "--run", help="Run id of a cluster from `kchaos cluster up`."),
+    target: str = typer.Option(
+        None,
+        "--target",
+        help="leader, controller, one, minority, majority, all, zookeeper, or node names (kafka-1,zk-1).",
+    ),
+    duration: float = typer.Option(
+        15.0, "--duration", min=0, help="Seconds to hold the fault before healing."
+    ),
+    param: list[str] = typer.Option(
+        [], "--param", help="Fault param KEY=VALUE (repeatable), e.g. shape=halves."
+    ),
+    seed: int = typer.Option(None, "--seed", help="Seed for random target choices (default: random)."),
+    settle: float = typer.Option(60.0, "--settle", min=0, help="Seconds to wait for full ISR after healing."),
+) -> None:
+    """Start one fault against a running cluster, hold it (Ctrl-C heals early), heal, show the state."""
+    params = _parse_params(param)
+    if target is not None:
+        params["target"] = target
+    fault = make_fault(name, params)
+    rng = random.Random(seed)
+    cluster = KafkaCluster.attach(run)
+    try:
+        console.print("[bold]before[/]")
+        print_state(cluster.state())
+        with terminate_as_interrupt():
+            try:
+                fault.start(cluster, rng)
+                console.print(
+                    f"[bold]{name}[/] on {', '.join(fault.targets)} {fault.detail}; "
+                    f"healing in {duration:g} s (Ctrl-C to heal now)"
+                )
+                time.sleep(duration)  # the fault's own duration, not a readiness wait
+                console.print("[bold]during[/]")
+                print_state(cluster.state())
+            except KeyboardInterrupt:
+                console.print("interrupted: healing")
+            finally:
+                fault.heal(cluster)
+        console.print(f"healed {name} on {', '.join(fault.targets)}")
+        topics = cluster.zk.topics()
+        if topics and settle:
+            try:
+                cluster.wait_for_isr(topics, timeout_s=settle)
+            except ReadinessTimeout:
+                console.print(f"[yellow]ISR not full within {settle:g} s of healing[/]")
+        console.print("[bold]after[/]")
+        print_state(cluster.state())
+    finally:
+        cluster.close()
 
 
 def register(app: typer.Typer) -> None:
     app.command("faults")(list_faults)
+    app.command("fault")(run_fault)

@@ -58,8 +58,12 @@ def remove_chain(node: Node, chain: str) -> None:
 
 
 def leftover_rules(node: Node) -> list[str]:
-    """Our rules still present in `node` (empty when clean); for checks after a heal."""
-    code, output = node.exec(
-        ["bash", "-c", f"for c in {' '.join(CHAINS)}; do iptables -S $c 2>/dev/null; done"], timeout_s=20
+    """Our rules and hooks still present in `node` (empty when clean); for checks after a heal."""
+    chains = " ".join(CHAINS)
+    script = (
+        f"for c in {chains}; do iptables -S $c 2>/dev/null; done; iptables -S | grep -e '-j KCHAOS' || true"
     )
-    return [line for line in output.splitlines() if line.strip()] if code == 0 else []
+    code, output = node.exec(["bash", "-c", script], timeout_s=20)
+    if code != 0:
+        raise FaultError(f"cannot list iptables rules in {node.name} (exit {code}): {output.strip()[-300:]}")
+    return [line for line in output.splitlines() if line.strip()]

@@ -1,1 +1,173 @@
-"""Links."""
+"""Link faults: `slow` (bandwidth limit, plus delay with jitter where the kernel has netem) and
+`lossy` (random packet drop), applied inside the target containers on their cluster interface.
+
+What a kernel offers differs: many have no `sch_netem` (and cannot load it), while `tbf` and the
+iptables `statistic` match are nearly universal. `kernel_capabilities` probes a running container
+for each, so faults use what exists and `detail`/reports say what was actually applied.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+from faults.base import coerce_float, register
+from faults.iptables import LOSS_CHAIN, add_rules, remove_chain
+from faults.targets import Targeted
+from harness.cluster import KafkaCluster
+from harness.errors import ClusterError, FaultError
+from harness.services import Node
+
+DEVICE = "eth0"  # the container's interface on the cluster network (Docker names it so)
+
+
+@dataclass(frozen=True)
+class KernelCapabilities:
+    netem: bool
+    tbf: bool
+    statistic: bool
+    notes: tuple[str, ...]
+    """Why a capability is missing, in the kernel's own words."""
+
+    def describe(self) -> str:
+        have = ", ".join(k for k in ("netem", "tbf", "statistic") if getattr(self, k)) or "none"
+        return f"link faults: kernel offers {have}" + "".join(f"; {n}" for n in self.notes)
+
+
+_PROBES = {
+    "netem": f"tc qdisc add dev {DEVICE} root handle 9: netem delay 1ms && tc qdisc del dev {DEVICE} root",
+    "tbf": f"tc qdisc add dev {DEVICE} root handle 9: tbf rate 1gbit burst 64kb latency 50ms "
+    f"&& tc qdisc del dev {DEVICE} root",
+    "statistic": "iptables -N KCHAOS-PROBE && "
+    "iptables -A KCHAOS-PROBE -m statistic --mode random --probability 0.5 -j RETURN; "
+    "code=$?; iptables -F KCHAOS-PROBE; iptables -X KCHAOS-PROBE; exit $code",
+}
+
+
+def probe_kernel(node: Node) -> KernelCapabilities:
+    """Try each mechanism for real inside `node` (a running container) and undo it at once."""
+    found: dict[str, bool] = {}
+    notes: list[str] = []
+    for name, script in _PROBES.items():
+        code, output = node.exec(["bash", "-c", script], timeout_s=10)
+        found[name] = code == 0
+        if code != 0:
+            notes.append(
+                f"no {name} ({output.strip().splitlines()[-1] if output.strip() else f'exit {code}'})"
+            )
+    return KernelCapabilities(found["netem"], found["tbf"], found["statistic"], tuple(notes))
+
+
+def kernel_capabilities(cluster: KafkaCluster) -> KernelCapabilities:
+    """Probe the kernel through the first running node of `cluster` (all share the host kernel)."""
+    for node in cluster.nodes:
+        if node.status() == "running":
+            return probe_kernel(node)
+    raise ClusterError("cannot probe kernel capabilities: no node of the cluster is running")
+
+
+def _tc(node: Node, script: str) -> None:
+    code, output = node.exec(["bash", "-c", script], timeout_s=20)
+    if code != 0:
+        raise FaultError(f"tc in {node.name} failed (exit {code}): {output.strip()[-400:]}")
+
+
+def _clear_qdisc(node: Node) -> None:
+    """Back to the default qdisc; a stopped container lost its qdiscs with its network namespace."""
+    if node.status() in ("exited", "created", "dead", "missing"):
+        return
+    # `del` fails when only the default qdisc is left, which is the state we want: check that instead.
+    code, output = node.exec(
+        ["bash", "-c", f"tc qdisc del dev {DEVICE} root 2>/dev/null; tc qdisc show dev {DEVICE} root"],
+        timeout_s=20,
+    )
+    if code != 0 or "tbf" in output or "netem" in output:
+        raise FaultError(f"cannot remove the qdisc on {node.name}: {output.strip()[-300:]}")
+
+
+@register
+class Slow(Targeted):
+    name = "slow"
+    description = (
+        "Limit the target's outgoing bandwidth (tc tbf) and, where the kernel has netem, "
+        "add delay with jitter; heal restores the default queue."
+    )
+
+    def __init__(
+        self,
+        *,
+        target: str | None = None,
+        topic: str | None = None,
+        partition: int | str | None = None,
+        rate_kbit: float | str = 1000,
+        delay_ms: float | str = 100,
+        jitter_ms: float | str = 20,
+    ) -> None:
+        super().__init__(target=target, topic=topic, partition=partition)
+        self.rate_kbit = int(coerce_float("rate_kbit", rate_kbit, low=8, high=10_000_000))
+        self.delay_ms = int(coerce_float("delay_ms", delay_ms, low=0, high=60_000))
+        self.jitter_ms = int(coerce_float("jitter_ms", jitter_ms, low=0, high=60_000))
+        self._touched: list[Node] = []
+
+    def _script(self, netem: bool) -> str:
+        # A burst of at least one full-size packet, and a queue of about half a second at the rate,
+        # so packets are delayed rather than dropped by the limiter.
+        burst = max(1600, self.rate_kbit * 1000 // 8 // 100)
+        limit = max(burst * 2, self.rate_kbit * 1000 // 8 // 2)
+        tbf = f"tbf rate {self.rate_kbit}kbit burst {burst} limit {limit}"
+        if not netem or self.delay_ms == 0:
+            return f"tc qdisc add dev {DEVICE} root handle 1: {tbf}"
+        return (
+            f"tc qdisc add dev {DEVICE} root handle 1: netem delay {self.delay_ms}ms {self.jitter_ms}ms "
+            f"distribution normal && tc qdisc add dev {DEVICE} parent 1:1 handle 10: {tbf}"
+        )
+
+    def start(self, cluster: KafkaCluster, rng: random.Random) -> None:
+        nodes = self.resolve(cluster, rng)
+        caps = probe_kernel(nodes[0])
+        if not caps.tbf:
+            raise FaultError(f"slow needs the tbf qdisc: {caps.describe()}")
+        self.detail.update(rate_kbit=self.rate_kbit, netem=caps.netem)
+        if caps.netem:
+            self.detail.update(delay_ms=self.delay_ms, jitter_ms=self.jitter_ms)
+        elif self.delay_ms:
+            self.detail["delay"] = "not applied: the kernel has no sch_netem (bandwidth limit only)"
+        for node in nodes:
+            self._touched.append(node)
+            _tc(node, self._script(caps.netem))
+
+    def heal(self, cluster: KafkaCluster) -> None:
+        for node in self._touched:
+            _clear_qdisc(node)
+        self._touched = []
+
+
+@register
+class Lossy(Targeted):
+    name = "lossy"
+    description = "Drop a share of the target's packets at random, each direction (iptables statistic match)."
+
+    def __init__(
+        self,
+        *,
+        target: str | None = None,
+        topic: str | None = None,
+        partition: int | str | None = None,
+        probability: float | str = 0.2,
+    ) -> None:
+        super().__init__(target=target, topic=topic, partition=partition)
+        self.probability = coerce_float("probability", probability, low=0.0, high=1.0)
+        self._touched: list[Node] = []
+
+    def start(self, cluster: KafkaCluster, rng: random.Random) -> None:
+        self.detail["probability"] = self.probability
+        # Loopback stays intact: the loss is on the network, not inside the broker's own host.
+        rule = f"! -d 127.0.0.0/8 -m statistic --mode random --probability {self.probability:.4f} -j DROP"
+        for node in self.resolve(cluster, rng):
+            self._touched.append(node)
+            add_rules(node, LOSS_CHAIN, [rule])
+
+    def heal(self, cluster: KafkaCluster) -> None:
+        for node in self._touched:
+            remove_chain(node, LOSS_CHAIN)
+        self._touched = []

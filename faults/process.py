@@ -27,6 +27,8 @@ def _restart(cluster: KafkaCluster, nodes: list[Node], timeout_s: float = REJOIN
             if status == "paused":
                 node.resume()
             elif status in ("exited", "created", "dead"):
+                if isinstance(node, KafkaBroker):
+                    _wait_unregistered(cluster, node, timeout_s)
                 node.start()
         except ClusterError as exc:
             problems.append(str(exc))
@@ -35,6 +37,21 @@ def _restart(cluster: KafkaCluster, nodes: list[Node], timeout_s: float = REJOIN
     broker_ids = [n.broker_id for n in nodes if isinstance(n, KafkaBroker)]
     if broker_ids:
         cluster.wait_for_brokers(timeout_s=timeout_s, broker_ids=broker_ids)
+
+
+def _wait_unregistered(cluster: KafkaCluster, broker: KafkaBroker, timeout_s: float) -> None:
+    """A crashed broker's ZooKeeper registration lives until its session times out; Kafka 0.9 exits
+    at startup if it finds its id still registered, so a restart has to wait that out."""
+
+    def probe() -> tuple[bool, str]:
+        live = cluster.state([]).live_brokers
+        return broker.broker_id not in live, f"registered brokers {list(live)}"
+
+    wait_until(
+        probe,
+        what=f"{broker.name}'s old ZooKeeper session to expire before restarting it",
+        timeout_s=timeout_s,
+    )
 
 
 class _ProcessFault(Targeted):

@@ -187,7 +187,8 @@ class Nemesis:
         began = self.clock.now_ns()
         try:
             fault.start(self.cluster, random.Random(f"{self.seed}:{index}"))
-        except HarnessError as exc:
+        except Exception as exc:  # a runner thread must record and go on, not die silently
+            exc = _as_harness_error(exc)
             self.errors.append(f"{entry.fault} could not start: {exc}")
             self._record(began, entry.fault, "start", fault, {"error": str(exc)})
             self._heal(index)
@@ -202,7 +203,8 @@ class Nemesis:
         detail: dict[str, Any] = {}
         try:
             fault.heal(self.cluster)
-        except HarnessError as exc:
+        except Exception as exc:  # recorded and raised on exit; the other faults still get healed
+            exc = _as_harness_error(exc)
             self.heal_errors.append(f"{name} could not heal: {exc}")
             detail = {"error": str(exc)}
         finally:
@@ -227,3 +229,8 @@ class Nemesis:
                 "detail": dict(detail),
             }
         )
+
+
+def _as_harness_error(exc: Exception) -> HarnessError:
+    """Docker and kazoo errors that escape a fault, wrapped so the record names what failed."""
+    return exc if isinstance(exc, HarnessError) else FaultError(f"{type(exc).__name__}: {exc}")

@@ -1,0 +1,103 @@
+"""The Nemesis against real clusters: a seeded schedule recorded in faults.jsonl, and Ctrl-C in the
+middle of overlapping faults leaving no rule, qdisc or paused container behind."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from faultkit import TOPIC, make_topic
+
+from faults.iptables import leftover_rules
+from faults.schedule import Nemesis, Schedule
+from harness.cluster import KafkaCluster
+from harness.history import HistoryWriter, RunClock
+from harness.waiting import wait_until
+
+pytestmark = pytest.mark.docker
+
+CHILD = Path(__file__).with_name("nemesis_child.py")
+
+
+def _events(path: Path) -> list[dict[str, object]]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def test_seeded_schedule_runs_and_records_every_start_and_stop(cluster: KafkaCluster, tmp_path: Path) -> None:
+    make_topic(cluster)
+    faults = [
+        ("kill", {"target": "leader", "topic": TOPIC}),
+        ("partition", {"shape": "isolate-from-zookeeper"}),
+    ]
+    schedule = Schedule.generate(
+        3, duration_s=24, faults=faults, interval_s=3, fault_duration_s=4, mode="sequence"
+    )
+    assert [e.fault for e in schedule.entries][:2] == ["kill", "partition"]
+    path = tmp_path / "faults.jsonl"
+    clock = RunClock()
+    seen_active: set[str] = set()
+    with HistoryWriter(path) as writer, Nemesis(cluster, schedule, writer, clock, seed=3) as nemesis:
+        deadline = time.monotonic() + schedule.entries[-1].stop_s + 30
+        while time.monotonic() < deadline and len(_events(path)) < 2 * len(schedule.entries):
+            seen_active.update(nemesis.active())
+            time.sleep(0.2)  # polling the progress display, as the scenario runner will
+    assert not nemesis.errors and not nemesis.active()
+    assert seen_active == {"kill", "partition"}
+    events = _events(path)
+    assert [(e["fault"], e["phase"]) for e in events] == [
+        (e.fault, phase) for e in schedule.entries for phase in ("start", "stop")
+    ]
+    times = [int(str(e["time_ns"])) for e in events]
+    assert times == sorted(times)
+    for start, stop in zip(events[::2], events[1::2], strict=True):
+        assert start["targets"] == stop["targets"] and start["targets"]
+        assert stop["time_ns"] >= start["time_ns"]  # type: ignore[operator]
+    kill = events[0]
+    assert kill["detail"] == {"target": "leader", "topic": TOPIC, "partition": 0}
+    state = cluster.wait_for_isr([TOPIC], timeout_s=90)
+    assert state.live_brokers == (1, 2, 3)
+
+
+def test_ctrl_c_mid_fault_heals_everything_and_records_the_stops(
+    cluster: KafkaCluster, tmp_path: Path
+) -> None:
+    path = tmp_path / "faults.jsonl"
+    child = subprocess.Popen(
+        [sys.executable, str(CHILD), cluster.run_id, str(path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        assert child.stdout is not None
+        line = child.stdout.readline()  # blocks until the child has every fault active (or died)
+        assert line.startswith("all faults active"), line + child.stdout.read()
+        assert cluster.node("kafka-2").status() == "paused"
+        assert leftover_rules(cluster.node("kafka-1")) and leftover_rules(cluster.node("kafka-3"))
+        child.send_signal(signal.SIGINT)
+        output, _ = child.communicate(timeout=120)
+    finally:
+        if child.poll() is None:
+            child.kill()
+    assert child.returncode == 130, output
+    assert all(node.status() == "running" for node in cluster.nodes)
+    assert {node.name: leftover_rules(node) for node in cluster.nodes} == {n.name: [] for n in cluster.nodes}
+    phases = [(e["fault"], e["phase"]) for e in _events(path)]
+    assert phases == [
+        ("partition", "start"),
+        ("lossy", "start"),
+        ("pause", "start"),
+        ("pause", "stop"),
+        ("lossy", "stop"),
+        ("partition", "stop"),
+    ]
+    wait_until(
+        lambda: (cluster.state().live_brokers == (1, 2, 3), str(cluster.state().live_brokers)),
+        what="every broker registered after the heal",
+        timeout_s=60,
+    )
