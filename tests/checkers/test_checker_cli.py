@@ -1,0 +1,215 @@
+"""`kchaos check` end to end on handwritten run directories: exit codes, result.json, bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from checker_rundirs import acked, all_ends, make_run, record, run_json, write
+from pyspark.sql import SparkSession
+
+from harness.cli import main
+from harness.history import READS, RESULT, RUN_JSON, WRITES
+
+pytestmark = pytest.mark.spark
+
+STACK_TRACE_MARKERS = ("Traceback", "Exception in thread", "at org.apache", "py4j")
+
+FAULT = {"time_ns": 150, "fault": "kill-leader", "phase": "start", "targets": ["kafka-2"], "detail": {}}
+SAMPLE = {
+    "time_ns": 50,
+    "controller": 1,
+    "controller_epoch": 1,
+    "live_brokers": [1, 2, 3],
+    "partitions": [{"topic": "t-all", "partition": 0, "leader": 2, "leader_epoch": 3, "isr": [2, 1]}],
+}
+
+
+def squeeze(text: str) -> str:
+    """Text without whitespace: rich wraps long error lines anywhere, even inside a path."""
+    return "".join(text.split())
+
+
+def clean_run(root: Path) -> Path:
+    writes = [*acked(100, "p:1", 0), *acked(200, "p:2", 1), *acked(300, "z:1", None, topic="t-0")]
+    reads = [record(900, "p:1", 0), record(901, "p:2", 1), record(902, "z:1", 0, topic="t-0"), *all_ends()]
+    return make_run(root, writes, reads, [FAULT], [SAMPLE])
+
+
+def kchaos_check(capfd: pytest.CaptureFixture[str], run_dir: Path, *flags: str) -> tuple[int, str]:
+    code = main(["check", str(run_dir), *flags])
+    out, err = capfd.readouterr()
+    text = out + err
+    for marker in STACK_TRACE_MARKERS:
+        assert marker not in text
+    return code, text
+
+
+def test_clean_run_is_valid_and_rechecks_from_the_parquet_cache(
+    spark: SparkSession, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    run_dir = clean_run(tmp_path / "run")
+    code, text = kchaos_check(capfd, run_dir)
+    assert code == 0, text
+    assert "VALID" in text
+    result = json.loads((run_dir / RESULT).read_text())
+    assert (result["valid"], result["complete"], result["unexpected"]) == (True, True, 0)
+    assert result["events"] == {"writes": 6, "reads": 9, "faults": 1, "cluster": 1}
+    assert result["acks"]["all"] == {
+        "attempted": 2,
+        "acked": 2,
+        "failed": 0,
+        "indeterminate": 0,
+        "lost": 0,
+        "divergent": 0,
+        "duplicated": 0,
+        "phantom": 0,
+        "reordered": 0,
+    }
+    assert {g["verdict"] for g in result["guarantees"] if g["promised"]} == {"held"}
+    fingerprint = (run_dir / "check/parquet/fingerprint.json").stat().st_mtime_ns
+    code, text = kchaos_check(capfd, run_dir, "--json")
+    assert code == 0
+    assert json.loads(text)["valid"] is True
+    assert (run_dir / "check/parquet/fingerprint.json").stat().st_mtime_ns == fingerprint
+
+
+def test_lost_acked_write_violates_the_acks_all_guarantee_with_evidence(
+    spark: SparkSession, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    writes = [*acked(100, "p:1", 0), *acked(200, "p:2", 1)]
+    reads = [record(900, "p:1", 0), *all_ends()]
+    run_dir = make_run(tmp_path / "run", writes, reads, [FAULT], [SAMPLE])
+    code, text = kchaos_check(capfd, run_dir)
+    assert code == 1
+    assert "VIOLATED: t-all no-lost-acked-writes" in text
+    result = json.loads((run_dir / RESULT).read_text())
+    assert result["valid"] is False
+    assert result["anomalies"]["lost-write"] == {
+        "count": 1,
+        "examples_capped": False,
+        "examples": [
+            {
+                "topic": "t-all",
+                "partition": 0,
+                "acks": "all",
+                "value": "p:2",
+                "process": "p",
+                "invoke_ns": 200,
+                "complete_ns": 210,
+                "ack_offset": 1,
+                "final_value": None,
+                "leader": 2,
+                "leader_epoch": 3,
+                "isr": [2, 1],
+                "controller": 1,
+                "active_faults": ["kill-leader"],
+            }
+        ],
+    }
+    lost_guarantee = [
+        g for g in result["guarantees"] if g["id"] == "no-lost-acked-writes" and g["topic"] == "t-all"
+    ]
+    assert lost_guarantee[0]["verdict"] == "violated"
+    assert result["availability"]["series"][0]["lost"] == 1
+    assert result["availability"]["recovery"][-1] == {
+        "fault": "kill-leader",
+        "start_ns": 150,
+        "acks": "all",
+        "first_ok_ns": 210,
+        "recovery_ms": 0.0,
+    }
+
+
+def test_incomplete_final_read_is_reported_and_not_valid(
+    spark: SparkSession, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    writes = [*acked(100, "p:1", 0, partition=1)]
+    run_dir = make_run(tmp_path / "run", writes, [record(900, "p:1", 0, partition=1)])
+    code, _ = kchaos_check(capfd, run_dir)
+    result = json.loads((run_dir / RESULT).read_text())
+    assert (code, result["complete"], result["incomplete_partitions"]) == (
+        1,
+        False,
+        [{"topic": "t-all", "partition": 1}],
+    )
+    loss = next(
+        g for g in result["guarantees"] if g["id"] == "no-lost-acked-writes" and g["topic"] == "t-all"
+    )
+    assert loss["verdict"] == "unknown"
+
+
+def _bad_run(root: Path, **files: str) -> Path:
+    """A clean run with some files replaced by raw text (keys: writes, reads, run)."""
+    clean_run(root)
+    names = {"writes": WRITES, "reads": READS, "run": RUN_JSON}
+    for key, text in files.items():
+        (root / names[key]).write_text(text)
+    return root
+
+
+def _lines(*events: dict[str, Any]) -> str:
+    return "".join(json.dumps(e) + "\n" for e in events)
+
+
+BAD_INPUTS = {
+    "malformed-json": (
+        {"writes": _lines(*acked(100, "p:1", 0)) + '{"type": "invoke", "time_ns": 5\n'},
+        f"{WRITES}:3: malformed JSON",
+    ),
+    "wrong-field-type": (
+        {"reads": _lines(*all_ends()) + _lines(record(900, "p:1", 0) | {"offset": "seven"})},
+        f"{READS}:7: field 'offset' must be an integer",
+    ),
+    "completion-without-invoke": (
+        {"writes": _lines(*acked(100, "p:1", 0), write("ok", 300, "p:9", offset=4))},
+        f"{WRITES}:3: completion with no invoke: value 'p:9'",
+    ),
+    "value-written-twice": (
+        {"writes": _lines(*acked(100, "p:1", 0), write("invoke", 300, "p:1"))},
+        f"{WRITES}:3: value written twice",
+    ),
+    "unknown-topic": (
+        {"reads": _lines(*all_ends(), record(900, "p:1", 0, topic="nope"))},
+        f"{READS}:7: unknown topic 'nope'",
+    ),
+    "unknown-format": (
+        {"run": json.dumps(run_json(format=7))},
+        "unknown format 7; this kafka-chaos reads format 1",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_INPUTS))
+def test_bad_input_is_one_clear_error_with_exit_2(
+    spark: SparkSession, tmp_path: Path, capfd: pytest.CaptureFixture[str], case: str
+) -> None:
+    files, message = BAD_INPUTS[case]
+    run_dir = _bad_run(tmp_path / "run", **files)
+    code, text = kchaos_check(capfd, run_dir)
+    assert code == 2
+    assert squeeze(message) in squeeze(text)
+    assert text.strip().startswith("error:")
+
+
+def test_missing_history_file_is_named(
+    spark: SparkSession, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    run_dir = clean_run(tmp_path / "run")
+    (run_dir / READS).unlink()
+    code, text = kchaos_check(capfd, run_dir)
+    assert code == 2
+    assert squeeze(f"{READS}: missing history file") in squeeze(text)
+
+
+def test_torn_last_line_of_a_killed_run_is_ignored(
+    spark: SparkSession, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    run_dir = clean_run(tmp_path / "run")
+    with (run_dir / WRITES).open("a") as handle:
+        handle.write('{"type": "invoke", "time_ns": 99')
+    code, text = kchaos_check(capfd, run_dir)
+    assert code == 0, text
+    assert json.loads((run_dir / RESULT).read_text())["events"]["writes"] == 6

@@ -1,0 +1,145 @@
+"""Guarantee derivation from run.json for each configuration combination (pure Python, no Spark)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from checkers.guarantees import derive_guarantees, is_valid, parse_version
+
+CLEAN = {
+    "lost": 0,
+    "divergent": 0,
+    "duplicated": 0,
+    "phantom": 0,
+    "reordered": 0,
+    "unexpected": 0,
+    "complete": True,
+}
+
+
+def run_with(
+    version: str = "0.9.0.1",
+    acks: str = "all",
+    rf: int = 3,
+    broker: dict[str, str] | None = None,
+    topic_config: dict[str, str] | None = None,
+    producer: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    topic: dict[str, Any] = {"name": "t", "partitions": 1, "replication_factor": rf, "acks": acks}
+    if topic_config is not None:
+        topic["config"] = topic_config
+    return {
+        "kafka": {"version": version},
+        "cluster": {"broker_config": broker if broker is not None else {"min.insync.replicas": "2"}},
+        "topics": [topic],
+        "producer": producer or {},
+    }
+
+
+def judged(run: dict[str, Any], **counts: Any) -> dict[str, tuple[bool, str]]:
+    rows = derive_guarantees(run, {"t": CLEAN | counts})
+    return {row["id"]: (row["promised"], row["verdict"]) for row in rows}
+
+
+@pytest.mark.parametrize(
+    ("version", "broker", "topic_config", "promised"),
+    [
+        ("0.9.0.1", {"min.insync.replicas": "2"}, None, False),  # 0.9 default: unclean election on
+        ("0.9.0.1", {"min.insync.replicas": "2", "unclean.leader.election.enable": "false"}, None, True),
+        ("0.11.0.3", {"min.insync.replicas": "2"}, None, True),  # 0.11 default: unclean election off
+        ("2.8.1", {"min.insync.replicas": "2", "unclean.leader.election.enable": "true"}, None, False),
+        ("2.8.1", {}, None, False),  # min.insync.replicas defaults to 1
+        ("2.8.1", {}, {"min.insync.replicas": "2"}, True),  # a topic override counts
+        ("2.8.1", {"min.insync.replicas": "2"}, {"unclean.leader.election.enable": "true"}, False),
+    ],
+)
+def test_no_lost_acked_writes_follows_isr_and_unclean_election(
+    version: str, broker: dict[str, str], topic_config: dict[str, str] | None, promised: bool
+) -> None:
+    assert judged(run_with(version, broker=broker, topic_config=topic_config))["no-lost-acked-writes"] == (
+        promised,
+        "held" if promised else "not-promised",
+    )
+
+
+@pytest.mark.parametrize(("acks", "rf"), [("1", 3), ("0", 3), ("all", 2)])
+def test_weaker_acks_or_replication_promise_no_durability(acks: str, rf: int) -> None:
+    config = {"min.insync.replicas": "2", "unclean.leader.election.enable": "false"}
+    verdicts = judged(run_with(acks=acks, rf=rf, broker=config), lost=3)
+    assert verdicts["no-lost-acked-writes"] == (False, "not-promised")
+
+
+def test_loss_is_violated_when_promised_and_unknown_when_incomplete() -> None:
+    run = run_with("2.8.1")
+    assert judged(run, lost=1)["no-lost-acked-writes"] == (True, "violated")
+    assert judged(run, divergent=1)["no-lost-acked-writes"] == (True, "violated")
+    assert judged(run, complete=False)["no-lost-acked-writes"] == (True, "unknown")
+
+
+def test_the_reason_names_every_condition_and_the_counts() -> None:
+    rows = derive_guarantees(run_with("0.9.0.1"), {"t": CLEAN | {"lost": 2}})
+    reason = next(r["reason"] for r in rows if r["id"] == "no-lost-acked-writes")
+    assert reason == (
+        "acks=all, replication factor 3 >= 3, min.insync.replicas 2 >= 2, "
+        "unclean leader election enabled (Kafka 0.9.0.1 default); 2 lost, 0 divergent"
+    )
+
+
+@pytest.mark.parametrize(("acks", "promised"), [("all", True), ("1", True), ("0", False)])
+def test_phantom_writes_are_promised_away_unless_acks0(acks: str, promised: bool) -> None:
+    assert judged(run_with(acks=acks), phantom=1)["no-phantom-writes"] == (
+        promised,
+        "violated" if promised else "not-promised",
+    )
+
+
+@pytest.mark.parametrize(
+    ("version", "producer", "promised"),
+    [
+        ("0.9.0.1", {"enable.idempotence": "true"}, False),  # no idempotent producer before 0.11
+        ("0.11.0.3", {"enable.idempotence": "true"}, True),
+        ("0.11.0.3", {"enable.idempotence": True}, True),
+        ("2.8.1", {}, False),
+    ],
+)
+def test_duplicates_are_promised_only_by_idempotence(
+    version: str, producer: dict[str, Any], promised: bool
+) -> None:
+    assert judged(run_with(version, producer=producer), duplicated=1)["no-duplicates"] == (
+        promised,
+        "violated" if promised else "not-promised",
+    )
+
+
+@pytest.mark.parametrize(
+    ("acks", "producer", "promised"),
+    [
+        ("all", {"max.in.flight.requests.per.connection": 1}, True),
+        ("1", {"max.in.flight.requests.per.connection": 5}, False),
+        ("1", {}, False),
+        ("0", {"max.in.flight.requests.per.connection": 1}, False),
+    ],
+)
+def test_order_is_promised_with_one_request_in_flight(
+    acks: str, producer: dict[str, Any], promised: bool
+) -> None:
+    assert judged(run_with(acks=acks, producer=producer), reordered=1)["per-partition-order"] == (
+        promised,
+        "violated" if promised else "not-promised",
+    )
+
+
+def test_unexpected_values_are_never_acceptable() -> None:
+    rows = derive_guarantees(run_with("0.9.0.1", acks="0"), {"t": CLEAN | {"unexpected": 1}})
+    assert {r["id"]: r["verdict"] for r in rows}["no-unexpected-values"] == "violated"
+    clean_rows = derive_guarantees(run_with("0.9.0.1", acks="0"), {"t": CLEAN})
+    assert is_valid(clean_rows, unexpected=0)
+    assert not is_valid(clean_rows, unexpected=1)
+
+
+def test_version_parsing() -> None:
+    assert parse_version("0.9.0.1") == (0, 9, 0, 1)
+    assert parse_version("3.7.0-SNAPSHOT") == (3, 7, 0)
+    assert parse_version(None) is None
