@@ -22,21 +22,48 @@ ConfigValue = str | int | bool
 
 # Keys whose values the harness derives from the cluster layout; a user override would break it.
 MANAGED_KEYS = frozenset(
-    {"broker.id", "zookeeper.connect", "port", "host.name", "advertised.host.name", "advertised.port",
-     "listeners", "advertised.listeners", "log.dirs", "log.dir"}
+    {
+        "broker.id",
+        "zookeeper.connect",
+        "port",
+        "host.name",
+        "advertised.host.name",
+        "advertised.port",
+        "listeners",
+        "advertised.listeners",
+        "log.dirs",
+        "log.dir",
+    }
 )
 
 # Durability-relevant keys checked before any container starts (Kafka checks the rest at startup).
 _INT_KEYS = frozenset(
-    {"min.insync.replicas", "replica.lag.time.max.ms", "zookeeper.session.timeout.ms",
-     "zookeeper.connection.timeout.ms", "default.replication.factor", "num.partitions",
-     "num.replica.fetchers", "replica.lag.max.messages", "controlled.shutdown.max.retries",
-     "log.flush.interval.messages", "log.flush.interval.ms", "replica.fetch.wait.max.ms",
-     "offsets.topic.replication.factor", "request.timeout.ms", "controller.socket.timeout.ms"}
+    {
+        "min.insync.replicas",
+        "replica.lag.time.max.ms",
+        "zookeeper.session.timeout.ms",
+        "zookeeper.connection.timeout.ms",
+        "default.replication.factor",
+        "num.partitions",
+        "num.replica.fetchers",
+        "replica.lag.max.messages",
+        "controlled.shutdown.max.retries",
+        "log.flush.interval.messages",
+        "log.flush.interval.ms",
+        "replica.fetch.wait.max.ms",
+        "offsets.topic.replication.factor",
+        "request.timeout.ms",
+        "controller.socket.timeout.ms",
+    }
 )
 _BOOL_KEYS = frozenset(
-    {"unclean.leader.election.enable", "auto.create.topics.enable", "controlled.shutdown.enable",
-     "auto.leader.rebalance.enable", "delete.topic.enable"}
+    {
+        "unclean.leader.election.enable",
+        "auto.create.topics.enable",
+        "controlled.shutdown.enable",
+        "auto.leader.rebalance.enable",
+        "delete.topic.enable",
+    }
 )
 
 
@@ -76,7 +103,9 @@ def validate_overrides(overrides: Mapping[str, ConfigValue], known_keys: Iterabl
     known = set(known_keys)
     for key, value in overrides.items():
         if key in MANAGED_KEYS:
-            raise ConfigError(f"broker config {key!r} is set by kafka-chaos from the cluster layout; remove it")
+            raise ConfigError(
+                f"broker config {key!r} is set by kafka-chaos from the cluster layout; remove it"
+            )
         if known and key not in known:
             close = difflib.get_close_matches(key, sorted(known), n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""

@@ -35,7 +35,9 @@ from harness.services import KafkaBroker, Node, ZooKeeperNode
 from harness.waiting import wait_until
 from harness.zkstate import ClusterSnapshot, ZkStateReader
 
-_CONFIG_REJECTED = re.compile(r"Invalid value (?P<value>.*?) for configuration (?P<key>[\w.]+)(?::\s*(?P<why>.*))?")
+_CONFIG_REJECTED = re.compile(
+    r"Invalid value (?P<value>.*?) for configuration (?P<key>[\w.]+)(?::\s*(?P<why>.*))?"
+)
 
 
 @dataclass
@@ -63,8 +65,9 @@ class ClusterSpec:
 
 
 class KafkaCluster:
-    def __init__(self, spec: ClusterSpec | None = None, *, run_id: str | None = None,
-                 start_timeout_s: float = 120.0) -> None:
+    def __init__(
+        self, spec: ClusterSpec | None = None, *, run_id: str | None = None, start_timeout_s: float = 120.0
+    ) -> None:
         self.spec = spec or ClusterSpec()
         self.run_id = run_id or new_run_id("cluster")
         self.start_timeout_s = start_timeout_s
@@ -81,7 +84,9 @@ class KafkaCluster:
 
         Leaving its `with` block closes only the ZooKeeper session; `kchaos cluster down` removes it.
         """
-        containers = docker_env.client().containers.list(all=True, filters={"label": f"{docker_env.RUN_LABEL}={run_id}"})
+        containers = docker_env.client().containers.list(
+            all=True, filters={"label": f"{docker_env.RUN_LABEL}={run_id}"}
+        )
         if not containers:
             raise ConfigError(f"no cluster with run id {run_id!r} is running (see `kchaos cluster list`)")
         cluster = cls(run_id=run_id)
@@ -89,7 +94,9 @@ class KafkaCluster:
         cluster.image = KafkaImage.inspect(containers[0].attrs["Config"]["Image"])
         for container in sorted(containers, key=lambda c: c.labels.get("kchaos.node", "")):
             name, role = container.labels.get("kchaos.node", ""), container.labels.get("kchaos.role")
-            ip = next(iter(container.attrs["NetworkSettings"]["Networks"].values()))["IPAMConfig"]["IPv4Address"]
+            ip = next(iter(container.attrs["NetworkSettings"]["Networks"].values()))["IPAMConfig"][
+                "IPv4Address"
+            ]
             number = int(name.rsplit("-", 1)[1])
             node: Node
             if role == "zookeeper":
@@ -99,8 +106,9 @@ class KafkaCluster:
                 node = KafkaBroker(number, cluster.image.tag, run_id, _NO_NETWORK, ip, "", cluster.spec.heap)
                 cluster.brokers.append(node)
             node.attach(container)
-        cluster.spec = ClusterSpec(brokers=len(cluster.brokers), zookeepers=len(cluster.zookeepers),
-                                   image=cluster.image.tag)
+        cluster.spec = ClusterSpec(
+            brokers=len(cluster.brokers), zookeepers=len(cluster.zookeepers), image=cluster.image.tag
+        )
         cluster._zk = ZkStateReader(cluster.zk_connect).__enter__()
         return cluster
 
@@ -123,12 +131,20 @@ class KafkaCluster:
             zk_ips = [str(hosts + 10 + i) for i in range(1, self.spec.zookeepers + 1)]
             broker_ips = [str(hosts + 100 + i) for i in range(1, self.spec.brokers + 1)]
             zk_config = render_zookeeper_config(zk_ips)
-            self.zookeepers = [ZooKeeperNode(i, image.tag, self.run_id, self._network, ip, zk_config)
-                               for i, ip in enumerate(zk_ips, start=1)]
+            self.zookeepers = [
+                ZooKeeperNode(i, image.tag, self.run_id, self._network, ip, zk_config)
+                for i, ip in enumerate(zk_ips, start=1)
+            ]
             self.brokers = [
-                KafkaBroker(i, image.tag, self.run_id, self._network, ip,
-                            render_broker_config(version, i, ip, zk_ips, self.spec.brokers, self.spec.broker_config),
-                            self.spec.heap)
+                KafkaBroker(
+                    i,
+                    image.tag,
+                    self.run_id,
+                    self._network,
+                    ip,
+                    render_broker_config(version, i, ip, zk_ips, self.spec.brokers, self.spec.broker_config),
+                    self.spec.heap,
+                )
                 for i, ip in enumerate(broker_ips, start=1)
             ]
             for zk in self.zookeepers:
@@ -208,8 +224,10 @@ class KafkaCluster:
                 rejected = _CONFIG_REJECTED.search(logs)
                 if rejected:
                     why = f": {rejected.group('why')}" if rejected.group("why") else ""
-                    raise ConfigError(f"broker config {rejected.group('key')!r}: Kafka rejected value "
-                                      f"{rejected.group('value')!r}{why}")
+                    raise ConfigError(
+                        f"broker config {rejected.group('key')!r}: Kafka rejected value "
+                        f"{rejected.group('value')!r}{why}"
+                    )
                 raise ClusterError(f"{broker.name} exited during startup:\n{broker.logs(30)}")
 
     def wait_for_brokers(self, timeout_s: float = 60.0, broker_ids: list[int] | None = None) -> None:
@@ -220,12 +238,16 @@ class KafkaCluster:
             self._fail_on_exited_brokers()
             try:
                 live = self.zk.live_brokers()
-            except Exception as exc:  # noqa: BLE001 - kazoo raises many types while reconnecting
+            except Exception as exc:
                 return False, f"ZooKeeper not readable: {exc!r}"
             return set(expected) <= set(live), f"registered brokers {list(live)}, expected {expected}"
 
-        wait_until(probe, what=f"brokers {expected} to register in ZooKeeper", timeout_s=timeout_s,
-                   diagnostics=self.describe_nodes)
+        wait_until(
+            probe,
+            what=f"brokers {expected} to register in ZooKeeper",
+            timeout_s=timeout_s,
+            diagnostics=self.describe_nodes,
+        )
 
     def wait_for_isr(self, topics: list[str], timeout_s: float = 60.0) -> ClusterSnapshot:
         """Wait until every partition of `topics` has a leader and a full ISR."""
@@ -238,25 +260,52 @@ class KafkaCluster:
             ready = bool(snapshot.partitions) and all(p.isr_full for p in snapshot.partitions)
             return ready, snapshot.describe()
 
-        wait_until(probe, what=f"full ISR on every partition of {topics}", timeout_s=timeout_s,
-                   diagnostics=self.describe_nodes)
+        wait_until(
+            probe,
+            what=f"full ISR on every partition of {topics}",
+            timeout_s=timeout_s,
+            diagnostics=self.describe_nodes,
+        )
         return self.state(topics)
 
     # -- topics ----------------------------------------------------------------------------------
-    def create_topic(self, name: str, partitions: int = 3, replication_factor: int = 3,
-                     config: Mapping[str, ConfigValue] | None = None, timeout_s: float = 60.0) -> None:
+    def create_topic(
+        self,
+        name: str,
+        partitions: int = 3,
+        replication_factor: int = 3,
+        config: Mapping[str, ConfigValue] | None = None,
+        timeout_s: float = 60.0,
+    ) -> None:
         """Create a topic with Kafka's own TopicCommand, then wait for leaders and full ISR."""
         if replication_factor > len(self.brokers):
-            raise ConfigError(f"topic {name!r}: replication factor {replication_factor} exceeds "
-                              f"the {len(self.brokers)} brokers of the cluster")
+            raise ConfigError(
+                f"topic {name!r}: replication factor {replication_factor} exceeds "
+                f"the {len(self.brokers)} brokers of the cluster"
+            )
         broker = next((b for b in self.brokers if b.status() == "running"), None)
         if broker is None:
             raise ClusterError(f"cannot create topic {name!r}: no broker is running")
-        where = (["--bootstrap-server", f"{broker.ip}:{BROKER_PORT}"] if self.kafka_version.at_least(2, 2)
-                 else ["--zookeeper", self.zk_connect])
-        command = ["java", "-Xmx128m", "-cp", "/opt/kafka/libs/*", "kafka.admin.TopicCommand", *where,
-                   "--create", "--topic", name, "--partitions", str(partitions),
-                   "--replication-factor", str(replication_factor)]
+        where = (
+            ["--bootstrap-server", f"{broker.ip}:{BROKER_PORT}"]
+            if self.kafka_version.at_least(2, 2)
+            else ["--zookeeper", self.zk_connect]
+        )
+        command = [
+            "java",
+            "-Xmx128m",
+            "-cp",
+            "/opt/kafka/libs/*",
+            "kafka.admin.TopicCommand",
+            *where,
+            "--create",
+            "--topic",
+            name,
+            "--partitions",
+            str(partitions),
+            "--replication-factor",
+            str(replication_factor),
+        ]
         for key, value in (config or {}).items():
             command += ["--config", f"{key}={str(value).lower() if isinstance(value, bool) else value}"]
         code, output = broker.exec(command, timeout_s=int(timeout_s))
@@ -296,10 +345,14 @@ def _create_network(run_id: str) -> tuple[Network, ipaddress.IPv4Network]:
         finally:
             probe.remove()
         subnet = ipaddress.ip_network(config["Subnet"])
-        network = Network(docker_network_kw={
-            "labels": docker_env.run_labels(run_id),
-            "ipam": IPAMConfig(pool_configs=[IPAMPool(subnet=str(subnet), gateway=config.get("Gateway"))]),
-        })
+        network = Network(
+            docker_network_kw={
+                "labels": docker_env.run_labels(run_id),
+                "ipam": IPAMConfig(
+                    pool_configs=[IPAMPool(subnet=str(subnet), gateway=config.get("Gateway"))]
+                ),
+            }
+        )
         network.name = f"{run_id}-net"
         try:
             network.create()

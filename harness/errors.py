@@ -51,7 +51,7 @@ class TargetError(InputError):
     """A fault target names a node or partition the cluster does not have."""
 
 
-class EnvironmentError_(HarnessError):  # noqa: N801 - avoid shadowing the builtin EnvironmentError
+class EnvironmentError_(HarnessError):
     """A required part of the machine (Docker engine, image, Java, Spark) is not available."""
 
 

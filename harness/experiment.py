@@ -94,8 +94,11 @@ def run_experiment(
         rundir.write_run_json(_run_json(spec, run_id, cluster))
         phase("setup")
         topics = [t["name"] for t in spec.workload.topics()]
-        with rundir.writer(CLUSTER) as cluster_writer, rundir.writer(FAULTS) as fault_writer, \
-                ClusterSampler(cluster.zk, cluster_writer, clock, topics):
+        with (
+            rundir.writer(CLUSTER) as cluster_writer,
+            rundir.writer(FAULTS) as fault_writer,
+            ClusterSampler(cluster.zk, cluster_writer, clock, topics),
+        ):
             try:
                 workload.start()
                 with chaos(cluster, fault_writer, clock) if chaos else contextlib.nullcontext():
@@ -119,9 +122,16 @@ def run_experiment(
             phase("final_read")
         workload.close()
         run = rundir.load_run_json()
-        run.update({"interrupted": interrupted, "phases_s": phases,
-                    "final_read": {"complete": len(final.complete),
-                                   "incomplete": [{"topic": t, "partition": p} for t, p in final.incomplete]}})
+        run.update(
+            {
+                "interrupted": interrupted,
+                "phases_s": phases,
+                "final_read": {
+                    "complete": len(final.complete),
+                    "incomplete": [{"topic": t, "partition": p} for t, p in final.incomplete],
+                },
+            }
+        )
         run.pop("format", None)
         rundir.write_run_json(run)
     phase("teardown")
@@ -137,12 +147,20 @@ def _run_json(spec: ExperimentSpec, run_id: str, cluster: KafkaCluster) -> dict[
         "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "duration_s": spec.duration_s,
         "kafka": {"version": cluster.image.kafka_version, "image": cluster.image.tag},
-        "cluster": {"brokers": len(cluster.brokers), "zookeepers": len(cluster.zookeepers),
-                    "broker_config": {k: str(v).lower() if isinstance(v, bool) else str(v)
-                                      for k, v in spec.cluster.broker_config.items()}},
+        "cluster": {
+            "brokers": len(cluster.brokers),
+            "zookeepers": len(cluster.zookeepers),
+            "broker_config": {
+                k: str(v).lower() if isinstance(v, bool) else str(v)
+                for k, v in spec.cluster.broker_config.items()
+            },
+        },
         "topics": spec.workload.topics(),
-        "producer": {**spec.workload.effective_producer_config(),
-                     "processes_per_mode": spec.workload.producers_per_mode,
-                     "rate_per_s": spec.workload.rate_per_s, "message_size": spec.workload.message_size},
+        "producer": {
+            **spec.workload.effective_producer_config(),
+            "processes_per_mode": spec.workload.producers_per_mode,
+            "rate_per_s": spec.workload.rate_per_s,
+            "message_size": spec.workload.message_size,
+        },
         **spec.extra,
     }

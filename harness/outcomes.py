@@ -2,20 +2,15 @@
 
 A write is `fail` only when it cannot have been appended to any log; anything that might have been
 (timeouts, lost connections, errors after a retry that may have followed a timed-out attempt) is
-`info`. When in doubt: `info`. This table is the documented contract (README, "Error table").
+`info`. When in doubt: `info`. The table (README, "How a write is classified"):
 
-| librdkafka error                         | retries = 0 | retries > 0 | why                                   |
-|------------------------------------------|-------------|-------------|---------------------------------------|
-| _UNKNOWN_TOPIC, _UNKNOWN_PARTITION       | fail        | fail        | refused by the client before sending  |
-| _QUEUE_FULL, _INVALID_ARG               | fail        | fail        | refused by the client before sending  |
-| MSG_SIZE_TOO_LARGE, RECORD_LIST_TOO_LARGE| fail        | fail        | every attempt is rejected the same way|
-| INVALID_TOPIC (TOPIC_EXCEPTION), INVALID_MSG, INVALID_REQUIRED_ACKS, TOPIC_AUTHORIZATION_FAILED | fail | fail | same |
-| NOT_ENOUGH_REPLICAS                      | fail        | info        | rejected before append; but a retried |
-| NOT_LEADER_FOR_PARTITION                 | fail        | info        | write's earlier attempt may have timed|
-| LEADER_NOT_AVAILABLE, UNKNOWN_TOPIC_OR_PART | fail     | info        | out after being appended              |
-| NOT_ENOUGH_REPLICAS_AFTER_APPEND         | info        | info        | appended by the leader, maybe kept    |
-| _MSG_TIMED_OUT, _TIMED_OUT, REQUEST_TIMED_OUT, _TRANSPORT, NETWORK_EXCEPTION, _ALL_BROKERS_DOWN | info | info | outcome unknown |
-| anything else                            | info        | info        | when in doubt, indeterminate          |
+- ALWAYS_DEFINITE: refused by the client before sending, or rejected the same way on every
+  attempt (message too large, invalid topic, authorization): `fail`.
+- DEFINITE_WITHOUT_RETRIES: the broker refused before appending (NOT_ENOUGH_REPLICAS,
+  NOT_LEADER_FOR_PARTITION, ...): `fail` with retries = 0; with retries an earlier attempt may have
+  timed out after being appended, so `info`.
+- Everything else, NOT_ENOUGH_REPLICAS_AFTER_APPEND (appended by the leader) and every timeout
+  and transport error included: `info`.
 """
 
 from __future__ import annotations

@@ -8,8 +8,8 @@ the client reported them. Values are `<process>:<sequence>`, unique in the run.
 from __future__ import annotations
 
 import threading
-from collections import deque
 import time
+from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -92,8 +92,17 @@ class ProducerProcess:
         return self._thread.is_alive()
 
     def _event(self, kind: str, value: str, partition: int, **extra: Any) -> None:
-        self._writer.write({"type": kind, "time_ns": self._clock.now_ns(), "process": self.process,
-                            "topic": self.topic, "partition": partition, **extra, "value": value})
+        self._writer.write(
+            {
+                "type": kind,
+                "time_ns": self._clock.now_ns(),
+                "process": self.process,
+                "topic": self.topic,
+                "partition": partition,
+                **extra,
+                "value": value,
+            }
+        )
 
     def _run(self) -> None:
         try:
@@ -117,7 +126,8 @@ class ProducerProcess:
             sequence += 1
             self._send(producer, value, partition)
             producer.poll(0)
-        # Every invoked write gets its completion: flush until the queue drains (message.timeout.ms bounds it).
+        # Every invoked write gets its completion: flush until the queue drains
+        # (message.timeout.ms bounds how long that can take).
         deadline = time.monotonic() + int(self.config["message.timeout.ms"]) / 1000 + 10
         while len(producer) and time.monotonic() < deadline:
             producer.flush(1.0)
@@ -132,7 +142,12 @@ class ProducerProcess:
             now_ns = self._clock.now_ns()
             if err is None:
                 offset = msg.offset()
-                self._event("ok", value, msg.partition(), offset=offset if offset is not None and offset >= 0 else None)
+                self._event(
+                    "ok",
+                    value,
+                    partition,  # written where it was sent: partitions are chosen explicitly
+                    offset=offset if offset is not None and offset >= 0 else None,
+                )
                 self.counts.acked += 1
                 self.counts.latencies_ns.append(now_ns - invoked_ns)
             else:

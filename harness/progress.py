@@ -25,7 +25,9 @@ class Progress:
     `log_every_s` seconds so logs stay short.
     """
 
-    def __init__(self, console: Console, status: Callable[[], str] | None = None, log_every_s: float = 5.0) -> None:
+    def __init__(
+        self, console: Console, status: Callable[[], str] | None = None, log_every_s: float = 5.0
+    ) -> None:
         self.console = console
         self.status = status
         self._last_attempted = 0
@@ -39,7 +41,9 @@ class Progress:
         now = time.monotonic()
         rate = (attempted - self._last_attempted) / max(now - self._last_time, 1e-6)
         self._last_attempted, self._last_time = attempted, now
-        modes = "  ".join(f"acks={a}: {c.acked} ok {c.failed} fail {c.indeterminate} info" for a, c in counts.items())
+        modes = "  ".join(
+            f"acks={a}: {c.acked} ok {c.failed} fail {c.indeterminate} info" for a, c in counts.items()
+        )
         extra = f"  | {self.status()}" if self.status else ""
         line = f"{left_s:4.0f}s left  {rate:6.0f} writes/s  {modes}  read {workload.read}{extra}"
         if self.console.is_terminal:
@@ -55,7 +59,14 @@ def summary_table(counts: dict[str, ModeCounts], duration_s: float) -> Table:
         table.add_column(column, justify="right")
     for acks, c in counts.items():
         p50, p99 = _percentile_ms(c.latencies_ns, 0.5), _percentile_ms(c.latencies_ns, 0.99)
-        table.add_row(acks, str(c.attempted), str(c.acked), str(c.failed), str(c.indeterminate),
-                      f"{c.acked / duration_s:.0f}" if duration_s else "-",
-                      f"{p50:.1f}" if p50 is not None else "-", f"{p99:.1f}" if p99 is not None else "-")
+        table.add_row(
+            acks,
+            str(c.attempted),
+            str(c.acked),
+            str(c.failed),
+            str(c.indeterminate),
+            f"{c.acked / duration_s:.0f}" if duration_s else "-",
+            f"{p50:.1f}" if p50 is not None else "-",
+            f"{p99:.1f}" if p99 is not None else "-",
+        )
     return table

@@ -46,8 +46,13 @@ def kchaos_workload(kchaos_cluster: KafkaCluster, tmp_path: Path) -> Iterator[Wo
 
 @pytest.fixture
 def chaos_run(tmp_path: Path) -> ChaosRun:
-    def run(scenario: str | Scenario, *, duration_s: float | None = None, seed: int | None = None,
-            report: bool = True) -> RunOutcome:
+    def run(
+        scenario: str | Scenario,
+        *,
+        duration_s: float | None = None,
+        seed: int | None = None,
+        report: bool = True,
+    ) -> RunOutcome:
         loaded = load_scenario(scenario) if isinstance(scenario, str) else scenario
         return run_scenario(loaded, tmp_path / "runs", duration_s=duration_s, seed=seed, report=report)
 

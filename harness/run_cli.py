@@ -27,7 +27,10 @@ def scenarios() -> None:
     table.add_column("faults")
     table.add_column("what Kafka should do")
     for s in builtin_scenarios():
-        faults = ", ".join(sorted({n for n, _ in s.faults.faults} | {e["fault"] for e in s.faults.schedule})) or "none"
+        faults = (
+            ", ".join(sorted({n for n, _ in s.faults.faults} | {e["fault"] for e in s.faults.schedule}))
+            or "none"
+        )
         table.add_row(s.name, faults, s.description)
     console.print(table)
 
@@ -40,11 +43,17 @@ def _print_outcome(outcome: RunOutcome) -> None:
     colour = {"held": "green", "violated": "red", "not-promised": "yellow", "unknown": "yellow"}
     for g in result.get("guarantees", []):
         verdict = g.get("verdict", "?")
-        table.add_row(str(g.get("topic", "")), str(g.get("promise", "")),
-                      f"[{colour.get(verdict, 'white')}]{verdict}[/]", str(g.get("reason", "")))
+        table.add_row(
+            str(g.get("topic", "")),
+            str(g.get("promise", "")),
+            f"[{colour.get(verdict, 'white')}]{verdict}[/]",
+            str(g.get("reason", "")),
+        )
     console.print(table)
     for e in outcome.expectations:
-        console.print(f"  expect {e.text}: {'[green]held[/]' if e.held else '[red]FAILED[/]'} (observed {e.observed})")
+        console.print(
+            f"  expect {e.text}: {'[green]held[/]' if e.held else '[red]FAILED[/]'} (observed {e.observed})"
+        )
     for acks, counts in result.get("acks", {}).items():
         console.print(f"  acks={acks}: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
     console.print(f"run directory: {outcome.rundir.root}")
@@ -55,16 +64,22 @@ def _print_outcome(outcome: RunOutcome) -> None:
 
 
 def run(
-    scenario: str = typer.Argument(..., help="A built-in scenario name (see `kchaos scenarios`) or a YAML file; "
-                                   "with --matrix, a comma-separated list."),
+    scenario: str = typer.Argument(
+        ...,
+        help="A built-in scenario name (see `kchaos scenarios`) or a YAML file; "
+        "with --matrix, a comma-separated list.",
+    ),
     duration: float = typer.Option(None, help="Override the scenario's duration_s."),
     seed: int = typer.Option(None, help="Override the scenario's seed (the fault schedule follows it)."),
     out: Path = typer.Option(Path("runs"), help="Directory under which run directories are created."),
     master: str = typer.Option(None, help="Spark master URL for the check (default: local[*])."),
-    matrix: bool = typer.Option(False, help="Run every scenario x acks set x seed, then write the index page."),
+    matrix: bool = typer.Option(
+        False, help="Run every scenario x acks set x seed, then write the index page."
+    ),
     seeds: str = typer.Option("1", help="With --matrix: comma-separated seeds."),
-    acks_sets: str = typer.Option("0,1,all", "--acks-sets",
-                                  help="With --matrix: acks sets separated by ';', e.g. 'all;1;0,1,all'."),
+    acks_sets: str = typer.Option(
+        "0,1,all", "--acks-sets", help="With --matrix: acks sets separated by ';', e.g. 'all;1;0,1,all'."
+    ),
     budget: float = typer.Option(3600.0, help="With --matrix: stop starting runs after this many seconds."),
 ) -> None:
     """Run a chaos experiment end to end: cluster, workload, faults, heal, final read, check, report."""
@@ -85,8 +100,15 @@ def run(
     raise typer.Exit(_run_matrix(scenario, duration, seeds, acks_sets, out, master, budget))
 
 
-def _run_matrix(names: str, duration: float | None, seeds: str, acks_sets: str, out: Path, master: str | None,
-                budget_s: float) -> int:
+def _run_matrix(
+    names: str,
+    duration: float | None,
+    seeds: str,
+    acks_sets: str,
+    out: Path,
+    master: str | None,
+    budget_s: float,
+) -> int:
     from reports import write_index
 
     try:
@@ -94,9 +116,16 @@ def _run_matrix(names: str, duration: float | None, seeds: str, acks_sets: str, 
     except ValueError:
         raise ConfigError(f"--seeds {seeds!r}: expected comma-separated integers") from None
     loaded = [load_scenario(n.strip()) for n in names.split(",") if n.strip()]
-    acks_list = [tuple(a.strip() for a in group.split(",") if a.strip()) for group in acks_sets.split(";") if group.strip()]
+    acks_list = [
+        tuple(a.strip() for a in group.split(",") if a.strip())
+        for group in acks_sets.split(";")
+        if group.strip()
+    ]
     combos = [(s, a, seed) for s in loaded for a in acks_list for seed in seed_list]
-    console.print(f"matrix: {len(combos)} runs ({len(loaded)} scenarios x {len(acks_list)} acks sets x {len(seed_list)} seeds)")
+    console.print(
+        f"matrix: {len(combos)} runs "
+        f"({len(loaded)} scenarios x {len(acks_list)} acks sets x {len(seed_list)} seeds)"
+    )
     started, worst, skipped = time.monotonic(), 0, 0
     with terminate_as_interrupt():
         for scenario, acks, seed in combos:
@@ -104,7 +133,9 @@ def _run_matrix(names: str, duration: float | None, seeds: str, acks_sets: str, 
                 skipped += 1
                 continue
             workload = dataclasses.replace(scenario.experiment.workload, acks=acks)
-            variant = dataclasses.replace(scenario, experiment=dataclasses.replace(scenario.experiment, workload=workload))
+            variant = dataclasses.replace(
+                scenario, experiment=dataclasses.replace(scenario.experiment, workload=workload)
+            )
             console.print(f"--- {scenario.name} acks={','.join(acks)} seed={seed}")
             try:
                 outcome = run_scenario(variant, out, duration_s=duration, seed=seed, master=master)

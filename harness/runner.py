@@ -55,10 +55,18 @@ def build_schedule(plan: FaultPlan, seed: int, duration_s: float) -> Any:
     if plan.mode == "none":
         return None
     if plan.mode == "schedule":
-        return Schedule.from_entries(ScheduleEntry(e["at_s"], e["at_s"] + e["duration_s"], e["fault"], e["params"])
-                                     for e in plan.schedule)
-    return Schedule.generate(seed=seed, duration_s=duration_s, faults=plan.faults, interval_s=plan.interval_s,
-                             fault_duration_s=plan.fault_duration_s, mode=plan.mode)
+        return Schedule.from_entries(
+            ScheduleEntry(e["at_s"], e["at_s"] + e["duration_s"], e["fault"], e["params"])
+            for e in plan.schedule
+        )
+    return Schedule.generate(
+        seed=seed,
+        duration_s=duration_s,
+        faults=plan.faults,
+        interval_s=plan.interval_s,
+        fault_duration_s=plan.fault_duration_s,
+        mode=plan.mode,
+    )
 
 
 def run_scenario(
@@ -80,9 +88,12 @@ def run_scenario(
         seed=seed if seed is not None else scenario.experiment.seed,
     )
     schedule = build_schedule(scenario.faults, experiment.seed, experiment.duration_s)
-    experiment.extra = {"description": scenario.description, "scenario_source": scenario.source,
-                        "expect": [e.text for e in scenario.expectations],
-                        "schedule": schedule.to_json() if schedule else []}
+    experiment.extra = {
+        "description": scenario.description,
+        "scenario_source": scenario.source,
+        "expect": [e.text for e in scenario.expectations],
+        "schedule": schedule.to_json() if schedule else [],
+    }
     run_id = new_run_id(scenario.name)
     rundir = RunDir(out / run_id)
     status: dict[str, Callable[[], str]] = {}
@@ -117,8 +128,9 @@ def run_scenario(
 
         page = write_report(rundir.root)
     (rundir.root / RESULT).parent.mkdir(parents=True, exist_ok=True)
-    (rundir.root / "check" / "expectations.json").write_text(json.dumps(
-        [dataclasses.asdict(e) for e in expectations], indent=2) + "\n")
+    (rundir.root / "check" / "expectations.json").write_text(
+        json.dumps([dataclasses.asdict(e) for e in expectations], indent=2) + "\n"
+    )
     return RunOutcome(scenario.name, rundir, checked, expectations, page, interrupted, phases)
 
 
@@ -133,7 +145,7 @@ class _LeaderChanges:
     def describe(self) -> str:
         try:
             state = self._cluster.state(self._topics)
-        except Exception:  # noqa: BLE001 - ZooKeeper may be the fault's target; the display must go on
+        except Exception:
             return f"leader changes: {self.changes} (ZooKeeper unreachable)"
         for p in state.partitions:
             key = (p.topic, p.partition)

@@ -24,11 +24,29 @@ from harness.history import ACKS_MODES
 from harness.workload import WorkloadSpec
 
 BUILTIN_DIR = Path(__file__).resolve().parent / "scenarios"
-METRICS = ("attempted", "acked", "failed", "indeterminate", "lost", "divergent", "duplicated", "phantom", "reordered")
+METRICS = (
+    "attempted",
+    "acked",
+    "failed",
+    "indeterminate",
+    "lost",
+    "divergent",
+    "duplicated",
+    "phantom",
+    "reordered",
+)
 _OPERATORS: dict[str, Callable[[Any, Any], bool]] = {
-    "==": operator.eq, "!=": operator.ne, "<=": operator.le, ">=": operator.ge, "<": operator.lt, ">": operator.gt}
-_EXPECTATION = re.compile(r"^\s*(?:acks=(?P<acks>0|1|all)\s+)?(?P<metric>[a-z]+)\s*(?P<op>==|!=|<=|>=|<|>)\s*"
-                          r"(?P<value>\d+|true|false)\s*$")
+    "==": operator.eq,
+    "!=": operator.ne,
+    "<=": operator.le,
+    ">=": operator.ge,
+    "<": operator.lt,
+    ">": operator.gt,
+}
+_EXPECTATION = re.compile(
+    r"^\s*(?:acks=(?P<acks>0|1|all)\s+)?(?P<metric>[a-z]+)\s*(?P<op>==|!=|<=|>=|<|>)\s*"
+    r"(?P<value>\d+|true|false)\s*$"
+)
 
 
 @dataclass(frozen=True)
@@ -133,7 +151,7 @@ def _fault_plan(data: Any) -> FaultPlan:
         name, params = entry.get("name", str, None), entry.mapping("params")
         if name is None:
             raise _fail(f"faults.faults[{i}].name", "required")
-        _checked(lambda: make_fault(name, params), f"faults.faults[{i}]")
+        _checked(make_fault, f"faults.faults[{i}]", name, params)
         entries.append((name, params))
     schedule: list[dict[str, Any]] = []
     for i, item in enumerate(f.get("schedule", list, [])):
@@ -141,60 +159,116 @@ def _fault_plan(data: Any) -> FaultPlan:
         name, params = entry.get("fault", str, None), entry.mapping("params")
         if name is None:
             raise _fail(f"faults.schedule[{i}].fault", "required")
-        _checked(lambda: make_fault(name, params), f"faults.schedule[{i}]")
-        schedule.append({"at_s": entry.number("at_s", 0.0), "duration_s": entry.number("duration_s", 10.0, 0.1),
-                         "fault": name, "params": params})
+        _checked(make_fault, f"faults.schedule[{i}]", name, params)
+        schedule.append(
+            {
+                "at_s": entry.number("at_s", 0.0),
+                "duration_s": entry.number("duration_s", 10.0, 0.1),
+                "fault": name,
+                "params": params,
+            }
+        )
     default_mode = "schedule" if schedule else ("sequence" if entries else "none")
     mode = f.get("mode", str, default_mode)
     if mode not in ("none", "sequence", "mix", "schedule"):
         raise _fail("faults.mode", f"expected none, sequence, mix or schedule, got {mode!r}")
     if mode in ("sequence", "mix") and not entries:
         raise _fail("faults.faults", f"mode {mode!r} needs at least one fault")
-    return FaultPlan(mode, entries, schedule, f.number("interval_s", 10.0, 0.1), f.number("fault_duration_s", 10.0, 0.1))
+    return FaultPlan(
+        mode, entries, schedule, f.number("interval_s", 10.0, 0.1), f.number("fault_duration_s", 10.0, 0.1)
+    )
 
 
-def _checked(build: Callable[[], Any], path: str) -> None:
+def _checked(build: Callable[..., Any], path: str, *args: Any) -> None:
     try:
-        build()
+        build(*args)
     except ConfigError as exc:
         raise _fail(path, str(exc)) from None
 
 
 def parse_scenario(data: Any, source: str) -> Scenario:
-    top = _Fields(data, "", ("name", "description", "duration_s", "seed", "cluster", "workload", "faults", "expect"))
+    top = _Fields(
+        data, "", ("name", "description", "duration_s", "seed", "cluster", "workload", "faults", "expect")
+    )
     name = top.get("name", str, None) or Path(source).stem
-    c = _Fields(top.data.get("cluster"), "cluster",
-                ("brokers", "zookeepers", "broker_config", "image", "kafka", "base_image", "heap"))
+    c = _Fields(
+        top.data.get("cluster"),
+        "cluster",
+        ("brokers", "zookeepers", "broker_config", "image", "kafka", "base_image", "heap"),
+    )
     kafka = c.get("kafka", str, None)
-    cluster = _checked_value(lambda: ClusterSpec(
-        brokers=int(c.number("brokers", 3, 1)), zookeepers=int(c.number("zookeepers", 1, 1)),
-        broker_config=c.mapping("broker_config"), image=c.get("image", str, None),
-        kafka_dist=Path(kafka) if kafka else None, heap=c.get("heap", str, "256m"),
-        **({"base_image": c.get("base_image", str, None)} if "base_image" in c.data else {})), "cluster")
-    w = _Fields(top.data.get("workload"), "workload",
-                ("acks", "producers_per_mode", "partitions", "replication_factor", "rate_per_s", "message_size",
-                 "producer_config", "topic_config", "live_consumers"))
-    workload = _checked_value(lambda: WorkloadSpec(
-        acks=_acks_list(w.data["acks"], "workload.acks") if "acks" in w.data else ACKS_MODES,
-        producers_per_mode=int(w.number("producers_per_mode", 1, 1)), partitions=int(w.number("partitions", 3, 1)),
-        replication_factor=int(w.number("replication_factor", min(3, cluster.brokers), 1)),
-        rate_per_s=w.number("rate_per_s", 200.0), message_size=int(w.number("message_size", 0)),
-        producer_config=w.mapping("producer_config"), topic_config=w.mapping("topic_config"),
-        live_consumers=int(w.number("live_consumers", 1))), "workload")
+    cluster = _checked_value(
+        lambda: ClusterSpec(
+            brokers=int(c.number("brokers", 3, 1)),
+            zookeepers=int(c.number("zookeepers", 1, 1)),
+            broker_config=c.mapping("broker_config"),
+            image=c.get("image", str, None),
+            kafka_dist=Path(kafka) if kafka else None,
+            heap=c.get("heap", str, "256m"),
+            **({"base_image": c.get("base_image", str, None)} if "base_image" in c.data else {}),
+        ),
+        "cluster",
+    )
+    w = _Fields(
+        top.data.get("workload"),
+        "workload",
+        (
+            "acks",
+            "producers_per_mode",
+            "partitions",
+            "replication_factor",
+            "rate_per_s",
+            "message_size",
+            "producer_config",
+            "topic_config",
+            "live_consumers",
+        ),
+    )
+    workload = _checked_value(
+        lambda: WorkloadSpec(
+            acks=_acks_list(w.data["acks"], "workload.acks") if "acks" in w.data else ACKS_MODES,
+            producers_per_mode=int(w.number("producers_per_mode", 1, 1)),
+            partitions=int(w.number("partitions", 3, 1)),
+            replication_factor=int(w.number("replication_factor", min(3, cluster.brokers), 1)),
+            rate_per_s=w.number("rate_per_s", 200.0),
+            message_size=int(w.number("message_size", 0)),
+            producer_config=w.mapping("producer_config"),
+            topic_config=w.mapping("topic_config"),
+            live_consumers=int(w.number("live_consumers", 1)),
+        ),
+        "workload",
+    )
     if workload.replication_factor > cluster.brokers:
-        raise _fail("workload.replication_factor",
-                    f"{workload.replication_factor} exceeds cluster.brokers ({cluster.brokers})")
+        raise _fail(
+            "workload.replication_factor",
+            f"{workload.replication_factor} exceeds cluster.brokers ({cluster.brokers})",
+        )
     expectations = []
     for i, text in enumerate(top.get("expect", list, [])):
         match = _EXPECTATION.match(str(text))
         if not match or match["metric"] not in (*METRICS, "unexpected", "valid", "complete"):
-            raise _fail(f"expect[{i}]", f"cannot read {text!r}; expected e.g. 'acks=all lost == 0' "
-                        f"with a metric among {', '.join(METRICS)}, or 'unexpected == 0', 'complete == true'")
+            raise _fail(
+                f"expect[{i}]",
+                f"cannot read {text!r}; expected e.g. 'acks=all lost == 0' "
+                f"with a metric among {', '.join(METRICS)}, or 'unexpected == 0', 'complete == true'",
+            )
         raw = match["value"]
-        expectations.append(Expectation(str(text), match["acks"], match["metric"], match["op"],
-                                        raw == "true" if raw in ("true", "false") else int(raw)))
-    experiment = ExperimentSpec(name=name, duration_s=top.number("duration_s", 60.0, 1.0),
-                                seed=int(top.number("seed", 0)), cluster=cluster, workload=workload)
+        expectations.append(
+            Expectation(
+                str(text),
+                match["acks"],
+                match["metric"],
+                match["op"],
+                raw == "true" if raw in ("true", "false") else int(raw),
+            )
+        )
+    experiment = ExperimentSpec(
+        name=name,
+        duration_s=top.number("duration_s", 60.0, 1.0),
+        seed=int(top.number("seed", 0)),
+        cluster=cluster,
+        workload=workload,
+    )
     description = " ".join(str(top.get("description", str, "")).split())
     return Scenario(name, description, source, experiment, _fault_plan(top.data.get("faults")), expectations)
 
@@ -214,7 +288,9 @@ def load_scenario(name_or_path: str) -> Scenario:
         builtin = BUILTIN_DIR / f"{name_or_path}.yaml"
         if not builtin.is_file():
             known = ", ".join(sorted(p.stem for p in BUILTIN_DIR.glob("*.yaml")))
-            raise ConfigError(f"{name_or_path!r} is neither a scenario file nor a built-in scenario ({known})")
+            raise ConfigError(
+                f"{name_or_path!r} is neither a scenario file nor a built-in scenario ({known})"
+            )
         path = builtin
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))

@@ -23,7 +23,9 @@ class Node:
 
     role = "node"
 
-    def __init__(self, name: str, image: str, run_id: str, network: Network, ip: str, env: dict[str, str]) -> None:
+    def __init__(
+        self, name: str, image: str, run_id: str, network: Network, ip: str, env: dict[str, str]
+    ) -> None:
         self.name = name
         self.ip = ip
         self.run_id = run_id
@@ -37,7 +39,9 @@ class Node:
             # Overrides testcontainers' own endpoint config, to pin the address: faults cut links by IP,
             # and a restarted broker must come back at the address its peers and clients know.
             networking_config={
-                network.name: EndpointConfig(docker_env.client().api.api_version, ipv4_address=ip, aliases=[name])
+                network.name: EndpointConfig(
+                    docker_env.client().api.api_version, ipv4_address=ip, aliases=[name]
+                )
             },
             hostname=name,
             cap_add=["NET_ADMIN"],  # iptables and tc inside the container, for network faults
@@ -132,16 +136,24 @@ class ZooKeeperNode(Node):
     role = "zookeeper"
 
     def __init__(self, number: int, image: str, run_id: str, network: Network, ip: str, config: str) -> None:
-        super().__init__(f"zk-{number}", image, run_id, network, ip,
-                         {"KCHAOS_CONFIG": config, "KCHAOS_ZK_MYID": str(number), "KCHAOS_HEAP": "128m"})
+        super().__init__(
+            f"zk-{number}",
+            image,
+            run_id,
+            network,
+            ip,
+            {"KCHAOS_CONFIG": config, "KCHAOS_ZK_MYID": str(number), "KCHAOS_HEAP": "128m"},
+        )
         self.number = number
 
 
 class KafkaBroker(Node):
     role = "kafka"
 
-    def __init__(self, broker_id: int, image: str, run_id: str, network: Network, ip: str, config: str,
-                 heap: str) -> None:
-        super().__init__(f"kafka-{broker_id}", image, run_id, network, ip,
-                         {"KCHAOS_CONFIG": config, "KCHAOS_HEAP": heap})
+    def __init__(
+        self, broker_id: int, image: str, run_id: str, network: Network, ip: str, config: str, heap: str
+    ) -> None:
+        super().__init__(
+            f"kafka-{broker_id}", image, run_id, network, ip, {"KCHAOS_CONFIG": config, "KCHAOS_HEAP": heap}
+        )
         self.broker_id = broker_id

@@ -30,15 +30,16 @@ class SmokeResult:
 def run_smoke(messages: int = 1000, timeout_s: float = 60.0) -> SmokeResult:
     """3 brokers + ZooKeeper, RF 3 and min.insync.replicas 2, `messages` acks=all writes read back."""
     started = time.monotonic()
-    with KafkaCluster(ClusterSpec(brokers=3, broker_config={"min.insync.replicas": 2}),
-                      run_id=None) as cluster:
+    with KafkaCluster(
+        ClusterSpec(brokers=3, broker_config={"min.insync.replicas": 2}), run_id=None
+    ) as cluster:
         cluster.create_topic(SMOKE_TOPIC, partitions=3, replication_factor=3)
         base = client_config(cluster.bootstrap_servers, cluster.kafka_version)
         acked: list[int] = []
 
         def delivered(err: KafkaError | None, msg: Message) -> None:
             if err is None:
-                acked.append(msg.offset())
+                acked.append(int(msg.offset() or 0))
 
         producer = Producer({**base, "acks": "all", "message.timeout.ms": int(timeout_s * 1000)})
         for i in range(messages):
@@ -52,8 +53,10 @@ def run_smoke(messages: int = 1000, timeout_s: float = 60.0) -> SmokeResult:
         deadline = time.monotonic() + timeout_s
         while len(seen) < len(acked) and time.monotonic() < deadline:
             for msg in consumer.consume(500, timeout=0.5):
-                if msg.error() is None and msg.value() is not None:
-                    seen.add(msg.value())
+                value = msg.value()
+                if msg.error() is None and value is not None:
+                    seen.add(value)
         consumer.close()
-        return SmokeResult(messages, len(acked), len(seen), cluster.state([SMOKE_TOPIC]),
-                           time.monotonic() - started)
+        return SmokeResult(
+            messages, len(acked), len(seen), cluster.state([SMOKE_TOPIC]), time.monotonic() - started
+        )

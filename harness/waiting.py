@@ -33,5 +33,7 @@ def wait_until(
             return seen
         if time.monotonic() >= deadline:
             extra = f"\n{diagnostics()}" if diagnostics else ""
-            raise ReadinessTimeout(f"timed out after {timeout_s:.0f} s waiting for {what}; last seen: {seen}{extra}")
+            raise ReadinessTimeout(
+                f"timed out after {timeout_s:.0f} s waiting for {what}; last seen: {seen}{extra}"
+            )
         time.sleep(interval_s)

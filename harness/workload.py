@@ -38,17 +38,30 @@ class WorkloadSpec:
     def __post_init__(self) -> None:
         unknown = [a for a in self.acks if a not in ACKS_MODES]
         if unknown or not self.acks:
-            raise ConfigError(f"acks modes {unknown or '[]'} are not valid; use a list of {', '.join(ACKS_MODES)}")
+            raise ConfigError(
+                f"acks modes {unknown or '[]'} are not valid; use a list of {', '.join(ACKS_MODES)}"
+            )
         if "acks" in self.producer_config:
-            raise ConfigError("producer_config must not set 'acks': each topic is written under its own acks mode")
+            raise ConfigError(
+                "producer_config must not set 'acks': each topic is written under its own acks mode"
+            )
         if self.producers_per_mode < 1 or self.partitions < 1 or self.replication_factor < 1:
             raise ConfigError("producers_per_mode, partitions and replication_factor must be at least 1")
 
     def topics(self) -> list[dict[str, Any]]:
         """The `topics` list of run.json."""
-        return [{"name": topic_name(a), "partitions": self.partitions, "replication_factor": self.replication_factor,
-                 "acks": a, "config": {k: str(v).lower() if isinstance(v, bool) else str(v)
-                                       for k, v in self.topic_config.items()}} for a in self.acks]
+        return [
+            {
+                "name": topic_name(a),
+                "partitions": self.partitions,
+                "replication_factor": self.replication_factor,
+                "acks": a,
+                "config": {
+                    k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in self.topic_config.items()
+                },
+            }
+            for a in self.acks
+        ]
 
     def effective_producer_config(self) -> dict[str, Any]:
         return {**DEFAULT_PRODUCER_CONFIG, **self.producer_config}
@@ -75,8 +88,13 @@ class Workload:
 
     def create_topics(self, timeout_s: float = 60.0) -> None:
         for topic in self.spec.topics():
-            self.cluster.create_topic(topic["name"], topic["partitions"], topic["replication_factor"],
-                                      topic["config"], timeout_s=timeout_s)
+            self.cluster.create_topic(
+                topic["name"],
+                topic["partitions"],
+                topic["replication_factor"],
+                topic["config"],
+                timeout_s=timeout_s,
+            )
 
     def _client_config(self, **overrides: Any) -> dict[str, Any]:
         return client_config(self.cluster.bootstrap_servers, self.cluster.kafka_version, **overrides)
@@ -86,15 +104,28 @@ class Workload:
         self._reads = self.rundir.writer(READS)
         for acks in self.spec.acks:
             for n in range(self.spec.producers_per_mode):
-                self.producers.append(ProducerProcess(
-                    f"p-{acks}-{n}", topic_name(acks), self.spec.partitions, acks,
-                    self._client_config(**self.spec.producer_config), self._writes, self.clock,
-                    self.spec.rate_per_s, self.spec.message_size))
+                self.producers.append(
+                    ProducerProcess(
+                        f"p-{acks}-{n}",
+                        topic_name(acks),
+                        self.spec.partitions,
+                        acks,
+                        self._client_config(**self.spec.producer_config),
+                        self._writes,
+                        self.clock,
+                        self.spec.rate_per_s,
+                        self.spec.message_size,
+                    )
+                )
         partitions = {topic_name(a): self.spec.partitions for a in self.spec.acks}
         for n in range(self.spec.live_consumers):
-            self.consumers.append(LiveConsumer(f"c-live-{n}", partitions, self._client_config(), self._reads, self.clock))
-        for process in [*self.consumers, *self.producers]:
-            process.start()
+            self.consumers.append(
+                LiveConsumer(f"c-live-{n}", partitions, self._client_config(), self._reads, self.clock)
+            )
+        for consumer in self.consumers:
+            consumer.start()
+        for producer in self.producers:
+            producer.start()
 
     def stop(self) -> None:
         """Stop producing, wait for every in-flight write's completion, stop live consumers."""
@@ -105,9 +136,11 @@ class Workload:
             producer.join(timeout_s)
         for consumer in self.consumers:
             consumer.stop()
-        for process in [*self.producers, *self.consumers]:
-            if process.error is not None:
-                raise HarnessError(f"{process.process} failed: {process.error!r}") from process.error
+        for name, error in [(p.process, p.error) for p in self.producers] + [
+            (c.process, c.error) for c in self.consumers
+        ]:
+            if error is not None:
+                raise HarnessError(f"{name} failed: {error!r}") from error
 
     def final_read(self, timeout_s: float = 60.0) -> FinalReadResult:
         assert self._reads is not None, "start() first"
@@ -124,9 +157,13 @@ class Workload:
         result: dict[str, ModeCounts] = {}
         for acks in self.spec.acks:
             mine: list[ProcessCounts] = [p.counts for p in self.producers if p.acks == acks]
-            result[acks] = ModeCounts(sum(c.attempted for c in mine), sum(c.acked for c in mine),
-                                      sum(c.failed for c in mine), sum(c.indeterminate for c in mine),
-                                      [v for c in mine for v in list(c.latencies_ns)])
+            result[acks] = ModeCounts(
+                sum(c.attempted for c in mine),
+                sum(c.acked for c in mine),
+                sum(c.failed for c in mine),
+                sum(c.indeterminate for c in mine),
+                [v for c in mine for v in list(c.latencies_ns)],
+            )
         return result
 
     @property

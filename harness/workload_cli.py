@@ -23,7 +23,9 @@ def workload(
     duration: float = typer.Option(30.0, help="Seconds of writing."),
     acks: str = typer.Option("0,1,all", help="Comma-separated acks modes, one topic each."),
     out: Path = typer.Option(Path("runs"), help="Directory under which the run directory is created."),
-    rate: float = typer.Option(200.0, help="Writes per second per producer process; 0 = as fast as possible."),
+    rate: float = typer.Option(
+        200.0, help="Writes per second per producer process; 0 = as fast as possible."
+    ),
     producers: int = typer.Option(1, help="Producer processes per acks mode."),
     message_size: int = typer.Option(0, help="Pad each value to this many bytes."),
     brokers: int = typer.Option(3, help="Kafka brokers."),
@@ -38,10 +40,14 @@ def workload(
         name="workload",
         duration_s=duration,
         cluster=ClusterSpec(brokers=brokers, broker_config=parse_overrides(config), image=image),
-        workload=WorkloadSpec(acks=tuple(a.strip() for a in acks.split(",") if a.strip()), producers_per_mode=producers,
-                              rate_per_s=rate, message_size=message_size,
-                              producer_config=parse_overrides(producer_config),
-                              replication_factor=min(3, brokers)),
+        workload=WorkloadSpec(
+            acks=tuple(a.strip() for a in acks.split(",") if a.strip()),
+            producers_per_mode=producers,
+            rate_per_s=rate,
+            message_size=message_size,
+            producer_config=parse_overrides(producer_config),
+            replication_factor=min(3, brokers),
+        ),
     )
     run_id = new_run_id("workload")
     rundir = RunDir(out / run_id)
@@ -60,8 +66,10 @@ def workload(
         console.print(summary_table(last["w"].counts(), duration))
     final = result.final_read
     assert final is not None
-    console.print(f"final read: {len(final.complete)} partitions complete, {len(final.incomplete)} incomplete, "
-                  f"{final.records} records; phases {result.phases_s}")
+    console.print(
+        f"final read: {len(final.complete)} partitions complete, {len(final.incomplete)} incomplete, "
+        f"{final.records} records; phases {result.phases_s}"
+    )
     console.print(f"history: {rundir.root}")
     raise typer.Exit(130 if result.interrupted else 0)
 

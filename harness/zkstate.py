@@ -37,8 +37,13 @@ class PartitionState:
         return self.leader >= 0 and set(self.isr) == set(self.replicas)
 
     def to_event(self) -> dict[str, Any]:
-        return {"topic": self.topic, "partition": self.partition, "leader": self.leader,
-                "leader_epoch": self.leader_epoch, "isr": list(self.isr)}
+        return {
+            "topic": self.topic,
+            "partition": self.partition,
+            "leader": self.leader,
+            "leader_epoch": self.leader_epoch,
+            "isr": list(self.isr),
+        }
 
 
 @dataclass(frozen=True)
@@ -53,13 +58,20 @@ class ClusterSnapshot:
 
     def to_event(self, time_ns: int) -> dict[str, Any]:
         """One line of history/cluster.jsonl."""
-        return {"time_ns": time_ns, "controller": self.controller, "controller_epoch": self.controller_epoch,
-                "live_brokers": list(self.live_brokers), "partitions": [p.to_event() for p in self.partitions]}
+        return {
+            "time_ns": time_ns,
+            "controller": self.controller,
+            "controller_epoch": self.controller_epoch,
+            "live_brokers": list(self.live_brokers),
+            "partitions": [p.to_event() for p in self.partitions],
+        }
 
     def describe(self) -> str:
         parts = [f"controller={self.controller}", f"live_brokers={list(self.live_brokers)}"]
-        parts += [f"{p.topic}/{p.partition}: leader={p.leader} isr={list(p.isr)} replicas={list(p.replicas)}"
-                  for p in self.partitions]
+        parts += [
+            f"{p.topic}/{p.partition}: leader={p.leader} isr={list(p.isr)} replicas={list(p.replicas)}"
+            for p in self.partitions
+        ]
         return "; ".join(parts)
 
 
@@ -76,7 +88,9 @@ class ZkStateReader:
             self._zk.start(timeout=self._timeout_s)
         except KazooTimeoutError:
             self._zk.stop()
-            raise ClusterError(f"ZooKeeper at {self.zk_connect} did not answer within {self._timeout_s} s") from None
+            raise ClusterError(
+                f"ZooKeeper at {self.zk_connect} did not answer within {self._timeout_s} s"
+            ) from None
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -112,9 +126,16 @@ class ZkStateReader:
                 assignment = (self._json(f"/brokers/topics/{topic}") or {}).get("partitions", {})
                 for number in sorted(assignment, key=int):
                     state = self._json(f"/brokers/topics/{topic}/partitions/{number}/state") or {}
-                    partitions.append(PartitionState(
-                        topic, int(number), int(state.get("leader", -1)), int(state.get("leader_epoch", -1)),
-                        tuple(state.get("isr", ())), tuple(assignment[number])))
+                    partitions.append(
+                        PartitionState(
+                            topic,
+                            int(number),
+                            int(state.get("leader", -1)),
+                            int(state.get("leader_epoch", -1)),
+                            tuple(state.get("isr", ())),
+                            tuple(assignment[number]),
+                        )
+                    )
             return ClusterSnapshot(
                 controller=controller.get("brokerid") if isinstance(controller, dict) else None,
                 controller_epoch=int(epoch) if epoch is not None else None,
@@ -122,7 +143,9 @@ class ZkStateReader:
                 partitions=tuple(partitions),
             )
         except (KazooException, KazooTimeoutError) as exc:
-            raise ClusterError(f"cannot read cluster state from ZooKeeper {self.zk_connect}: {exc!r}") from None
+            raise ClusterError(
+                f"cannot read cluster state from ZooKeeper {self.zk_connect}: {exc!r}"
+            ) from None
 
 
 class ClusterSampler:
@@ -132,8 +155,14 @@ class ClusterSampler:
     the timeline is itself the evidence.
     """
 
-    def __init__(self, reader: ZkStateReader, writer: HistoryWriter, clock: RunClock,
-                 topics: list[str], interval_s: float = 0.5) -> None:
+    def __init__(
+        self,
+        reader: ZkStateReader,
+        writer: HistoryWriter,
+        clock: RunClock,
+        topics: list[str],
+        interval_s: float = 0.5,
+    ) -> None:
         self._reader, self._writer, self._clock = reader, writer, clock
         self._topics, self._interval_s = topics, interval_s
         self._stop = threading.Event()

@@ -31,7 +31,9 @@ def test_baseline_passes_with_zero_anomalies(chaos_run: ChaosRun) -> None:
 
 def test_isolate_leader_loses_acks1_writes_but_not_acks_all(chaos_run: ChaosRun) -> None:
     outcome = chaos_run("isolate-leader", duration_s=45)
-    faults = [json.loads(line) for line in (outcome.rundir.root / "history/faults.jsonl").read_text().splitlines()]
+    faults = [
+        json.loads(line) for line in (outcome.rundir.root / "history/faults.jsonl").read_text().splitlines()
+    ]
     assert [f["phase"] for f in faults] == ["start", "stop"] and faults[0]["fault"] == "partition"
     assert outcome.result["complete"], outcome.result.get("incomplete_partitions")
     assert outcome.result["acks"]["1"]["lost"] > 0, outcome.result["acks"]["1"]
@@ -57,7 +59,11 @@ def test_ctrl_c_heals_tears_down_and_still_checks(tmp_path: Path) -> None:
     out = tmp_path / "runs"
     process = subprocess.Popen(
         [sys.executable, "-m", "harness.cli", "run", "leader-kill", "--duration", "60", "--out", str(out)],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env={**os.environ, "COLUMNS": "200"})
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "COLUMNS": "200"},
+    )
 
     def faulted() -> tuple[bool, str]:
         files = list(out.glob("*/history/faults.jsonl"))
@@ -76,7 +82,9 @@ def test_ctrl_c_heals_tears_down_and_still_checks(tmp_path: Path) -> None:
     assert (run / "check/result.json").is_file(), output
     faults = [json.loads(line) for line in (run / "history/faults.jsonl").read_text().splitlines()]
     assert sum(f["phase"] == "start" for f in faults) == sum(f["phase"] == "stop" for f in faults)
-    leftover = docker_env.client().containers.list(all=True, filters={"label": f"{docker_env.RUN_LABEL}={run.name}"})
+    leftover = docker_env.client().containers.list(
+        all=True, filters={"label": f"{docker_env.RUN_LABEL}={run.name}"}
+    )
     assert leftover == [], output
     assert "Traceback" not in output
 
@@ -85,6 +93,12 @@ def test_same_seed_reproduces_the_fault_schedule(chaos_run: ChaosRun) -> None:
     runs = [chaos_run("nemesis-mix", duration_s=20, seed=11, report=False) for _ in range(2)]
     schedules = [json.loads((o.rundir.root / "run.json").read_text())["schedule"] for o in runs]
     assert schedules[0] == schedules[1] and schedules[0]
-    started = [[(f["fault"]) for f in map(json.loads, (o.rundir.root / "history/faults.jsonl").read_text().splitlines())
-                if f["phase"] == "start"] for o in runs]
+    started = [
+        [
+            (f["fault"])
+            for f in map(json.loads, (o.rundir.root / "history/faults.jsonl").read_text().splitlines())
+            if f["phase"] == "start"
+        ]
+        for o in runs
+    ]
     assert started[0] == started[1]
