@@ -2,12 +2,28 @@
 
 Public API:
 
-- `Fault`: the protocol (`name`, `description`, `start(cluster, rng)`, `heal(cluster)`, `targets`, `detail`).
-- `make_fault(name, params)`, `available()`, `register`: the registry by name.
-- `Schedule`, `ScheduleEntry`, `Nemesis`: a seeded timeline of faults and the runner that applies it.
-- `kernel_capabilities(cluster)`: what the kernel offers for link faults (netem or not).
+- `Fault`: the protocol (`name`, `description`, `start(cluster, rng)`, `heal(cluster)`, `targets`,
+  `detail`); `make_fault(name, params)`, `available()`, `register`: the registry by name.
+- `Schedule` (`generate`, `from_entries`), `ScheduleEntry`, `Nemesis`: a seeded timeline of faults
+  and the runner that applies it and records faults.jsonl.
+- `kernel_capabilities(cluster)` -> `KernelCapabilities`: what the kernel offers for link faults.
+- `leftover_rules(node)`: our iptables rules still in a container (empty after every heal).
 """
 
 from faults.base import Fault, available, make_fault, register
+from faults.iptables import leftover_rules
+from faults.links import KernelCapabilities, kernel_capabilities
+from faults.schedule import Nemesis, Schedule, ScheduleEntry
 
-__all__ = ["Fault", "available", "make_fault", "register"]
+__all__ = [
+    "Fault",
+    "KernelCapabilities",
+    "Nemesis",
+    "Schedule",
+    "ScheduleEntry",
+    "available",
+    "kernel_capabilities",
+    "leftover_rules",
+    "make_fault",
+    "register",
+]
