@@ -64,8 +64,8 @@ def produce(
     count: int = 1,
     timeout_ms: int = 5000,
     value: bytes = b"v",
-) -> tuple[int, list[float]]:
-    """Send `count` writes to TOPIC/0; return (acknowledged, latency in seconds of each ack)."""
+) -> tuple[list[float], list[str]]:
+    """Send `count` writes to TOPIC/0; return (latency in seconds of each ack, errors of the others)."""
     producer = Producer(
         client_config(
             bootstrap,
@@ -75,11 +75,14 @@ def produce(
         )
     )
     latencies: list[float] = []
+    errors: list[str] = []
 
     def sent_at(start: float) -> Callable[[object, object], None]:
         def done(err: object, _msg: object) -> None:
             if err is None:
                 latencies.append(time.monotonic() - start)
+            else:
+                errors.append(str(err))
 
         return done
 
@@ -87,4 +90,4 @@ def produce(
         producer.produce(TOPIC, value=value, partition=0, on_delivery=sent_at(time.monotonic()))
         producer.poll(0)
     producer.flush(timeout_ms / 1000 + 5)
-    return len(latencies), latencies
+    return latencies, errors
