@@ -60,9 +60,18 @@ def topic_acks(run: dict[str, Any]) -> dict[str, str]:
     return {str(topic["name"]): str(topic["acks"]) for topic in run["topics"]}
 
 
+def check_layout(run_dir: Path) -> dict[str, Any]:
+    """Fail fast, before Spark starts, on a missing or unknown-format run.json or history file."""
+    run = load_run_json(run_dir)
+    for source in (_WRITES, _READS):
+        if not (run_dir / source.name).is_file():
+            raise HistoryError("missing history file", str(run_dir / source.name))
+    return run
+
+
 def load_history(spark: SparkSession, run_dir: Path) -> History:
     """Validate the run directory and return its history, converting JSONL to Parquet if needed."""
-    run = load_run_json(run_dir)
+    run = check_layout(run_dir)
     faults = _small_file(run_dir, FAULTS, ("time_ns", "fault", "phase"))
     cluster = _small_file(run_dir, CLUSTER, ("time_ns",))
     cache = run_dir / CACHE_DIR
@@ -113,8 +122,6 @@ def _small_file(run_dir: Path, name: str, required: tuple[str, ...]) -> list[dic
 
 def _file_status(spark: SparkSession, path: Path) -> list[int]:
     """[size, modification time] of a history file through Hadoop, so any Spark-readable path works."""
-    if not path.exists():
-        raise HistoryError("missing history file", str(path))
     with spark_errors("reading file status", str(path)):
         jvm = spark.sparkContext._jvm
         assert jvm is not None  # a started SparkContext always has its gateway
