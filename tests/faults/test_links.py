@@ -58,10 +58,13 @@ def test_slow_leader_raises_acks_all_latency_and_heal_restores_it(cluster: Kafka
         slowed = _acks_all_latency(cluster)
     finally:
         fault.heal(cluster)
-    # Two followers fetch 64 KB each through a 2 Mbit/s link: about 0.5 s per write.
-    assert slowed > max(0.25, 5 * baseline), f"median latency {baseline:.3f} s before, {slowed:.3f} s slowed"
+    # Two followers fetch 64 KB each through a 2 Mbit/s link: about 0.5 s more per write. Judged by
+    # the rise, not a multiple alone: on a loaded machine the baseline itself can be seconds.
+    assert slowed > 2 * baseline and slowed - baseline > 0.2, (
+        f"median latency {baseline:.3f} s before, {slowed:.3f} s slowed"
+    )
     assert "tbf" not in _qdisc(cluster, leader)
-    assert _acks_all_latency(cluster) < slowed / 3
+    assert _acks_all_latency(cluster) < (baseline + slowed) / 2
 
 
 def test_slow_with_netem_delay_and_jitter(cluster: KafkaCluster) -> None:
