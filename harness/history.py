@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from harness.errors import HistoryError
 
 FORMAT = 1
@@ -60,7 +62,7 @@ class HistoryWriter:
         self._lock = threading.Lock()
 
     def write(self, event: Mapping[str, Any]) -> None:
-        line = (json.dumps(event, separators=(",", ":")) + "\n").encode()
+        line = orjson.dumps(event) + b"\n"  # on every write's path: ~10x cheaper than json.dumps
         with self._lock:
             if self._fd is None:
                 raise HistoryError("history file is already closed", str(self.path))

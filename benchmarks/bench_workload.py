@@ -1,0 +1,95 @@
+"""Recording overhead and sustained acked writes/s per acks mode, measured side by side on one cluster.
+
+For each acks mode the same number of writes goes through (a) a bare confluent-kafka loop that
+only counts deliveries and (b) a recording `ProducerProcess` that writes every invoke and completion
+to a history file; rounds alternate a/b to share the machine's noise. Prints the ratio b/a
+(target: recording costs at most 20%, i.e. ratio <= 1.20).
+
+    .venv/bin/python benchmarks/bench_workload.py [--writes 20000] [--rounds 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from confluent_kafka import Producer
+
+from harness.clients import client_config
+from harness.cluster import ClusterSpec, KafkaCluster
+from harness.history import HistoryWriter, RunClock
+from harness.producer import DEFAULT_PRODUCER_CONFIG, ProducerProcess
+
+
+def bare(config: dict[str, object], topic: str, writes: int) -> float:
+    producer = Producer(config)
+    delivered = 0
+
+    def done(err: object, msg: object) -> None:
+        nonlocal delivered
+        delivered += err is None
+
+    started = time.perf_counter()
+    for i in range(writes):
+        while True:
+            try:
+                producer.produce(topic, value=f"bare:{i}".encode(), partition=i % 3, on_delivery=done)
+                break
+            except BufferError:
+                producer.poll(0.1)
+        producer.poll(0)
+    producer.flush(60)
+    elapsed = time.perf_counter() - started
+    assert delivered == writes, f"bare loop: {delivered}/{writes} delivered"
+    return elapsed
+
+
+def recorded(config: dict[str, object], topic: str, acks: str, writes: int, directory: Path, n: int) -> float:
+    with HistoryWriter(directory / f"writes-{acks}-{n}.jsonl") as writer:
+        process = ProducerProcess(
+            f"p-{acks}-{n}", topic, 3, acks, config, writer, RunClock(), max_writes=writes
+        )
+        started = time.perf_counter()
+        process.start()
+        process.join(300)
+        elapsed = time.perf_counter() - started
+    assert process.counts.acked == writes, f"recorded: {process.counts}"
+    return elapsed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--writes", type=int, default=20000)
+    parser.add_argument("--rounds", type=int, default=2)
+    args = parser.parse_args()
+    with (
+        KafkaCluster(ClusterSpec(broker_config={"min.insync.replicas": 2})) as cluster,
+        tempfile.TemporaryDirectory() as tmp,
+    ):
+        print(
+            f"{'acks':>5} {'bare s':>8} {'recorded s':>11} {'ratio':>6} "
+            f"{'acked/s bare':>13} {'acked/s recorded':>17}"
+        )
+        for acks in ("0", "1", "all"):
+            topic = f"bench-acks-{acks}"
+            cluster.create_topic(topic, 3, 3)
+            config = client_config(
+                cluster.bootstrap_servers, cluster.kafka_version, **{**DEFAULT_PRODUCER_CONFIG, "acks": acks}
+            )
+            bare_s, rec_s = [], []
+            for n in range(args.rounds):
+                bare_s.append(bare(config, topic, args.writes))
+                rec_s.append(recorded(config, topic, acks, args.writes, Path(tmp), n))
+            b, r = statistics.median(bare_s), statistics.median(rec_s)
+            print(
+                f"{acks:>5} {b:8.2f} {r:11.2f} {r / b:6.2f} {args.writes / b:13.0f} {args.writes / r:17.0f}"
+            )
+
+
+if __name__ == "__main__":
+    main()
