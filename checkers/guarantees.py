@@ -94,6 +94,16 @@ def _judge(promised: bool, violations: int, judgeable: bool = True) -> str:
     return HELD if judgeable else UNKNOWN
 
 
+def _acks_are_durable(config: TopicConfig) -> bool:
+    """The configuration under which Kafka promises acknowledged writes survive."""
+    return (
+        config.acks == "all"
+        and config.replication_factor >= 3
+        and config.min_insync_replicas >= 2
+        and not config.unclean_leader_election
+    )
+
+
 def _no_lost(config: TopicConfig, counts: Mapping[str, Any]) -> dict[str, Any]:
     unclean_origin = f" (Kafka {_version_text(config)} default)" if config.unclean_is_default else ""
     rf, min_isr = config.replication_factor, config.min_insync_replicas
@@ -113,7 +123,7 @@ def _no_lost(config: TopicConfig, counts: Mapping[str, Any]) -> dict[str, Any]:
             f"unclean leader election {unclean}{unclean_origin}",
         ),
     ]
-    promised = all(ok for ok, _ in conditions)
+    promised = _acks_are_durable(config)
     lost, divergent = int(counts["lost"]), int(counts["divergent"])
     verdict = _judge(promised, lost + divergent, bool(counts["complete"]))
     reason = ", ".join(text for _, text in conditions) + f"; {lost} lost, {divergent} divergent"
@@ -163,9 +173,14 @@ def _no_duplicates(config: TopicConfig, counts: Mapping[str, Any]) -> dict[str, 
 
 def _order(config: TopicConfig, counts: Mapping[str, Any]) -> dict[str, Any]:
     single_flight = config.max_in_flight == 1
-    promised = config.acks != "0" and (single_flight or config.idempotent)
+    # A truncated acknowledged write's offset is handed out again, which reorders by definition:
+    # order can only be promised where acknowledged writes are promised to survive.
+    durable = _acks_are_durable(config)
+    promised = config.acks != "0" and durable and (single_flight or config.idempotent)
     if config.acks == "0":
         basis = "acks=0 gives no offsets to order"
+    elif not durable:
+        basis = "acknowledged writes may be truncated here (see no-lost-acked-writes), reusing their offsets"
     elif config.idempotent:
         basis = "idempotent producer"
     else:

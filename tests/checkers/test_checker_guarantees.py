@@ -114,18 +114,24 @@ def test_duplicates_are_promised_only_by_idempotence(
 
 
 @pytest.mark.parametrize(
-    ("acks", "producer", "promised"),
+    ("acks", "unclean", "producer", "promised"),
     [
-        ("all", {"max.in.flight.requests.per.connection": 1}, True),
-        ("1", {"max.in.flight.requests.per.connection": 5}, False),
-        ("1", {}, False),
-        ("0", {"max.in.flight.requests.per.connection": 1}, False),
+        ("all", "false", {"max.in.flight.requests.per.connection": 1}, True),
+        ("all", "false", {"max.in.flight.requests.per.connection": 5}, False),
+        ("all", None, {"max.in.flight.requests.per.connection": 1}, False),  # 0.9 default: unclean on
+        ("1", "false", {"max.in.flight.requests.per.connection": 1}, False),  # truncation reuses offsets
+        ("1", "false", {}, False),
+        ("0", "false", {"max.in.flight.requests.per.connection": 1}, False),
     ],
 )
-def test_order_is_promised_with_one_request_in_flight(
-    acks: str, producer: dict[str, Any], promised: bool
+def test_order_is_promised_with_one_request_in_flight_where_acks_are_durable(
+    acks: str, unclean: str | None, producer: dict[str, Any], promised: bool
 ) -> None:
-    assert judged(run_with(acks=acks, producer=producer), reordered=1)["per-partition-order"] == (
+    broker = {"min.insync.replicas": "2"} | (
+        {"unclean.leader.election.enable": unclean} if unclean is not None else {}
+    )
+    run = run_with(acks=acks, producer=producer, broker=broker)
+    assert judged(run, reordered=1)["per-partition-order"] == (
         promised,
         "violated" if promised else "not-promised",
     )
