@@ -32,6 +32,18 @@ REPORT = "report/index.html"
 HARNESS_LOG = "harness.log"
 
 ACKS_MODES = ("0", "1", "all")
+# The per-acks-mode counts of check/result.json, in HISTORY_FORMAT.md's order.
+COUNT_KEYS = (
+    "attempted",
+    "acked",
+    "failed",
+    "indeterminate",
+    "lost",
+    "divergent",
+    "duplicated",
+    "phantom",
+    "reordered",
+)
 
 
 class RunClock:
@@ -112,12 +124,7 @@ def load_run_json(root: Path) -> dict[str, Any]:
         raise HistoryError("run directory does not exist", str(root))
     if not path.is_file():
         raise HistoryError("missing run.json (every run directory has one)", str(path))
-    try:
-        run = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise HistoryError(f"not valid JSON: {exc.msg}", str(path), exc.lineno) from None
-    if not isinstance(run, dict):
-        raise HistoryError("expected a JSON object", str(path), 1)
+    run = read_json_object(path)
     fmt = run.get("format")
     if fmt not in KNOWN_FORMATS:
         known = ", ".join(str(f) for f in KNOWN_FORMATS)
@@ -134,6 +141,17 @@ def load_run_json(root: Path) -> dict[str, Any]:
                 str(path),
             )
     return run
+
+
+def read_json_object(path: Path) -> dict[str, Any]:
+    """A whole-file JSON object (run.json, result.json), with the line of a syntax error."""
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise HistoryError(f"not valid JSON: {exc.msg}", str(path), exc.lineno) from None
+    if not isinstance(value, dict):
+        raise HistoryError("expected a JSON object", str(path), 1)
+    return value
 
 
 def iter_jsonl(path: Path, *, required: bool = True) -> Iterator[tuple[int, dict[str, Any]]]:

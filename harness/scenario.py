@@ -20,21 +20,10 @@ import yaml
 from harness.cluster import ClusterSpec
 from harness.errors import ConfigError
 from harness.experiment import ExperimentSpec
-from harness.history import ACKS_MODES
+from harness.history import ACKS_MODES, COUNT_KEYS
 from harness.workload import WorkloadSpec
 
 BUILTIN_DIR = Path(__file__).resolve().parent / "scenarios"
-METRICS = (
-    "attempted",
-    "acked",
-    "failed",
-    "indeterminate",
-    "lost",
-    "divergent",
-    "duplicated",
-    "phantom",
-    "reordered",
-)
 _OPERATORS: dict[str, Callable[[Any, Any], bool]] = {
     "==": operator.eq,
     "!=": operator.ne,
@@ -246,11 +235,11 @@ def parse_scenario(data: Any, source: str) -> Scenario:
     expectations = []
     for i, text in enumerate(top.get("expect", list, [])):
         match = _EXPECTATION.match(str(text))
-        if not match or match["metric"] not in (*METRICS, "unexpected", "valid", "complete"):
+        if not match or match["metric"] not in (*COUNT_KEYS, "unexpected", "valid", "complete"):
             raise _fail(
                 f"expect[{i}]",
                 f"cannot read {text!r}; expected e.g. 'acks=all lost == 0' "
-                f"with a metric among {', '.join(METRICS)}, or 'unexpected == 0', 'complete == true'",
+                f"with a metric among {', '.join(COUNT_KEYS)}, or 'unexpected == 0', 'complete == true'",
             )
         raw = match["value"]
         expectations.append(

@@ -14,8 +14,9 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
+from harness.history import COUNT_KEYS
 from reports import explain, svg, timeline
-from reports.load import ANOMALY_KINDS, COUNT_KEYS, NS, FaultWindow, Run
+from reports.load import ANOMALY_KINDS, NS, FaultWindow, Run
 
 EXAMPLE_FIELDS = (
     "topic",

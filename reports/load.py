@@ -7,26 +7,14 @@ JSON. Unusable input raises HistoryError (with path and line) or InputError.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from harness.errors import HistoryError, InputError
-from harness.history import CLUSTER, FAULTS, RESULT, iter_jsonl, load_run_json
+from harness.history import CLUSTER, COUNT_KEYS, FAULTS, RESULT, iter_jsonl, load_run_json, read_json_object
 
 RESULT_FORMATS = (1,)
-COUNT_KEYS = (
-    "attempted",
-    "acked",
-    "failed",
-    "indeterminate",
-    "lost",
-    "divergent",
-    "duplicated",
-    "phantom",
-    "reordered",
-)
 ANOMALY_KINDS = (
     "lost-write",
     "divergent-offset",
@@ -201,12 +189,7 @@ def load_result(root: Path) -> Result:
         raise InputError(
             f"{root}: this run has not been checked yet (no {RESULT}); run `kchaos check {root}` first"
         )
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise HistoryError(f"not valid JSON: {exc.msg}", str(path), exc.lineno) from None
-    if not isinstance(raw, dict):
-        raise HistoryError("expected a JSON object", str(path), 1)
+    raw = read_json_object(path)
     fmt = raw.get("result_format")
     if fmt not in RESULT_FORMATS:
         known = ", ".join(str(f) for f in RESULT_FORMATS)
