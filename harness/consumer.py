@@ -7,6 +7,7 @@ then writes one `end` event; a partition it cannot finish in time gets none, and
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -16,6 +17,8 @@ from typing import Any
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
 
 from harness.history import HistoryWriter, RunClock
+
+WATERMARK_ROUND_S = 1.0  # longer than a follower's fetch wait (replica.fetch.wait.max.ms, 500 ms)
 
 _CONSUMER_CONFIG: dict[str, Any] = {
     "group.id": "kchaos-reader",  # required by librdkafka, unused: partitions are assigned directly
@@ -109,20 +112,25 @@ def final_read(
     """Read every partition from log start to high watermark; write `end` for each one finished."""
     consumer = Consumer({**_CONSUMER_CONFIG, **client_config})
     deadline = time.monotonic() + timeout_s
-    targets: dict[tuple[str, int], tuple[int, int]] = {}
+    targets: dict[tuple[str, int], tuple[int, int]]
     pending: list[tuple[str, int]] = [(t, p) for t, count in sorted(partitions.items()) for p in range(count)]
     records = 0
     try:
-        # Watermarks first: a partition whose leader cannot answer stays unread (no `end`).
-        for topic, partition in pending:
-            while time.monotonic() < deadline:
-                try:
+        # Watermarks first, read until two rounds agree: the high watermark trails the last writes
+        # until followers have fetched them. A partition whose leader cannot answer stays unread.
+        previous: dict[tuple[str, int], tuple[int, int]] | None = None
+        while True:
+            targets = {}
+            for topic, partition in pending:
+                # KafkaException: leader election in progress; asked again next round, until the deadline.
+                with contextlib.suppress(KafkaException):
                     targets[(topic, partition)] = consumer.get_watermark_offsets(
                         TopicPartition(topic, partition), timeout=5, cached=False
                     )
-                    break
-                except KafkaException:
-                    time.sleep(0.5)  # leader election in progress: ask again until the deadline
+            if (targets == previous and len(targets) == len(pending)) or time.monotonic() >= deadline:
+                break
+            previous = targets
+            time.sleep(WATERMARK_ROUND_S)
         done: set[tuple[str, int]] = set()
         for key, (low, high) in targets.items():
             if high <= low:

@@ -76,6 +76,9 @@ class ProducerProcess:
         self._thread = threading.Thread(target=self._run, name=f"producer-{process}", daemon=True)
         self.counts = ProcessCounts()
         self.error: BaseException | None = None
+        # Kept until `close()`: librdkafka calls an acks=0 write delivered once it is handed to the
+        # socket, and destroying the client right after flush() can drop that tail unsent.
+        self._producer: Producer | None = None
 
     def start(self) -> None:
         self._thread.start()
@@ -110,8 +113,12 @@ class ProducerProcess:
         except BaseException as exc:  # surfaced by the workload, which owns the thread
             self.error = exc
 
+    def close(self) -> None:
+        """Release the client (after the final read, so acks=0 writes had time to arrive)."""
+        self._producer = None
+
     def _produce_loop(self) -> None:
-        producer = Producer(self.config)
+        producer = self._producer = Producer(self.config)
         sequence = 0
         next_send = time.monotonic()
         while not self._stop.is_set() and (self._max_writes is None or sequence < self._max_writes):

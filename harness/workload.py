@@ -148,6 +148,8 @@ class Workload:
         return final_read(partitions, self._client_config(), self._reads, self.clock, timeout_s)
 
     def close(self) -> None:
+        for producer in self.producers:
+            producer.close()
         for writer in (self._writes, self._reads):
             if writer is not None:
                 writer.close()
