@@ -10,6 +10,21 @@ from harness.broker_config import KafkaVersion
 librdkafka_log = logging.getLogger("kchaos.librdkafka")
 
 
+class _KnownDeprecations(logging.Filter):
+    """Drops librdkafka's warning that the 0.9 compatibility settings are deprecated: we set them
+    on purpose (ENVIRONMENT.md), and two paragraphs per client would bury the lines that matter."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        return not (
+            "CONFWARN" in message
+            and ("api.version.request" in message or "broker.version.fallback" in message)
+        )
+
+
+librdkafka_log.addFilter(_KnownDeprecations())
+
+
 def client_config(bootstrap_servers: str, kafka_version: KafkaVersion, **overrides: Any) -> dict[str, Any]:
     """Base config: brokers older than 0.10 cannot answer ApiVersionRequest, so the client must be
     told the broker version up front; librdkafka's own log lines go to the harness log."""
