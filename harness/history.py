@@ -61,10 +61,12 @@ class RunClock:
 
 
 class HistoryWriter:
-    """Append-only JSON Lines file; each event is one `write(2)` of one whole line.
+    """Append-only JSON Lines file; each event is written whole before `write` returns.
 
-    The file is opened O_APPEND and never buffered in this process, so a crash or SIGKILL of
-    the harness leaves every event written so far on disk as complete lines. Thread-safe.
+    The file is opened O_APPEND and never buffered in this process, so a crash of the harness
+    leaves every event written so far on disk. A SIGKILL in the middle of a write can tear that
+    one last line (Linux may cut a write short on a fatal signal); every reader skips a torn final
+    line, as HISTORY_FORMAT.md's "readable prefix" allows. Thread-safe.
     """
 
     def __init__(self, path: Path) -> None:
@@ -78,7 +80,9 @@ class HistoryWriter:
         with self._lock:
             if self._fd is None:
                 raise HistoryError("history file is already closed", str(self.path))
-            os.write(self._fd, line)
+            view = memoryview(line)
+            while view:  # write(2) may accept only part of a buffer
+                view = view[os.write(self._fd, view) :]
 
     def close(self) -> None:
         with self._lock:

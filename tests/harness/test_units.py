@@ -254,11 +254,11 @@ def test_history_writer_survives_sigkill_mid_stream(tmp_path: Path) -> None:
         child.wait(timeout=10)
     assert child.returncode == -signal.SIGKILL
     raw = path.read_bytes()
-    assert raw.endswith(b"\n"), "the last event was torn"
-    lines = raw.splitlines()
-    numbers = [json.loads(line)["i"] for line in lines]  # every line parses
-    assert numbers == list(range(len(lines)))  # in order, none lost, none half-written
-    assert len(list(iter_jsonl(path))) == len(lines)
+    complete = raw[: raw.rfind(b"\n") + 1].splitlines()
+    # Linux may cut a multi-page write short on SIGKILL: only the very last line may be torn.
+    numbers = [json.loads(line)["i"] for line in complete]  # every complete line parses
+    assert len(numbers) > 900 and numbers == list(range(len(numbers)))  # in order, none lost
+    assert [obj["i"] for _, obj in iter_jsonl(path)] == numbers  # readers skip only a torn tail
 
 
 def test_iter_jsonl_errors_name_file_and_line(tmp_path: Path) -> None:
