@@ -25,14 +25,15 @@ from harness.producer import DEFAULT_PRODUCER_CONFIG, ProducerProcess
 
 
 def bare(config: dict[str, object], topic: str, writes: int) -> float:
-    producer = Producer(config)
     delivered = 0
 
     def done(err: object, msg: object) -> None:
         nonlocal delivered
         delivered += err is None
 
+    # Timed from client creation, like the recording process (which creates its client in its thread).
     started = time.perf_counter()
+    producer = Producer(config)
     for i in range(writes):
         while True:
             try:

@@ -10,7 +10,7 @@ import json
 import os
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -76,13 +76,19 @@ class HistoryWriter:
         self._lock = threading.Lock()
 
     def write(self, event: Mapping[str, Any]) -> None:
-        line = orjson.dumps(event) + b"\n"  # on every write's path: ~10x cheaper than json.dumps
+        self._append(orjson.dumps(event) + b"\n")  # orjson: ~10x cheaper than json.dumps
+
+    def write_many(self, events: Iterable[Mapping[str, Any]]) -> None:
+        """Several events in one write(2): what a producer's loop turn produced, in order."""
+        self._append(b"".join(orjson.dumps(event) + b"\n" for event in events))
+
+    def _append(self, data: bytes) -> None:
         with self._lock:
             if self._fd is None:
                 raise HistoryError("history file is already closed", str(self.path))
-            view = memoryview(line)
-            while view:  # write(2) may accept only part of a buffer
-                view = view[os.write(self._fd, view) :]
+            written = os.write(self._fd, data)
+            while written < len(data):  # write(2) may accept only part of a buffer
+                written += os.write(self._fd, data[written:])
 
     def close(self) -> None:
         with self._lock:

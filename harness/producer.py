@@ -2,7 +2,9 @@
 
 Each process is one thread with one librdkafka producer. Delivery callbacks run inside `poll()`
 on that same thread, so a process's completions are written after its invokes and in the order
-the client reported them. Values are `<process>:<sequence>`, unique in the run.
+the client reported them. Each loop turn's events (an invoke, and the completions its poll()
+delivered) are appended in one write(2) at the end of the turn, microseconds after they happened.
+Values are `<process>:<sequence>`, unique in the run.
 """
 
 from __future__ import annotations
@@ -79,6 +81,8 @@ class ProducerProcess:
         # Kept until `close()`: librdkafka calls an acks=0 write delivered once it is handed to the
         # socket, and destroying the client right after flush() can drop that tail unsent.
         self._producer: Producer | None = None
+        # Events of the current loop turn, appended to the history in one write at its end.
+        self._pending: list[dict[str, Any]] = []
 
     def start(self) -> None:
         self._thread.start()
@@ -94,11 +98,11 @@ class ProducerProcess:
     def running(self) -> bool:
         return self._thread.is_alive()
 
-    def _event(self, kind: str, value: str, partition: int, **extra: Any) -> None:
-        self._writer.write(
+    def _event(self, kind: str, value: str, partition: int, time_ns: int, **extra: Any) -> None:
+        self._pending.append(
             {
                 "type": kind,
-                "time_ns": self._clock.now_ns(),
+                "time_ns": time_ns,
                 "process": self.process,
                 "topic": self.topic,
                 "partition": partition,
@@ -107,11 +111,19 @@ class ProducerProcess:
             }
         )
 
+    def _write_pending(self) -> None:
+        """Append this loop turn's events (an invoke, the completions poll() delivered) in one write."""
+        if self._pending:
+            self._writer.write_many(self._pending)
+            self._pending.clear()
+
     def _run(self) -> None:
         try:
             self._produce_loop()
         except BaseException as exc:  # surfaced by the workload, which owns the thread
             self.error = exc
+        finally:
+            self._write_pending()
 
     def close(self) -> None:
         """Release the client (after the final read, so acks=0 writes had time to arrive)."""
@@ -126,6 +138,7 @@ class ProducerProcess:
                 delay = next_send - time.monotonic()
                 if delay > 0:
                     producer.poll(min(delay, 0.1))
+                    self._write_pending()
                     continue
                 next_send += self._interval_s
             value = f"{self.process}:{sequence}"
@@ -133,15 +146,17 @@ class ProducerProcess:
             sequence += 1
             self._send(producer, value, partition)
             producer.poll(0)
+            self._write_pending()
         # Every invoked write gets its completion: flush until the queue drains
         # (message.timeout.ms bounds how long that can take).
         deadline = time.monotonic() + int(self.config["message.timeout.ms"]) / 1000 + 10
         while len(producer) and time.monotonic() < deadline:
             producer.flush(1.0)
+            self._write_pending()
 
     def _send(self, producer: Producer, value: str, partition: int) -> None:
         invoked_ns = self._clock.now_ns()
-        self._event("invoke", value, partition)
+        self._event("invoke", value, partition, invoked_ns)
         self.counts.attempted += 1
         payload = (value + self._padding).encode()
 
@@ -153,6 +168,7 @@ class ProducerProcess:
                     "ok",
                     value,
                     partition,  # written where it was sent: partitions are chosen explicitly
+                    now_ns,
                     offset=offset if offset is not None and offset >= 0 else None,
                 )
                 self.counts.acked += 1
@@ -172,7 +188,7 @@ class ProducerProcess:
 
     def _complete_with_error(self, value: str, partition: int, err: KafkaError) -> None:
         kind = classify(err.code(), self.retries)
-        self._event(kind, value, partition, offset=None, error=error_name(err))
+        self._event(kind, value, partition, self._clock.now_ns(), offset=None, error=error_name(err))
         if kind == "fail":
             self.counts.failed += 1
         else:
