@@ -103,3 +103,38 @@ def test_same_seed_reproduces_the_fault_schedule(chaos_run: ChaosRun) -> None:
         for o in runs
     ]
     assert started[0] == started[1]
+
+
+def test_matrix_runs_every_combination_and_writes_the_index(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from harness.cli import main
+
+    out = tmp_path / "nightly"
+    code = main(
+        [
+            "run",
+            "--matrix",
+            "baseline",
+            "--seeds",
+            "1,2",
+            "--acks-sets",
+            "all;1",
+            "--duration",
+            "6",
+            "--out",
+            str(out),
+            "--budget",
+            "900",
+        ]
+    )
+    printed = capsys.readouterr().out
+    assert code == 0, printed
+    runs = sorted(p for p in out.iterdir() if p.is_dir())
+    assert len(runs) == 4
+    acks = sorted(tuple(t["acks"] for t in json.loads((r / "run.json").read_text())["topics"]) for r in runs)
+    assert acks == [("1",), ("1",), ("all",), ("all",)]
+    index = (out / "index.html").read_text()
+    for run in runs:
+        assert run.name in index
+        assert (run / "report" / "index.html").is_file()
