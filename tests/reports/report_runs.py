@@ -10,6 +10,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from harness.history import COUNT_KEYS
+
 S = 1_000_000_000
 HOSTILE = '<script>alert("x")</script><img src="https://evil.example/x.png">'
 TOPICS = [
@@ -17,17 +19,6 @@ TOPICS = [
     {"name": "chaos-acks-1", "partitions": 2, "replication_factor": 3, "acks": "1"},
     {"name": "chaos-acks-0", "partitions": 2, "replication_factor": 3, "acks": "0"},
 ]
-COUNT_KEYS = (
-    "attempted",
-    "acked",
-    "failed",
-    "indeterminate",
-    "lost",
-    "divergent",
-    "duplicated",
-    "phantom",
-    "reordered",
-)
 KINDS = ("lost-write", "divergent-offset", "duplicate", "phantom-write", "unexpected-value", "reordered")
 
 
