@@ -3,14 +3,20 @@
 Inputs are `writes` (one row per value, `frames.writes_by_value`) and `reads` (read events). Each
 function returns one row per anomaly, with the columns result.json's examples use; counts are the
 row counts. Wide aggregations first find the few anomalous keys with cheap min/max aggregates and
-only then gather details for those keys, so a clean history costs one shuffle per kind.
+only then gather details for those keys.
+
+Lost, duplicate, phantom and unexpected values are all per-value questions: `value_facts` answers
+them in one pass (writes joined with reads aggregated per value), `value_flags` marks each kind, and
+`*_from` functions select one kind's rows from that shared (cacheable) frame. The few details that
+need another key (the final value at an offset, every position of a duplicate) are added by
+`with_final_value` and `with_offsets`, meant for the capped example rows only.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from pyspark.sql import DataFrame, Window
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from checkers.frames import acks_of
@@ -43,9 +49,96 @@ def final_values(reads: DataFrame) -> DataFrame:
     return final.groupBy(*POSITION).agg(F.min("value").alias("final_value"))
 
 
-def _with_final_value(anomalies: DataFrame, reads: DataFrame, offset_column: str) -> DataFrame:
-    final = final_values(reads).withColumnRenamed("offset", offset_column)
-    return anomalies.join(final, ["topic", "partition", offset_column], "left")
+def with_final_value(anomalies: DataFrame, reads: DataFrame, offset_column: str) -> DataFrame:
+    """`anomalies` plus `final_value`: what the final read holds at (topic, partition, offset_column).
+
+    Only the final records at the anomalies' positions are aggregated, so this is cheap for a few rows.
+    """
+    wanted = anomalies.select("topic", "partition", F.col(offset_column).alias("offset")).distinct()
+    final = records(reads).where(F.col("phase") == "final").join(F.broadcast(wanted), POSITION, "left_semi")
+    at = final.groupBy(*POSITION).agg(F.min("value").alias("final_value"))
+    return anomalies.join(
+        at.withColumnRenamed("offset", offset_column), ["topic", "partition", offset_column], "left"
+    )
+
+
+def value_facts(writes: DataFrame, reads: DataFrame) -> DataFrame:
+    """One row per value written or read: its write (if any) and what the reads saw of it, in one pass.
+
+    `first_at`/`last_at` are the smallest and largest (topic, partition, offset) it was read at,
+    `first_in_partition` the smallest (partition, offset), `final_low`/`final_high` the smallest
+    and largest (topic, partition) of its final reads; `written` and `read` say which side exists.
+    """
+    final = F.col("phase") == "final"
+    final_at = F.when(final, F.struct("topic", "partition"))
+    seen = (
+        records(reads)
+        .groupBy("value")
+        .agg(
+            F.min(F.struct(*POSITION)).alias("first_at"),
+            F.max(F.struct(*POSITION)).alias("last_at"),
+            F.min(F.struct("partition", "offset")).alias("first_in_partition"),
+            F.min(final_at).alias("final_low"),
+            F.max(final_at).alias("final_high"),
+        )
+        .withColumn("read", F.lit(True))
+    )
+    return writes.withColumn("written", F.lit(True)).join(seen, "value", "full_outer")
+
+
+def value_flags(facts: DataFrame, reads: DataFrame, topic_partitions: Mapping[str, int]) -> DataFrame:
+    """`value_facts` plus one boolean column per per-value anomaly kind.
+
+    `lost` is an `ok` write certainly missing from the complete final read of its partition (or,
+    partition unknown, of its whole topic); `lost_unsure` one whose final reads span partitions on
+    both sides of its own, which `lost_writes_from` settles exactly.
+    """
+    complete = complete_partitions(reads).withColumn("partition_complete", F.lit(True))
+    joined = facts.join(F.broadcast(complete), ["topic", "partition"], "left")
+    if topic_partitions:
+        topics = complete_topics(reads, topic_partitions).withColumn("topic_complete", F.lit(True))
+        joined = joined.join(F.broadcast(topics), "topic", "left")
+    else:  # no topic is known to be read completely
+        joined = joined.withColumn("topic_complete", F.lit(None).cast("boolean"))
+    own = F.struct("topic", "partition")
+    low, high = F.col("final_low"), F.col("final_high")
+    ok = F.coalesce(F.col("written") & (F.col("outcome") == "ok"), F.lit(False))
+    placed = ok & (F.col("partition") >= 0) & F.coalesce(F.col("partition_complete"), F.lit(False))
+    unplaced = ok & (F.col("partition") < 0) & F.coalesce(F.col("topic_complete"), F.lit(False))
+    found_certain = F.coalesce((own == low) | (own == high), F.lit(False))
+    outside = low.isNull() | (own < low) | (own > high)
+    topic_missed = low.isNull() | (F.col("topic") < low.topic) | (F.col("topic") > high.topic)
+    read = F.coalesce(F.col("read"), F.lit(False))
+    written = F.coalesce(F.col("written"), F.lit(False))
+    return joined.select(
+        *facts.columns,
+        ((placed & ~found_certain & outside) | (unplaced & topic_missed)).alias("lost"),
+        (
+            (placed & ~found_certain & ~outside)
+            | (unplaced & ~topic_missed & (low.topic != F.col("topic")) & (high.topic != F.col("topic")))
+        ).alias("lost_unsure"),
+        (read & (F.col("first_at") != F.col("last_at"))).alias("duplicate"),
+        (read & written & (F.col("outcome") == "fail")).alias("phantom"),
+        (read & ~written).alias("unexpected"),
+    )
+
+
+LOST_COLUMNS = ["topic", "partition", "acks", "value", *WRITE_EVIDENCE]
+
+
+def lost_writes_from(flags: DataFrame, reads: DataFrame, unsure: bool = True) -> DataFrame:
+    """Lost writes of `value_flags`; the rare unsure ones are settled against the final records
+    (`unsure=False` skips that when the caller knows there are none)."""
+    lost = flags.where(F.col("lost")).select(*LOST_COLUMNS)
+    if not unsure:
+        return lost
+    final = records(reads).where(F.col("phase") == "final")
+    candidates = flags.where(F.col("lost_unsure")).select(*LOST_COLUMNS)
+    placed = candidates.where(F.col("partition") >= 0).join(
+        final, ["topic", "partition", "value"], "left_anti"
+    )
+    unplaced = candidates.where(F.col("partition") < 0).join(final, ["topic", "value"], "left_anti")
+    return lost.unionByName(placed).unionByName(unplaced)
 
 
 def lost_writes(writes: DataFrame, reads: DataFrame, topic_partitions: Mapping[str, int]) -> DataFrame:
@@ -54,21 +147,10 @@ def lost_writes(writes: DataFrame, reads: DataFrame, topic_partitions: Mapping[s
     A write whose partition is unknown (-1) is judged against its whole topic, and only when every
     partition of the topic was read completely.
     """
-    acked = writes.where(F.col("outcome") == "ok")
-    final = records(reads).where(F.col("phase") == "final")
-    placed = (
-        acked.where(F.col("partition") >= 0)
-        .join(complete_partitions(reads), ["topic", "partition"], "left_semi")
-        .join(final, ["topic", "partition", "value"], "left_anti")
+    flags = value_flags(value_facts(writes, reads), reads, topic_partitions)
+    return with_final_value(lost_writes_from(flags, reads), reads, "ack_offset").select(
+        *LOST_COLUMNS, "final_value"
     )
-    unplaced = (
-        acked.where(F.col("partition") < 0)
-        .join(complete_topics(reads, topic_partitions), "topic", "left_semi")
-        .join(final, ["topic", "value"], "left_anti")
-    )
-    lost = placed.unionByName(unplaced)
-    columns = ["topic", "partition", "acks", "value", *WRITE_EVIDENCE, "final_value"]
-    return _with_final_value(lost, reads, "ack_offset").select(*columns)
 
 
 def divergent_offsets(writes: DataFrame, reads: DataFrame, topic_acks: Mapping[str, str]) -> DataFrame:
@@ -95,7 +177,7 @@ def divergent_offsets(writes: DataFrame, reads: DataFrame, topic_acks: Mapping[s
         .agg(F.min_by(F.struct("value", *WRITE_EVIDENCE), "complete_ns").alias("write"))
     )
     joined = values.join(earliest_ack, POSITION, "left")
-    with_final = _with_final_value(joined, reads, "offset")
+    with_final = with_final_value(joined, reads, "offset")
     return with_final.select(
         *POSITION,
         acks_of(F.col("topic"), topic_acks).alias("acks"),
@@ -105,57 +187,70 @@ def divergent_offsets(writes: DataFrame, reads: DataFrame, topic_acks: Mapping[s
     )
 
 
+def duplicates_from(flags: DataFrame, topic_acks: Mapping[str, str]) -> DataFrame:
+    """Values read at two or more distinct positions, without `offsets` (see `with_offsets`)."""
+    return flags.where(F.col("duplicate")).select(
+        F.col("first_at.topic").alias("topic"),
+        "partition",
+        acks_of(F.col("first_at.topic"), topic_acks).alias("acks"),
+        "value",
+        *WRITE_EVIDENCE,
+    )
+
+
+def with_offsets(duplicated: DataFrame, reads: DataFrame) -> DataFrame:
+    """`duplicated` plus `offsets`: every [partition, offset] its value was read at, sorted."""
+    at = F.array(F.col("partition").cast("long"), F.col("offset"))
+    wanted = F.broadcast(duplicated.select("value"))
+    offsets = (
+        records(reads)
+        .join(wanted, "value", "left_semi")
+        .groupBy("value")
+        .agg(F.array_sort(F.collect_set(at)).alias("offsets"))
+    )
+    return duplicated.join(offsets, "value", "left").select(*duplicated.columns, "offsets")
+
+
 def duplicates(writes: DataFrame, reads: DataFrame, topic_acks: Mapping[str, str]) -> DataFrame:
     """Values read at two or more distinct positions (re-reading one position is not a duplicate)."""
-    positions = records(reads).select("value", F.struct(*POSITION).alias("position"))
-    spread = positions.groupBy("value").agg(F.min("position").alias("low"), F.max("position").alias("high"))
-    duplicated = spread.where(F.col("low") != F.col("high")).select(
-        "value", F.col("low.topic").alias("topic")
+    flags = value_flags(value_facts(writes, reads), reads, {})
+    return with_offsets(duplicates_from(flags, topic_acks), reads).select(
+        "topic", "partition", "acks", "value", "offsets", *WRITE_EVIDENCE
     )
-    offsets = (
-        positions.join(duplicated.select("value"), "value", "left_semi")
-        .select(
-            "value", F.array(F.col("position.partition").cast("long"), F.col("position.offset")).alias("at")
-        )
-        .groupBy("value")
-        .agg(F.array_sort(F.collect_set("at")).alias("offsets"))
-    )
-    evidence = writes.select("value", F.col("partition").alias("write_partition"), *WRITE_EVIDENCE)
-    return (
-        duplicated.join(offsets, "value")
-        .join(evidence, "value", "left")
-        .select(
-            "topic",
-            F.col("write_partition").alias("partition"),
-            acks_of(F.col("topic"), topic_acks).alias("acks"),
-            "value",
-            "offsets",
-            *WRITE_EVIDENCE,
-        )
+
+
+def phantom_writes_from(flags: DataFrame) -> DataFrame:
+    """Writes that ended in `fail` but were read; partition and offset say where (first position)."""
+    return flags.where(F.col("phantom")).select(
+        "topic",
+        "first_in_partition.partition",
+        "first_in_partition.offset",
+        "acks",
+        "value",
+        *WRITE_EVIDENCE,
+        "error",
     )
 
 
 def phantom_writes(writes: DataFrame, reads: DataFrame) -> DataFrame:
     """Writes that ended in `fail` but were read; partition and offset say where (first position)."""
-    failed = writes.where(F.col("outcome") == "fail")
-    found = (
-        records(reads)
-        .join(failed.select("value"), "value", "left_semi")
-        .groupBy("value")
-        .agg(F.min(F.struct("partition", "offset")).alias("at"))
-    )
-    return found.join(failed, "value").select(
-        "topic", "at.partition", "at.offset", "acks", "value", *WRITE_EVIDENCE, "error"
+    return phantom_writes_from(value_flags(value_facts(writes, reads), reads, {}))
+
+
+def unexpected_values_from(flags: DataFrame, topic_acks: Mapping[str, str]) -> DataFrame:
+    """Values read that no write invoked, one row per value at its first position."""
+    return flags.where(F.col("unexpected")).select(
+        "first_at.topic",
+        "first_at.partition",
+        "first_at.offset",
+        acks_of(F.col("first_at.topic"), topic_acks).alias("acks"),
+        "value",
     )
 
 
 def unexpected_values(writes: DataFrame, reads: DataFrame, topic_acks: Mapping[str, str]) -> DataFrame:
     """Values read that no write invoked, one row per value at its first position."""
-    unwritten = records(reads).join(writes.select("value"), "value", "left_anti")
-    first = unwritten.groupBy("value").agg(F.min(F.struct(*POSITION)).alias("at"))
-    return first.select(
-        "at.topic", "at.partition", "at.offset", acks_of(F.col("at.topic"), topic_acks).alias("acks"), "value"
-    )
+    return unexpected_values_from(value_flags(value_facts(writes, reads), reads, {}), topic_acks)
 
 
 def reordered_writes(writes: DataFrame) -> DataFrame:
@@ -181,4 +276,27 @@ def reordered_writes(writes: DataFrame) -> DataFrame:
             F.col("earlier.value").alias("earlier_value"),
             F.col("earlier.offset").alias("earlier_offset"),
         )
+    )
+
+
+def value_summary(flags: DataFrame) -> DataFrame:
+    """`value_flags` counted in one aggregation, small enough for the driver.
+
+    One row per (written, topic, partition, outcome, second of completion `t_s`, `read_topic`):
+    `writes` values and how many of them are lost (or unsure), duplicated, phantom or unexpected.
+    `read_topic` is the first topic a duplicated or unexpected value was read in (else null).
+    """
+    second = F.floor(F.col("complete_ns") / 1_000_000_000).cast("long")
+    odd_read = F.col("duplicate") | F.col("unexpected")
+    keys: list[Column | str] = [
+        F.coalesce(F.col("written"), F.lit(False)).alias("written"),
+        "topic",
+        "partition",
+        "outcome",
+        second.alias("t_s"),
+        F.when(odd_read, F.col("first_at.topic")).alias("read_topic"),
+    ]
+    kinds = ("lost", "lost_unsure", "duplicate", "phantom", "unexpected")
+    return flags.groupBy(*keys).agg(
+        F.count("*").alias("writes"), *[F.sum(F.col(k).cast("long")).alias(k) for k in kinds]
     )

@@ -7,7 +7,7 @@ per-second availability series and the recovery times.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,21 +48,8 @@ class _Found:
         return sum(self.per_topic_second.values())
 
 
-def _detect(history: History) -> dict[str, DataFrame]:
-    run, writes, reads = history.run, history.writes, history.reads
-    acks = topic_acks(run)
-    partitions = {str(t["name"]): int(t.get("partitions") or 0) for t in run["topics"]}
-    return {
-        "lost-write": anomalies.lost_writes(writes, reads, partitions),
-        "divergent-offset": anomalies.divergent_offsets(writes, reads, acks),
-        "duplicate": anomalies.duplicates(writes, reads, acks),
-        "phantom-write": anomalies.phantom_writes(writes, reads),
-        "unexpected-value": anomalies.unexpected_values(writes, reads, acks),
-        "reordered": anomalies.reordered_writes(writes),
-    }
-
-
 def _collect_found(frame: DataFrame, timeline: ClusterTimeline, history: History) -> _Found:
+    """Counts and examples of a kind whose frame holds everything (divergent, reordered)."""
     frame = frame.persist()  # counted, then sampled: computed once
     try:
         second = (
@@ -70,52 +57,144 @@ def _collect_found(frame: DataFrame, timeline: ClusterTimeline, history: History
         )
         rows = frame.groupBy("topic", second.cast("long").alias("t_s")).count().collect()
         per_topic_second = {(str(r["topic"]), r["t_s"]): int(r["count"]) for r in rows}
-        examples: list[dict[str, Any]] = []
-        if per_topic_second:
-            order = [F.col(c).asc_nulls_last() for c in _EXAMPLE_ORDER if c in frame.columns]
-            sample = frame.orderBy(*order).limit(EXAMPLE_CAP).collect()
-            intervals = fault_intervals(history.faults)
-            for row in sample:
-                example = row.asDict(recursive=True)
-                if "complete_ns" in example:
-                    at = example["complete_ns"]
-                    example |= timeline.state_at(at, example["topic"], example["partition"])
-                    example["active_faults"] = active_fault_names(intervals, at)
-                examples.append(example)
+        examples = _examples(frame, timeline, history) if per_topic_second else []
         return _Found(per_topic_second, examples)
     finally:
         frame.unpersist()
 
 
-def _write_counts(history: History) -> tuple[dict[str, dict[str, int]], set[str]]:
-    """Per topic: attempted/acked/failed/indeterminate; and the topics with writes of unknown partition."""
-    counts: dict[str, dict[str, int]] = {
+def _examples(
+    frame: DataFrame,
+    timeline: ClusterTimeline,
+    history: History,
+    details: Callable[[DataFrame], DataFrame] | None = None,
+) -> list[dict[str, Any]]:
+    """The first EXAMPLE_CAP rows of `frame` with their evidence; `details` adds columns to those rows."""
+    order = [F.col(c).asc_nulls_last() for c in _EXAMPLE_ORDER if c in frame.columns]
+    first = frame.orderBy(*order).limit(EXAMPLE_CAP)
+    if details is not None:
+        first = details(first.persist()).orderBy(*order)
+    sample = first.collect()
+    intervals = fault_intervals(history.faults)
+    examples = []
+    for row in sample:
+        example = row.asDict(recursive=True)
+        if "complete_ns" in example:
+            at = example["complete_ns"]
+            example |= timeline.state_at(at, example["topic"], example["partition"])
+            example["active_faults"] = active_fault_names(intervals, at)
+        examples.append(example)
+    return examples
+
+
+@dataclass
+class _ValueSummary:
+    """What one aggregation of the per-value frame tells: write counts and per-value anomaly counts."""
+
+    write_counts: dict[str, dict[str, int]]
+    unplaced: set[str]
+    written: set[tuple[str, int]]
+    per_kind: dict[str, dict[tuple[str, int | None], int]]
+    lost_unsure: int
+
+
+_VALUE_KINDS = {
+    "lost-write": "lost",
+    "duplicate": "duplicate",
+    "phantom-write": "phantom",
+    "unexpected-value": "unexpected",
+}
+
+
+def _summarize(history: History, flags: DataFrame) -> _ValueSummary:
+    write_counts: dict[str, dict[str, int]] = {
         str(t["name"]): dict.fromkeys(WRITE_COUNTS, 0) for t in history.run["topics"]
     }
     unplaced: set[str] = set()
-    grouped = history.writes.groupBy("topic", "outcome", (F.col("partition") < 0).alias("unplaced")).count()
-    for row in grouped.collect():
-        topic = counts[row["topic"]]
-        topic["attempted"] += int(row["count"])
-        topic[_OUTCOME_COUNT[row["outcome"]]] += int(row["count"])
-        if row["unplaced"]:
-            unplaced.add(str(row["topic"]))
-    return counts, unplaced
+    written: set[tuple[str, int]] = set()
+    per_kind: dict[str, dict[tuple[str, int | None], int]] = {kind: defaultdict(int) for kind in _VALUE_KINDS}
+    lost_unsure = 0
+    for row in anomalies.value_summary(flags).collect():
+        t_s = row["t_s"]
+        if row["written"]:
+            topic = write_counts[row["topic"]]
+            topic["attempted"] += int(row["writes"])
+            topic[_OUTCOME_COUNT[row["outcome"]]] += int(row["writes"])
+            if row["partition"] < 0:
+                unplaced.add(str(row["topic"]))
+            else:
+                written.add((str(row["topic"]), int(row["partition"])))
+        for kind, flag in _VALUE_KINDS.items():
+            if row[flag]:
+                topic_of = row["read_topic"] if flag in ("duplicate", "unexpected") else row["topic"]
+                per_kind[kind][(str(topic_of), None if flag == "unexpected" else t_s)] += int(row[flag])
+        lost_unsure += int(row["lost_unsure"])
+    return _ValueSummary(
+        write_counts, unplaced, written, {k: dict(v) for k, v in per_kind.items()}, lost_unsure
+    )
 
 
-def _incomplete_partitions(history: History, unplaced: set[str]) -> list[dict[str, Any]]:
-    complete = {(r["topic"], r["partition"]) for r in anomalies.complete_partitions(history.reads).collect()}
-    written = {
-        (r["topic"], r["partition"])
-        for r in history.writes.where(F.col("partition") >= 0)
-        .select("topic", "partition")
-        .distinct()
-        .collect()
-    }
+def _incomplete_partitions(
+    history: History, complete: DataFrame, summary: _ValueSummary
+) -> list[dict[str, Any]]:
+    done = {(r["topic"], r["partition"]) for r in complete.collect()}
+    written = set(summary.written)
     for topic in history.run["topics"]:
-        if topic["name"] in unplaced:
+        if topic["name"] in summary.unplaced:
             written |= {(topic["name"], p) for p in range(int(topic.get("partitions") or 0))}
-    return [{"topic": t, "partition": p} for t, p in sorted(written - complete)]
+    return [{"topic": t, "partition": p} for t, p in sorted(written - done)]
+
+
+def _found(
+    history: History, timeline: ClusterTimeline
+) -> tuple[dict[str, _Found], _ValueSummary, list[dict[str, Any]]]:
+    """Every anomaly kind's counts and examples, the write counts and the incomplete partitions.
+
+    Lost, duplicate, phantom and unexpected values come from one cached per-value frame and one
+    aggregation of it; examples are gathered only for kinds that occurred.
+    """
+    run, writes, reads = history.run, history.writes, history.reads
+    acks = topic_acks(run)
+    partitions = {str(t["name"]): int(t.get("partitions") or 0) for t in run["topics"]}
+    facts = anomalies.value_facts(writes, reads)
+    flags = anomalies.value_flags(facts, reads, partitions).persist()
+    try:
+        summary = _summarize(history, flags)
+        complete = anomalies.complete_partitions(reads)
+        incomplete = _incomplete_partitions(history, complete, summary)
+        frames: dict[str, tuple[DataFrame, Callable[[DataFrame], DataFrame] | None]] = {
+            "lost-write": (
+                anomalies.lost_writes_from(flags, reads, unsure=summary.lost_unsure > 0),
+                lambda rows: anomalies.with_final_value(rows, reads, "ack_offset"),
+            ),
+            "duplicate": (
+                anomalies.duplicates_from(flags, acks),
+                lambda rows: anomalies.with_offsets(rows, reads).select(
+                    "topic", "partition", "acks", "value", "offsets", *anomalies.WRITE_EVIDENCE
+                ),
+            ),
+            "phantom-write": (anomalies.phantom_writes_from(flags), None),
+            "unexpected-value": (anomalies.unexpected_values_from(flags, acks), None),
+        }
+        found: dict[str, _Found] = {}
+        for kind, (frame, details) in frames.items():
+            counts = summary.per_kind[kind]
+            if kind == "lost-write" and summary.lost_unsure:
+                found[kind] = _collect_found(_with_details(frame, details), timeline, history)
+                continue
+            examples = _examples(frame, timeline, history, details) if counts else []
+            found[kind] = _Found(counts, examples)
+    finally:
+        flags.unpersist()
+    found["divergent-offset"] = _collect_found(
+        anomalies.divergent_offsets(writes, reads, acks), timeline, history
+    )
+    found["reordered"] = _collect_found(anomalies.reordered_writes(writes), timeline, history)
+    return found, summary, incomplete
+
+
+def _with_details(frame: DataFrame, details: Callable[[DataFrame], DataFrame] | None) -> DataFrame:
+    return details(frame) if details is not None else frame
 
 
 def _round(value: Any) -> Any:
@@ -181,9 +260,8 @@ def build_result(history: History, checked_at: str, spark_info: dict[str, Any]) 
     run = history.run
     acks = topic_acks(run)
     timeline = ClusterTimeline(history.cluster)
-    found = {kind: _collect_found(frame, timeline, history) for kind, frame in _detect(history).items()}
-    write_counts, unplaced = _write_counts(history)
-    incomplete = _incomplete_partitions(history, unplaced)
+    found, summary, incomplete = _found(history, timeline)
+    write_counts = summary.write_counts
     incomplete_topics = {p["topic"] for p in incomplete}
 
     topics = []
