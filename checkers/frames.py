@@ -129,8 +129,3 @@ def write_problems(writes: DataFrame) -> DataFrame:
         .when(F.col("completions") > 1, F.lit("value written twice (completed more than once)"))
     )
     return writes.select("value", reason.alias("reason")).where(F.col("reason").isNotNull())
-
-
-def unknown_topics(events: DataFrame, known: list[str]) -> DataFrame:
-    """Distinct topics of `events` that run.json does not declare."""
-    return events.select("topic").where(~F.col("topic").isin(*known)).distinct()

@@ -27,7 +27,7 @@ from harness.errors import HistoryError
 from harness.history import CLUSTER, FAULTS, READS, RESULT, WRITES, iter_jsonl, load_run_json
 
 CACHE_DIR = "check/parquet"
-CACHE_VERSION = 1
+CACHE_VERSION = 2
 _FINGERPRINT = "fingerprint.json"
 _VALID = "_valid"
 
@@ -81,15 +81,14 @@ def load_history(spark: SparkSession, run_dir: Path) -> History:
         "topics": hashlib.sha256(json.dumps(topic_acks(run), sort_keys=True).encode()).hexdigest(),
     }
     fingerprint_path = cache / _FINGERPRINT
-    if not _cache_matches(fingerprint_path, fingerprint):
-        _convert(spark, run_dir, run)
-        fingerprint_path.write_text(json.dumps(fingerprint, indent=2) + "\n")
+    counts = _cached_counts(fingerprint_path, fingerprint)
+    if counts is None:
+        counts = _convert(spark, run_dir, run)
+        fingerprint_path.write_text(json.dumps({**fingerprint, "events": counts}, indent=2) + "\n")
     with spark_errors("reading the Parquet cache", str(cache)):
         writes = spark.read.parquet(_uri(cache / "writes")).drop("invokes", "completions")
         reads = spark.read.parquet(_uri(cache / "reads_events")).where(F.col(_VALID)).drop(_VALID)
-        write_events = spark.read.parquet(_uri(cache / "writes_events")).where(F.col(_VALID))
-        counts = {"writes": write_events.count(), "reads": reads.count()}
-    counts |= {"faults": len(faults), "cluster": len(cluster)}
+    counts = {**counts, "faults": len(faults), "cluster": len(cluster)}
     return History(run, writes, reads, faults, cluster, counts)
 
 
@@ -132,11 +131,18 @@ def _file_status(spark: SparkSession, path: Path) -> list[int]:
         return [int(status.getLen()), int(status.getModificationTime())]
 
 
-def _cache_matches(fingerprint_path: Path, fingerprint: dict[str, Any]) -> bool:
+def _cached_counts(fingerprint_path: Path, fingerprint: dict[str, Any]) -> dict[str, int] | None:
+    """The valid event counts the cache was made with, or None when it is missing or stale."""
     try:
-        return bool(json.loads(fingerprint_path.read_text()) == fingerprint)
+        cached = json.loads(fingerprint_path.read_text())
     except (OSError, json.JSONDecodeError):
-        return False
+        return None
+    if not isinstance(cached, dict) or {k: v for k, v in cached.items() if k != "events"} != fingerprint:
+        return None
+    events = cached.get("events")
+    if not isinstance(events, dict) or set(events) != {"writes", "reads"}:
+        return None
+    return {str(k): int(v) for k, v in events.items()}
 
 
 def _parse(lines: DataFrame, source: _Source) -> DataFrame:
@@ -147,24 +153,31 @@ def _parse(lines: DataFrame, source: _Source) -> DataFrame:
     return parsed.select(*lines.columns, "event.*")
 
 
-def _convert(spark: SparkSession, run_dir: Path, run: dict[str, Any]) -> None:
+def _convert(spark: SparkSession, run_dir: Path, run: dict[str, Any]) -> dict[str, int]:
+    """Convert both JSONL files to Parquet, validating them; return the valid event counts."""
     cache = run_dir / CACHE_DIR
     cache.mkdir(parents=True, exist_ok=True)
     known_topics = sorted(topic_acks(run))
-    for source, target in ((_WRITES, "writes_events"), (_READS, "reads_events")):
+    counts: dict[str, int] = {}
+    for source, target, name in ((_WRITES, "writes_events", "writes"), (_READS, "reads_events", "reads")):
         path = run_dir / source.name
         with spark_errors(f"converting {source.name} to Parquet", str(path)):
             parsed = _parse(spark.read.text(_uri(path)).toDF("text"), source).drop("text")
             parsed = parsed.withColumn(_VALID, source.is_valid()).drop(frames.CORRUPT)
             parsed.write.mode("overwrite").parquet(_uri(cache / target))
             events = spark.read.parquet(_uri(cache / target))
-            has_bad_line = bool(events.where(~F.col(_VALID)).limit(1).count())
-        if has_bad_line:
+            # One pass: bad lines, valid lines and an undeclared topic, if any.
+            valid = F.col(_VALID)
+            summary = events.agg(
+                F.count(F.when(~valid, 1)).alias("bad"),
+                F.count(F.when(valid, 1)).alias("good"),
+                F.min(F.when(valid & ~F.col("topic").isin(*known_topics), F.col("topic"))).alias("unknown"),
+            ).collect()[0]
+        if summary["bad"]:
             _raise_first_bad_line(spark, path, source)
-        with spark_errors(f"checking topics of {source.name}", str(path)):
-            unknown = frames.unknown_topics(events.where(F.col(_VALID)), known_topics).limit(1).collect()
-        if unknown:
-            topic = unknown[0]["topic"]
+        counts[name] = int(summary["good"])
+        if summary["unknown"] is not None:
+            topic = summary["unknown"]
             line = _first_line_where(spark, path, source, F.col("topic") == topic)
             declared = ", ".join(known_topics)
             raise HistoryError(f"unknown topic {topic!r} (run.json declares: {declared})", str(path), line)
@@ -178,6 +191,7 @@ def _convert(spark: SparkSession, run_dir: Path, run: dict[str, Any]) -> None:
         path = run_dir / WRITES
         line = _offending_write_line(spark, path, value, reason)
         raise HistoryError(f"{reason}: value {value!r}", str(path), line)
+    return counts
 
 
 def _numbered(spark: SparkSession, path: Path) -> DataFrame:
