@@ -123,6 +123,15 @@ def value_flags(facts: DataFrame, reads: DataFrame, topic_partitions: Mapping[st
     )
 
 
+def anomalous_values(flags: DataFrame) -> DataFrame:
+    """The rows of `value_flags` with any per-value anomaly (or an unsure loss): few, worth caching."""
+    kinds = ("lost", "lost_unsure", "duplicate", "phantom", "unexpected")
+    any_kind = F.lit(False)
+    for kind in kinds:
+        any_kind = any_kind | F.coalesce(F.col(kind), F.lit(False))
+    return flags.where(any_kind)
+
+
 LOST_COLUMNS = ["topic", "partition", "acks", "value", *WRITE_EVIDENCE]
 
 
@@ -161,10 +170,20 @@ def divergent_offsets(writes: DataFrame, reads: DataFrame, topic_acks: Mapping[s
     acked = writes.where(
         (F.col("outcome") == "ok") & F.col("ack_offset").isNotNull() & (F.col("partition") >= 0)
     )
-    acked_positions = acked.select("topic", "partition", F.col("ack_offset").alias("offset"), "value")
-    observed = records(reads).select(*POSITION, "value").unionByName(acked_positions)
-    spread = observed.groupBy(*POSITION).agg(F.min("value").alias("low"), F.max("value").alias("high"))
-    divergent = spread.where(F.col("low") != F.col("high")).select(*POSITION)
+    at_ack = F.col("ack_offset").alias("offset")
+    acked_positions = acked.select("topic", "partition", at_ack, "value", *WRITE_EVIDENCE)
+    observed = (
+        records(reads)
+        .select(*POSITION, "value", "phase")
+        .unionByName(acked_positions.select(*POSITION, "value", F.lit(None).cast("string").alias("phase")))
+    )
+    # One pass over every position; the final value rides along for the few divergent ones.
+    spread = observed.groupBy(*POSITION).agg(
+        F.min("value").alias("low"),
+        F.max("value").alias("high"),
+        F.min(F.when(F.col("phase") == "final", F.col("value"))).alias("final_value"),
+    )
+    divergent = spread.where(F.col("low") != F.col("high")).select(*POSITION, "final_value")
     values = (
         observed.join(divergent, POSITION, "left_semi")
         .groupBy(*POSITION)
@@ -172,12 +191,10 @@ def divergent_offsets(writes: DataFrame, reads: DataFrame, topic_acks: Mapping[s
     )
     earliest_ack = (
         acked_positions.join(divergent, POSITION, "left_semi")
-        .join(acked.select("value", *WRITE_EVIDENCE), "value")
         .groupBy(*POSITION)
         .agg(F.min_by(F.struct("value", *WRITE_EVIDENCE), "complete_ns").alias("write"))
     )
-    joined = values.join(earliest_ack, POSITION, "left")
-    with_final = with_final_value(joined, reads, "offset")
+    with_final = divergent.join(values, POSITION).join(earliest_ack, POSITION, "left")
     return with_final.select(
         *POSITION,
         acks_of(F.col("topic"), topic_acks).alias("acks"),

@@ -73,7 +73,7 @@ def _examples(
     order = [F.col(c).asc_nulls_last() for c in _EXAMPLE_ORDER if c in frame.columns]
     first = frame.orderBy(*order).limit(EXAMPLE_CAP)
     if details is not None:
-        first = details(first.persist()).orderBy(*order)
+        first = details(first).orderBy(*order)
     sample = first.collect()
     intervals = fault_intervals(history.faults)
     examples = []
@@ -114,16 +114,16 @@ def _summarize(history: History, flags: DataFrame) -> _ValueSummary:
     written: set[tuple[str, int]] = set()
     per_kind: dict[str, dict[tuple[str, int | None], int]] = {kind: defaultdict(int) for kind in _VALUE_KINDS}
     lost_unsure = 0
+    for row in history.writes.groupBy("topic", "partition", "outcome").count().collect():
+        topic = write_counts[row["topic"]]
+        topic["attempted"] += int(row["count"])
+        topic[_OUTCOME_COUNT[row["outcome"]]] += int(row["count"])
+        if row["partition"] < 0:
+            unplaced.add(str(row["topic"]))
+        else:
+            written.add((str(row["topic"]), int(row["partition"])))
     for row in anomalies.value_summary(flags).collect():
         t_s = row["t_s"]
-        if row["written"]:
-            topic = write_counts[row["topic"]]
-            topic["attempted"] += int(row["writes"])
-            topic[_OUTCOME_COUNT[row["outcome"]]] += int(row["writes"])
-            if row["partition"] < 0:
-                unplaced.add(str(row["topic"]))
-            else:
-                written.add((str(row["topic"]), int(row["partition"])))
         for kind, flag in _VALUE_KINDS.items():
             if row[flag]:
                 topic_of = row["read_topic"] if flag in ("duplicate", "unexpected") else row["topic"]
@@ -150,14 +150,15 @@ def _found(
 ) -> tuple[dict[str, _Found], _ValueSummary, list[dict[str, Any]]]:
     """Every anomaly kind's counts and examples, the write counts and the incomplete partitions.
 
-    Lost, duplicate, phantom and unexpected values come from one cached per-value frame and one
-    aggregation of it; examples are gathered only for kinds that occurred.
+    Lost, duplicate, phantom and unexpected values come from one pass over a per-value frame whose
+    anomalous rows (few) are cached, counted in one aggregation and sampled; examples are gathered
+    only for kinds that occurred.
     """
     run, writes, reads = history.run, history.writes, history.reads
     acks = topic_acks(run)
     partitions = {str(t["name"]): int(t.get("partitions") or 0) for t in run["topics"]}
     facts = anomalies.value_facts(writes, reads)
-    flags = anomalies.value_flags(facts, reads, partitions).persist()
+    flags = anomalies.anomalous_values(anomalies.value_flags(facts, reads, partitions)).persist()
     try:
         summary = _summarize(history, flags)
         complete = anomalies.complete_partitions(reads)
