@@ -170,32 +170,39 @@ def divergent_offsets(writes: DataFrame, reads: DataFrame, topic_acks: Mapping[s
     acked = writes.where(
         (F.col("outcome") == "ok") & F.col("ack_offset").isNotNull() & (F.col("partition") >= 0)
     )
-    at_ack = F.col("ack_offset").alias("offset")
-    acked_positions = acked.select("topic", "partition", at_ack, "value", *WRITE_EVIDENCE)
+    evidence = F.struct("value", *WRITE_EVIDENCE)
+    no_write = F.lit(None).cast(acked.select(evidence).schema[0].dataType).alias("write")
     observed = (
         records(reads)
-        .select(*POSITION, "value", "phase")
-        .unionByName(acked_positions.select(*POSITION, "value", F.lit(None).cast("string").alias("phase")))
+        .select(*POSITION, "value", "phase", no_write)
+        .unionByName(
+            acked.select(
+                "topic",
+                "partition",
+                F.col("ack_offset").alias("offset"),
+                "value",
+                F.lit(None).cast("string").alias("phase"),
+                evidence.alias("write"),
+            )
+        )
     )
-    # One pass over every position; the final value rides along for the few divergent ones.
-    spread = observed.groupBy(*POSITION).agg(
-        F.min("value").alias("low"),
-        F.max("value").alias("high"),
-        F.min(F.when(F.col("phase") == "final", F.col("value"))).alias("final_value"),
+    # Exact and hash-aggregated (no string in an aggregation buffer, so no sort): distinct
+    # (position, value) pairs, then positions with two or more. One shuffle serves both steps.
+    pairs = observed.repartition(*POSITION).groupBy(*POSITION, "value").agg(F.count("*").alias("seen"))
+    divergent = pairs.groupBy(*POSITION).agg(F.count("*").alias("distinct_values")).where(
+        F.col("distinct_values") > 1
     )
-    divergent = spread.where(F.col("low") != F.col("high")).select(*POSITION, "final_value")
-    values = (
+    # Details only for the divergent positions (few): their values, final value, earliest ack.
+    details = (
         observed.join(divergent, POSITION, "left_semi")
         .groupBy(*POSITION)
-        .agg(F.array_sort(F.collect_set("value")).alias("values"))
+        .agg(
+            F.array_sort(F.collect_set("value")).alias("values"),
+            F.min(F.when(F.col("phase") == "final", F.col("value"))).alias("final_value"),
+            F.min_by("write", F.col("write.complete_ns")).alias("write"),
+        )
     )
-    earliest_ack = (
-        acked_positions.join(divergent, POSITION, "left_semi")
-        .groupBy(*POSITION)
-        .agg(F.min_by(F.struct("value", *WRITE_EVIDENCE), "complete_ns").alias("write"))
-    )
-    with_final = divergent.join(values, POSITION).join(earliest_ack, POSITION, "left")
-    return with_final.select(
+    return details.select(
         *POSITION,
         acks_of(F.col("topic"), topic_acks).alias("acks"),
         "values",

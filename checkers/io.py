@@ -145,11 +145,18 @@ def _cached_counts(fingerprint_path: Path, fingerprint: dict[str, Any]) -> dict[
     return {str(k): int(v) for k, v in events.items()}
 
 
+_JSON_OPTIONS = {"columnNameOfCorruptRecord": frames.CORRUPT, "mode": "PERMISSIVE"}
+
+
+def _with_corrupt(schema: T.StructType) -> T.StructType:
+    return T.StructType([*schema.fields, T.StructField(frames.CORRUPT, T.StringType())])
+
+
 def _parse(lines: DataFrame, source: _Source) -> DataFrame:
-    """Parse the `text` column of `lines` with the source's schema; blank lines are skipped."""
-    schema = T.StructType([*source.schema.fields, T.StructField(frames.CORRUPT, T.StringType())])
-    options = {"columnNameOfCorruptRecord": frames.CORRUPT}
-    parsed = lines.where(F.trim("text") != "").withColumn("event", F.from_json("text", schema, options))
+    """Parse the `text` column of `lines` like the conversion's JSON reader; blank lines are skipped."""
+    parsed = lines.where(F.trim("text") != "").withColumn(
+        "event", F.from_json("text", _with_corrupt(source.schema), _JSON_OPTIONS)
+    )
     return parsed.select(*lines.columns, "event.*")
 
 
@@ -162,7 +169,7 @@ def _convert(spark: SparkSession, run_dir: Path, run: dict[str, Any]) -> dict[st
     for source, target, name in ((_WRITES, "writes_events", "writes"), (_READS, "reads_events", "reads")):
         path = run_dir / source.name
         with spark_errors(f"converting {source.name} to Parquet", str(path)):
-            parsed = _parse(spark.read.text(_uri(path)).toDF("text"), source).drop("text")
+            parsed = spark.read.schema(_with_corrupt(source.schema)).json(_uri(path), **_JSON_OPTIONS)
             parsed = parsed.withColumn(_VALID, source.is_valid()).drop(frames.CORRUPT)
             parsed.write.mode("overwrite").parquet(_uri(cache / target))
             events = spark.read.parquet(_uri(cache / target))
