@@ -69,21 +69,31 @@ def value_facts(writes: DataFrame, reads: DataFrame) -> DataFrame:
     `first_in_partition` the smallest (partition, offset), `final_low`/`final_high` the smallest
     and largest (topic, partition) of its final reads; `written` and `read` say which side exists.
     """
-    final = F.col("phase") == "final"
-    final_at = F.when(final, F.struct("topic", "partition"))
-    seen = (
-        records(reads)
-        .groupBy("value")
-        .agg(
-            F.min(F.struct(*POSITION)).alias("first_at"),
-            F.max(F.struct(*POSITION)).alias("last_at"),
-            F.min(F.struct("partition", "offset")).alias("first_in_partition"),
-            F.min(final_at).alias("final_low"),
-            F.max(final_at).alias("final_high"),
-        )
-        .withColumn("read", F.lit(True))
+    # Writes and reads meet in one window per value (one shuffle and sort); a groupBy with these
+    # struct aggregates would sort-aggregate the reads and then sort both sides again to join.
+    read_rows = records(reads).select(
+        "value",
+        F.struct(*POSITION).alias("at"),
+        (F.col("phase") == "final").alias("final"),
     )
-    return writes.withColumn("written", F.lit(True)).join(seen, "value", "full_outer")
+    rows = writes.withColumn("is_write", F.lit(True)).unionByName(read_rows, allowMissingColumns=True)
+    of_value = Window.partitionBy("value").orderBy(F.col("is_write").asc_nulls_last())
+    whole = of_value.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
+    is_read = F.col("at").isNotNull()
+    final_at = F.when(F.col("final"), F.struct("at.topic", "at.partition"))
+    facts = rows.select(
+        *writes.columns,
+        F.row_number().over(of_value).alias("row"),
+        F.max(F.coalesce("is_write", F.lit(False))).over(whole).alias("written"),
+        F.max(is_read).over(whole).alias("read"),
+        F.min("at").over(whole).alias("first_at"),
+        F.max("at").over(whole).alias("last_at"),
+        F.min(F.when(is_read, F.struct("at.partition", "at.offset"))).over(whole).alias("first_in_partition"),
+        F.min(final_at).over(whole).alias("final_low"),
+        F.max(final_at).over(whole).alias("final_high"),
+    )
+    # The value's write row if it has one, else one of its read rows (write columns null).
+    return facts.where(F.col("row") == 1).drop("row")
 
 
 def value_flags(facts: DataFrame, reads: DataFrame, topic_partitions: Mapping[str, int]) -> DataFrame:
@@ -162,14 +172,18 @@ def lost_writes(writes: DataFrame, reads: DataFrame, topic_partitions: Mapping[s
     )
 
 
+def _acked_at_offsets(writes: DataFrame) -> DataFrame:
+    return writes.where(
+        (F.col("outcome") == "ok") & F.col("ack_offset").isNotNull() & (F.col("partition") >= 0)
+    ).withColumn("offset", F.col("ack_offset"))
+
+
 def divergent_offsets(writes: DataFrame, reads: DataFrame, topic_acks: Mapping[str, str]) -> DataFrame:
     """Positions holding two different values, among `ok` write offsets and all reads.
 
     The earliest-acknowledged `ok` write at the position, if any, is the evidence.
     """
-    acked = writes.where(
-        (F.col("outcome") == "ok") & F.col("ack_offset").isNotNull() & (F.col("partition") >= 0)
-    )
+    acked = _acked_at_offsets(writes)
     evidence = F.struct("value", *WRITE_EVIDENCE)
     no_write = F.lit(None).cast(acked.select(evidence).schema[0].dataType).alias("write")
     observed = (
@@ -177,24 +191,18 @@ def divergent_offsets(writes: DataFrame, reads: DataFrame, topic_acks: Mapping[s
         .select(*POSITION, "value", "phase", no_write)
         .unionByName(
             acked.select(
-                "topic",
-                "partition",
-                F.col("ack_offset").alias("offset"),
-                "value",
-                F.lit(None).cast("string").alias("phase"),
-                evidence.alias("write"),
+                *POSITION, "value", F.lit(None).cast("string").alias("phase"), evidence.alias("write")
             )
         )
     )
-    # Exact and hash-aggregated (no string in an aggregation buffer, so no sort): distinct
-    # (position, value) pairs, then positions with two or more. One shuffle serves both steps.
-    pairs = observed.repartition(*POSITION).groupBy(*POSITION, "value").agg(F.count("*").alias("seen"))
-    divergent = pairs.groupBy(*POSITION).agg(F.count("*").alias("distinct_values")).where(
-        F.col("distinct_values") > 1
+    # One shuffle and sort by position, no string in an aggregation buffer (that would sort twice):
+    # the window sees every value at a position, and only the few divergent positions' rows leave it.
+    at_position = Window.partitionBy(*POSITION)
+    spread = observed.select(
+        "*", F.min("value").over(at_position).alias("low"), F.max("value").over(at_position).alias("high")
     )
-    # Details only for the divergent positions (few): their values, final value, earliest ack.
     details = (
-        observed.join(divergent, POSITION, "left_semi")
+        spread.where(F.col("low") != F.col("high"))
         .groupBy(*POSITION)
         .agg(
             F.array_sort(F.collect_set("value")).alias("values"),
@@ -279,9 +287,7 @@ def unexpected_values(writes: DataFrame, reads: DataFrame, topic_acks: Mapping[s
 
 def reordered_writes(writes: DataFrame) -> DataFrame:
     """`ok` writes at a lower offset than an earlier-invoked `ok` write of the same process and partition."""
-    acked = writes.where(
-        (F.col("outcome") == "ok") & F.col("ack_offset").isNotNull() & (F.col("partition") >= 0)
-    )
+    acked = _acked_at_offsets(writes).drop("offset")
     earlier = (
         Window.partitionBy("process", "topic", "partition")
         .orderBy("invoke_ns", "value")

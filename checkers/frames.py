@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -92,19 +92,28 @@ def writes_by_value(write_events: DataFrame, topic_acks: Mapping[str, str]) -> D
     is_invoke = F.col("type") == "invoke"
     is_completion = ~is_invoke
     known_partition = F.col("partition") >= 0
-    per_value = write_events.groupBy("value").agg(
-        F.sum(is_invoke.cast("int")).alias("invokes"),
-        F.sum(is_completion.cast("int")).alias("completions"),
-        F.max("topic").alias("topic"),
-        F.max(F.when(is_invoke, F.col("process"))).alias("process"),
-        F.max(F.when(is_completion & known_partition, F.col("partition"))).alias("completion_partition"),
-        F.max(F.when(is_invoke, F.col("partition"))).alias("invoke_partition"),
-        F.min(F.when(is_invoke, F.col("time_ns"))).alias("invoke_ns"),
-        F.max(F.when(is_completion, F.col("time_ns"))).alias("complete_ns"),
-        F.max(F.when(is_completion, F.col("type"))).alias("completion"),
-        F.max(F.when(F.col("type") == "ok", F.col("offset"))).alias("ack_offset"),
-        F.max(F.when(is_completion, F.col("error"))).alias("error"),
+    # A window over each value's events, not groupBy: string aggregates (topic, process, error)
+    # would make Spark sort-aggregate, sorting every event twice; the window sorts once.
+    of_value = Window.partitionBy("value")
+    aggregates = {
+        "invokes": F.sum(is_invoke.cast("int")),
+        "completions": F.sum(is_completion.cast("int")),
+        "topic": F.max("topic"),
+        "process": F.max(F.when(is_invoke, F.col("process"))),
+        "completion_partition": F.max(F.when(is_completion & known_partition, F.col("partition"))),
+        "invoke_partition": F.max(F.when(is_invoke, F.col("partition"))),
+        "invoke_ns": F.min(F.when(is_invoke, F.col("time_ns"))),
+        "complete_ns": F.max(F.when(is_completion, F.col("time_ns"))),
+        "completion": F.max(F.when(is_completion, F.col("type"))),
+        "ack_offset": F.max(F.when(F.col("type") == "ok", F.col("offset"))),
+        "error": F.max(F.when(is_completion, F.col("error"))),
+    }
+    over_value = write_events.select(
+        "value", "type", *[aggregate.over(of_value).alias(name) for name, aggregate in aggregates.items()]
     )
+    # One row per value: its invoke's (a value invoked twice keeps both rows, and write_problems
+    # reports it), or for a completion with no invoke that completion's.
+    per_value = over_value.where(is_invoke | (F.col("invokes") == 0)).drop("type")
     return per_value.select(
         "value",
         "topic",
