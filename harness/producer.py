@@ -2,8 +2,10 @@
 
 Each process is one thread with one librdkafka producer. Delivery callbacks run inside `poll()`
 on that same thread, so a process's completions are written after its invokes and in the order
-the client reported them. Each loop turn's events (an invoke, and the completions its poll()
-delivered) are appended in one write(2) at the end of the turn, microseconds after they happened.
+the client reported them. Events are appended in one write(2) per loop turn (an invoke, and the
+completions its poll() delivered); when writing as fast as possible, turns are gathered until
+WRITE_BATCH events or WRITE_DELAY_NS old, so a history line still reaches the file at most about a
+millisecond after it happened, without a system call per write.
 Values are `<process>:<sequence>`, unique in the run.
 """
 
@@ -32,6 +34,9 @@ DEFAULT_PRODUCER_CONFIG: dict[str, Any] = {
     "batch.num.messages": 100,
     "queue.buffering.max.messages": 10000,
 }
+
+WRITE_BATCH = 256
+WRITE_DELAY_NS = 1_000_000
 
 
 @dataclass
@@ -144,9 +149,12 @@ class ProducerProcess:
             value = f"{self.process}:{sequence}"
             partition = sequence % self.partitions
             sequence += 1
-            self._send(producer, value, partition)
+            invoked_ns = self._send(producer, value, partition)
             producer.poll(0)
-            self._write_pending()
+            pending = self._pending
+            if len(pending) >= WRITE_BATCH or invoked_ns - pending[0]["time_ns"] >= WRITE_DELAY_NS:
+                self._write_pending()
+        self._write_pending()
         # Every invoked write gets its completion: flush until the queue drains
         # (message.timeout.ms bounds how long that can take).
         deadline = time.monotonic() + int(self.config["message.timeout.ms"]) / 1000 + 10
@@ -154,7 +162,8 @@ class ProducerProcess:
             producer.flush(1.0)
             self._write_pending()
 
-    def _send(self, producer: Producer, value: str, partition: int) -> None:
+    def _send(self, producer: Producer, value: str, partition: int) -> int:
+        """Produce one write, recording its invoke (and its completion, when poll() delivers it)."""
         invoked_ns = self._clock.now_ns()
         self._event("invoke", value, partition, invoked_ns)
         self.counts.attempted += 1
@@ -179,12 +188,12 @@ class ProducerProcess:
         while True:
             try:
                 producer.produce(self.topic, value=payload, partition=partition, on_delivery=delivered)
-                return
+                return invoked_ns
             except BufferError:  # local queue full: let deliveries drain, then try the same write again
                 producer.poll(0.1)
             except KafkaException as exc:  # refused synchronously: never sent
                 self._complete_with_error(value, partition, exc.args[0])
-                return
+                return invoked_ns
 
     def _complete_with_error(self, value: str, partition: int, err: KafkaError) -> None:
         kind = classify(err.code(), self.retries)
