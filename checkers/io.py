@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -171,15 +171,16 @@ def _convert(spark: SparkSession, run_dir: Path, run: dict[str, Any]) -> dict[st
         with spark_errors(f"converting {source.name} to Parquet", str(path)):
             parsed = spark.read.schema(_with_corrupt(source.schema)).json(_uri(path), **_JSON_OPTIONS)
             parsed = parsed.withColumn(_VALID, source.is_valid()).drop(frames.CORRUPT)
-            parsed.write.mode("overwrite").parquet(_uri(cache / target))
-            events = spark.read.parquet(_uri(cache / target))
-            # One pass: bad lines, valid lines and an undeclared topic, if any.
-            valid = F.col(_VALID)
-            summary = events.agg(
+            # Observed while the Parquet is written, no extra pass: bad lines, valid lines and an
+            # undeclared topic, if any.
+            valid, observation = F.col(_VALID), Observation()
+            parsed.observe(
+                observation,
                 F.count(F.when(~valid, 1)).alias("bad"),
                 F.count(F.when(valid, 1)).alias("good"),
                 F.min(F.when(valid & ~F.col("topic").isin(*known_topics), F.col("topic"))).alias("unknown"),
-            ).collect()[0]
+            ).write.mode("overwrite").parquet(_uri(cache / target))
+            summary = observation.get
         if summary["bad"]:
             _raise_first_bad_line(spark, path, source)
         counts[name] = int(summary["good"])

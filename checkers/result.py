@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, Row
 from pyspark.sql import functions as F
 
 from checkers import anomalies, availability
@@ -145,10 +146,10 @@ def _incomplete_partitions(
     return [{"topic": t, "partition": p} for t, p in sorted(written - done)]
 
 
-def _found(
+def _value_found(
     history: History, timeline: ClusterTimeline
 ) -> tuple[dict[str, _Found], _ValueSummary, list[dict[str, Any]]]:
-    """Every anomaly kind's counts and examples, the write counts and the incomplete partitions.
+    """The per-value anomaly kinds' counts and examples, the write counts and the incomplete partitions.
 
     Lost, duplicate, phantom and unexpected values come from one pass over a per-value frame whose
     anomalous rows (few) are cached, counted in one aggregation and sampled; examples are gathered
@@ -187,10 +188,6 @@ def _found(
             found[kind] = _Found(counts, examples)
     finally:
         flags.unpersist()
-    found["divergent-offset"] = _collect_found(
-        anomalies.divergent_offsets(writes, reads, acks), timeline, history
-    )
-    found["reordered"] = _collect_found(anomalies.reordered_writes(writes), timeline, history)
     return found, summary, incomplete
 
 
@@ -202,7 +199,34 @@ def _round(value: Any) -> Any:
     return round(float(value), 3) if value is not None else None
 
 
-def _availability(history: History, found: Mapping[str, _Found]) -> dict[str, Any]:
+@dataclass(frozen=True)
+class _AvailabilityRows:
+    """What Spark computes for availability: per-second series, latency by fault, first oks."""
+
+    series: list[Row]
+    latency: list[Row]
+    first_oks: dict[str, Row]
+
+
+def _availability_rows(history: History) -> _AvailabilityRows:
+    intervals = fault_intervals(history.faults)
+    writes = history.writes
+    series = availability.per_second(writes).orderBy("acks", "t_s").collect()
+    latency = (
+        availability.latency_by_fault(writes, merged_windows(intervals))
+        .orderBy("acks", "during_fault")
+        .collect()
+    )
+    first_oks = {}
+    if intervals:
+        first_oks = {
+            r["acks"]: r
+            for r in availability.first_ok_after(writes, [i.start_ns for i in intervals]).collect()
+        }
+    return _AvailabilityRows(series, latency, first_oks)
+
+
+def _availability(history: History, found: Mapping[str, _Found], rows: _AvailabilityRows) -> dict[str, Any]:
     acks = topic_acks(history.run)
     intervals = fault_intervals(history.faults)
     marks: dict[tuple[str, int | None], dict[str, int]] = defaultdict(lambda: {"lost": 0, "divergent": 0})
@@ -210,7 +234,7 @@ def _availability(history: History, found: Mapping[str, _Found]) -> dict[str, An
         for (topic, t_s), n in found[kind].per_topic_second.items():
             marks[(acks[topic], t_s)][name] += n
     series = []
-    for row in availability.per_second(history.writes).orderBy("acks", "t_s").collect():
+    for row in rows.series:
         series.append(
             {
                 "acks": row["acks"],
@@ -229,16 +253,11 @@ def _availability(history: History, found: Mapping[str, _Found]) -> dict[str, An
             **row.asDict(),
             **{k: _round(row[k]) for k in ("p50_ms", "p99_ms", "max_ms", "error_rate", "indeterminate_rate")},
         }
-        for row in availability.latency_by_fault(history.writes, merged_windows(intervals))
-        .orderBy("acks", "during_fault")
-        .collect()
+        for row in rows.latency
     ]
     recovery = []
     if intervals:
-        firsts = {
-            r["acks"]: r
-            for r in availability.first_ok_after(history.writes, [i.start_ns for i in intervals]).collect()
-        }
+        firsts = rows.first_oks
         for index, interval in enumerate(intervals):
             for mode in sorted({*acks.values()}, key=ACKS_MODES.index):
                 first = firsts[mode][f"first_ok_{index}"] if mode in firsts else None
@@ -261,7 +280,18 @@ def build_result(history: History, checked_at: str, spark_info: dict[str, Any]) 
     run = history.run
     acks = topic_acks(run)
     timeline = ClusterTimeline(history.cluster)
-    found, summary, incomplete = _found(history, timeline)
+    writes, reads = history.writes, history.reads
+    # Independent Spark jobs run side by side: each has serial stretches (planning, a last long
+    # task, driver-side collection) in which the other cores would otherwise sit idle.
+    with ThreadPoolExecutor(max_workers=4, thread_name_prefix="kchaos-check") as pool:
+        value_kinds = pool.submit(_value_found, history, timeline)
+        divergent = pool.submit(
+            _collect_found, anomalies.divergent_offsets(writes, reads, acks), timeline, history
+        )
+        reordered = pool.submit(_collect_found, anomalies.reordered_writes(writes), timeline, history)
+        availability_rows = pool.submit(_availability_rows, history)
+        found, summary, incomplete = value_kinds.result()
+        found = {**found, "divergent-offset": divergent.result(), "reordered": reordered.result()}
     write_counts = summary.write_counts
     incomplete_topics = {p["topic"] for p in incomplete}
 
@@ -299,5 +329,5 @@ def build_result(history: History, checked_at: str, spark_info: dict[str, Any]) 
             }
             for kind in COUNT_NAMES
         },
-        "availability": _availability(history, found),
+        "availability": _availability(history, found, availability_rows.result()),
     }
