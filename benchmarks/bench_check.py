@@ -117,8 +117,9 @@ def _jvm_peak_rss_mib() -> float | None:
 
 def _spark_child(run_dir: Path, master: str | None) -> dict[str, Any]:
     from checkers import check_run, get_spark
+    from checkers.io import history_bytes
 
-    get_spark(master)  # start-up is not part of a check's work
+    get_spark(master, history_bytes=history_bytes(run_dir))  # start-up is not part of a check's work
     shutil.rmtree(run_dir / "check", ignore_errors=True)
     started = time.monotonic()
     result = check_run(run_dir, master)

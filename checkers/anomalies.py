@@ -2,11 +2,12 @@
 
 Inputs are `writes` (one row per value, `frames.writes_by_value`) and `reads` (read events). Each
 function returns one row per anomaly, with the columns result.json's examples use; counts are the
-row counts. Wide aggregations first find the few anomalous keys with cheap min/max aggregates and
-only then gather details for those keys.
+row counts. One wide pass (a window per value or per position: one shuffle and one sort, where a
+groupBy with string or struct aggregates would make Spark sort twice) finds the few anomalous keys,
+and details are gathered for those keys only.
 
 Lost, duplicate, phantom and unexpected values are all per-value questions: `value_facts` answers
-them in one pass (writes joined with reads aggregated per value), `value_flags` marks each kind, and
+them in one pass (writes and reads of a value meet in one window), `value_flags` marks each kind, and
 `*_from` functions select one kind's rows from that shared (cacheable) frame. The few details that
 need another key (the final value at an offset, every position of a duplicate) are added by
 `with_final_value` and `with_offsets`, meant for the capped example rows only.

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from checkers.io import check_layout, load_history, write_result
+from checkers.io import check_layout, history_bytes, load_history, write_result
 from checkers.result import build_result
 from checkers.session import get_spark, spark_errors
 
@@ -20,7 +20,7 @@ def check_run(run_dir: Path, master: str | None = None) -> dict[str, Any]:
     started = time.monotonic()
     checked_at = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     check_layout(run_dir)
-    spark = get_spark(master)
+    spark = get_spark(master, history_bytes=history_bytes(run_dir))
     spark_info: dict[str, Any] = {"master": spark.sparkContext.master, "version": spark.version}
     history = load_history(spark, run_dir)
     with spark_errors("checking the history", str(run_dir)):

@@ -69,6 +69,11 @@ def check_layout(run_dir: Path) -> dict[str, Any]:
     return run
 
 
+def history_bytes(run_dir: Path) -> int:
+    """Size of writes.jsonl and reads.jsonl together (what a check has to read)."""
+    return sum((run_dir / source.name).stat().st_size for source in (_WRITES, _READS))
+
+
 def load_history(spark: SparkSession, run_dir: Path) -> History:
     """Validate the run directory and return its history, converting JSONL to Parquet if needed."""
     run = check_layout(run_dir)
