@@ -173,10 +173,11 @@ def lost_writes(writes: DataFrame, reads: DataFrame, topic_partitions: Mapping[s
     )
 
 
-def _acked_at_offsets(writes: DataFrame) -> DataFrame:
+def _acked_with_offset(writes: DataFrame) -> DataFrame:
+    """`ok` writes whose partition and offset the broker told (not acks=0, not unplaced)."""
     return writes.where(
         (F.col("outcome") == "ok") & F.col("ack_offset").isNotNull() & (F.col("partition") >= 0)
-    ).withColumn("offset", F.col("ack_offset"))
+    )
 
 
 def divergent_offsets(writes: DataFrame, reads: DataFrame, topic_acks: Mapping[str, str]) -> DataFrame:
@@ -184,7 +185,7 @@ def divergent_offsets(writes: DataFrame, reads: DataFrame, topic_acks: Mapping[s
 
     The earliest-acknowledged `ok` write at the position, if any, is the evidence.
     """
-    acked = _acked_at_offsets(writes)
+    acked = _acked_with_offset(writes).withColumn("offset", F.col("ack_offset"))
     evidence = F.struct("value", *WRITE_EVIDENCE)
     no_write = F.lit(None).cast(acked.select(evidence).schema[0].dataType).alias("write")
     observed = (
@@ -288,7 +289,7 @@ def unexpected_values(writes: DataFrame, reads: DataFrame, topic_acks: Mapping[s
 
 def reordered_writes(writes: DataFrame) -> DataFrame:
     """`ok` writes at a lower offset than an earlier-invoked `ok` write of the same process and partition."""
-    acked = _acked_at_offsets(writes).drop("offset")
+    acked = _acked_with_offset(writes)
     earlier = (
         Window.partitionBy("process", "topic", "partition")
         .orderBy("invoke_ns", "value")

@@ -16,7 +16,13 @@ from pyspark.sql import DataFrame, Row
 from pyspark.sql import functions as F
 
 from checkers import anomalies, availability
-from checkers.evidence import ClusterTimeline, active_fault_names, fault_intervals, merged_windows
+from checkers.evidence import (
+    ClusterTimeline,
+    FaultInterval,
+    active_fault_names,
+    fault_intervals,
+    merged_windows,
+)
 from checkers.guarantees import derive_guarantees, is_valid
 from checkers.io import History, topic_acks
 from harness.history import ACKS_MODES
@@ -208,8 +214,7 @@ class _AvailabilityRows:
     first_oks: dict[str, Row]
 
 
-def _availability_rows(history: History) -> _AvailabilityRows:
-    intervals = fault_intervals(history.faults)
+def _availability_rows(history: History, intervals: list[FaultInterval]) -> _AvailabilityRows:
     writes = history.writes
     series = availability.per_second(writes).orderBy("acks", "t_s").collect()
     latency = (
@@ -226,9 +231,10 @@ def _availability_rows(history: History) -> _AvailabilityRows:
     return _AvailabilityRows(series, latency, first_oks)
 
 
-def _availability(history: History, found: Mapping[str, _Found], rows: _AvailabilityRows) -> dict[str, Any]:
+def _availability(
+    history: History, intervals: list[FaultInterval], found: Mapping[str, _Found], rows: _AvailabilityRows
+) -> dict[str, Any]:
     acks = topic_acks(history.run)
-    intervals = fault_intervals(history.faults)
     marks: dict[tuple[str, int | None], dict[str, int]] = defaultdict(lambda: {"lost": 0, "divergent": 0})
     for kind, name in (("lost-write", "lost"), ("divergent-offset", "divergent")):
         for (topic, t_s), n in found[kind].per_topic_second.items():
@@ -257,10 +263,9 @@ def _availability(history: History, found: Mapping[str, _Found], rows: _Availabi
     ]
     recovery = []
     if intervals:
-        firsts = rows.first_oks
         for index, interval in enumerate(intervals):
             for mode in sorted({*acks.values()}, key=ACKS_MODES.index):
-                first = firsts[mode][f"first_ok_{index}"] if mode in firsts else None
+                first = rows.first_oks[mode][f"first_ok_{index}"] if mode in rows.first_oks else None
                 recovery.append(
                     {
                         "fault": interval.fault,
@@ -280,6 +285,7 @@ def build_result(history: History, checked_at: str, spark_info: dict[str, Any]) 
     run = history.run
     acks = topic_acks(run)
     timeline = ClusterTimeline(history.cluster)
+    intervals = fault_intervals(history.faults)
     writes, reads = history.writes, history.reads
     # Independent Spark jobs run side by side: each has serial stretches (planning, a last long
     # task, driver-side collection) in which the other cores would otherwise sit idle.
@@ -289,7 +295,7 @@ def build_result(history: History, checked_at: str, spark_info: dict[str, Any]) 
             _collect_found, anomalies.divergent_offsets(writes, reads, acks), timeline, history
         )
         reordered = pool.submit(_collect_found, anomalies.reordered_writes(writes), timeline, history)
-        availability_rows = pool.submit(_availability_rows, history)
+        availability_rows = pool.submit(_availability_rows, history, intervals)
         found, summary, incomplete = value_kinds.result()
         found = {**found, "divergent-offset": divergent.result(), "reordered": reordered.result()}
     write_counts = summary.write_counts
@@ -329,5 +335,5 @@ def build_result(history: History, checked_at: str, spark_info: dict[str, Any]) 
             }
             for kind in COUNT_NAMES
         },
-        "availability": _availability(history, found, availability_rows.result()),
+        "availability": _availability(history, intervals, found, availability_rows.result()),
     }
