@@ -86,7 +86,7 @@ class ProducerProcess:
         # Kept until `close()`: librdkafka calls an acks=0 write delivered once it is handed to the
         # socket, and destroying the client right after flush() can drop that tail unsent.
         self._producer: Producer | None = None
-        # Events of the current loop turn, appended to the history in one write at its end.
+        # Events not yet in the history: one loop turn's, or a batch of turns' when saturating.
         self._pending: list[dict[str, Any]] = []
 
     def start(self) -> None:
@@ -117,7 +117,7 @@ class ProducerProcess:
         )
 
     def _write_pending(self) -> None:
-        """Append this loop turn's events (an invoke, the completions poll() delivered) in one write."""
+        """Append the pending events (invokes, the completions poll() delivered) in one write, in order."""
         if self._pending:
             self._writer.write_many(self._pending)
             self._pending.clear()
