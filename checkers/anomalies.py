@@ -1,16 +1,18 @@
 """One pure DataFrame -> DataFrame function per anomaly kind of HISTORY_FORMAT.md.
 
-Inputs are `writes` (one row per value, `frames.writes_by_value`) and `reads` (read events). Each
-function returns one row per anomaly, with the columns result.json's examples use; counts are the
-row counts. One wide pass (a window per value or per position: one shuffle and one sort, where a
-groupBy with string or struct aggregates would make Spark sort twice) finds the few anomalous keys,
-and details are gathered for those keys only.
+Inputs are `values` (one row per value written or read, `frames.value_table`), `writes` (its
+written rows, `frames.writes_of`) and `reads` (read events). Each function returns one row per
+anomaly, with the columns result.json's examples use; counts are the row counts. One wide pass (a
+window per value or per position: one shuffle and one sort, where a groupBy with string or struct
+aggregates would make Spark sort twice) finds the few anomalous keys, and details are gathered for
+those keys only.
 
-Lost, duplicate, phantom and unexpected values are all per-value questions: `value_facts` answers
-them in one pass (writes and reads of a value meet in one window), `value_flags` marks each kind, and
-`*_from` functions select one kind's rows from that shared (cacheable) frame. The few details that
-need another key (the final value at an offset, every position of a duplicate) are added by
-`with_final_value` and `with_offsets`, meant for the capped example rows only.
+Lost, duplicate, phantom and unexpected values are all per-value questions that `value_table`
+answers (writes and reads of a value meet in one window, computed once when a history is
+converted): `value_flags` marks each kind, and `*_from` functions select one kind's rows from that
+shared (cacheable) frame. The few details that need another key (the final value at an offset, every
+position of a duplicate) are added by `with_final_value` and `with_offsets`, meant for the capped
+example rows only.
 """
 
 from __future__ import annotations
@@ -20,9 +22,8 @@ from collections.abc import Mapping
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from checkers.frames import acks_of
+from checkers.frames import POSITION, acks_of
 
-POSITION = ["topic", "partition", "offset"]
 WRITE_EVIDENCE = ["process", "invoke_ns", "complete_ns", "ack_offset"]
 
 
@@ -63,49 +64,15 @@ def with_final_value(anomalies: DataFrame, reads: DataFrame, offset_column: str)
     )
 
 
-def value_facts(writes: DataFrame, reads: DataFrame) -> DataFrame:
-    """One row per value written or read: its write (if any) and what the reads saw of it, in one pass.
-
-    `first_at`/`last_at` are the smallest and largest (topic, partition, offset) it was read at,
-    `first_in_partition` the smallest (partition, offset), `final_low`/`final_high` the smallest
-    and largest (topic, partition) of its final reads; `written` and `read` say which side exists.
-    """
-    # Writes and reads meet in one window per value (one shuffle and sort); a groupBy with these
-    # struct aggregates would sort-aggregate the reads and then sort both sides again to join.
-    read_rows = records(reads).select(
-        "value",
-        F.struct(*POSITION).alias("at"),
-        (F.col("phase") == "final").alias("final"),
-    )
-    rows = writes.withColumn("is_write", F.lit(True)).unionByName(read_rows, allowMissingColumns=True)
-    of_value = Window.partitionBy("value").orderBy(F.col("is_write").asc_nulls_last())
-    whole = of_value.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
-    is_read = F.col("at").isNotNull()
-    final_at = F.when(F.col("final"), F.struct("at.topic", "at.partition"))
-    facts = rows.select(
-        *writes.columns,
-        F.row_number().over(of_value).alias("row"),
-        F.max(F.coalesce("is_write", F.lit(False))).over(whole).alias("written"),
-        F.max(is_read).over(whole).alias("read"),
-        F.min("at").over(whole).alias("first_at"),
-        F.max("at").over(whole).alias("last_at"),
-        F.min(F.when(is_read, F.struct("at.partition", "at.offset"))).over(whole).alias("first_in_partition"),
-        F.min(final_at).over(whole).alias("final_low"),
-        F.max(final_at).over(whole).alias("final_high"),
-    )
-    # The value's write row if it has one, else one of its read rows (write columns null).
-    return facts.where(F.col("row") == 1).drop("row")
-
-
-def value_flags(facts: DataFrame, reads: DataFrame, topic_partitions: Mapping[str, int]) -> DataFrame:
-    """`value_facts` plus one boolean column per per-value anomaly kind.
+def value_flags(values: DataFrame, reads: DataFrame, topic_partitions: Mapping[str, int]) -> DataFrame:
+    """`values` (`frames.value_table`) plus one boolean column per per-value anomaly kind.
 
     `lost` is an `ok` write certainly missing from the complete final read of its partition (or,
     partition unknown, of its whole topic); `lost_unsure` one whose final reads span partitions on
     both sides of its own, which `lost_writes_from` settles exactly.
     """
     complete = complete_partitions(reads).withColumn("partition_complete", F.lit(True))
-    joined = facts.join(F.broadcast(complete), ["topic", "partition"], "left")
+    joined = values.join(F.broadcast(complete), ["topic", "partition"], "left")
     if topic_partitions:
         topics = complete_topics(reads, topic_partitions).withColumn("topic_complete", F.lit(True))
         joined = joined.join(F.broadcast(topics), "topic", "left")
@@ -122,7 +89,7 @@ def value_flags(facts: DataFrame, reads: DataFrame, topic_partitions: Mapping[st
     read = F.coalesce(F.col("read"), F.lit(False))
     written = F.coalesce(F.col("written"), F.lit(False))
     return joined.select(
-        *facts.columns,
+        *values.columns,
         ((placed & ~found_certain & outside) | (unplaced & topic_missed)).alias("lost"),
         (
             (placed & ~found_certain & ~outside)
@@ -161,13 +128,13 @@ def lost_writes_from(flags: DataFrame, reads: DataFrame, unsure: bool = True) ->
     return lost.unionByName(placed).unionByName(unplaced)
 
 
-def lost_writes(writes: DataFrame, reads: DataFrame, topic_partitions: Mapping[str, int]) -> DataFrame:
+def lost_writes(values: DataFrame, reads: DataFrame, topic_partitions: Mapping[str, int]) -> DataFrame:
     """`ok` writes absent from the complete final read of their partition.
 
     A write whose partition is unknown (-1) is judged against its whole topic, and only when every
     partition of the topic was read completely.
     """
-    flags = value_flags(value_facts(writes, reads), reads, topic_partitions)
+    flags = value_flags(values, reads, topic_partitions)
     return with_final_value(lost_writes_from(flags, reads), reads, "ack_offset").select(
         *LOST_COLUMNS, "final_value"
     )
@@ -199,7 +166,8 @@ def divergent_offsets(writes: DataFrame, reads: DataFrame, topic_acks: Mapping[s
     )
     # One shuffle and sort by position, no string in an aggregation buffer (that would sort twice):
     # the window sees every value at a position, and only the few divergent positions' rows leave it.
-    at_position = Window.partitionBy(*POSITION)
+    # The offset leads the sort key: topic names share their first 8 bytes (the sort's prefix).
+    at_position = Window.partitionBy("offset", "partition", "topic")
     spread = observed.select(
         "*", F.min("value").over(at_position).alias("low"), F.max("value").over(at_position).alias("high")
     )
@@ -245,9 +213,9 @@ def with_offsets(duplicated: DataFrame, reads: DataFrame) -> DataFrame:
     return duplicated.join(offsets, "value", "left").select(*duplicated.columns, "offsets")
 
 
-def duplicates(writes: DataFrame, reads: DataFrame, topic_acks: Mapping[str, str]) -> DataFrame:
+def duplicates(values: DataFrame, reads: DataFrame, topic_acks: Mapping[str, str]) -> DataFrame:
     """Values read at two or more distinct positions (re-reading one position is not a duplicate)."""
-    flags = value_flags(value_facts(writes, reads), reads, {})
+    flags = value_flags(values, reads, {})
     return with_offsets(duplicates_from(flags, topic_acks), reads).select(
         "topic", "partition", "acks", "value", "offsets", *WRITE_EVIDENCE
     )
@@ -266,9 +234,9 @@ def phantom_writes_from(flags: DataFrame) -> DataFrame:
     )
 
 
-def phantom_writes(writes: DataFrame, reads: DataFrame) -> DataFrame:
+def phantom_writes(values: DataFrame, reads: DataFrame) -> DataFrame:
     """Writes that ended in `fail` but were read; partition and offset say where (first position)."""
-    return phantom_writes_from(value_flags(value_facts(writes, reads), reads, {}))
+    return phantom_writes_from(value_flags(values, reads, {}))
 
 
 def unexpected_values_from(flags: DataFrame, topic_acks: Mapping[str, str]) -> DataFrame:
@@ -282,9 +250,9 @@ def unexpected_values_from(flags: DataFrame, topic_acks: Mapping[str, str]) -> D
     )
 
 
-def unexpected_values(writes: DataFrame, reads: DataFrame, topic_acks: Mapping[str, str]) -> DataFrame:
+def unexpected_values(values: DataFrame, reads: DataFrame, topic_acks: Mapping[str, str]) -> DataFrame:
     """Values read that no write invoked, one row per value at its first position."""
-    return unexpected_values_from(value_flags(value_facts(writes, reads), reads, {}), topic_acks)
+    return unexpected_values_from(value_flags(values, reads, {}), topic_acks)
 
 
 def reordered_writes(writes: DataFrame) -> DataFrame:

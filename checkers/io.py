@@ -27,16 +27,20 @@ from harness.errors import HistoryError
 from harness.history import CLUSTER, FAULTS, READS, RESULT, WRITES, iter_jsonl, load_run_json
 
 CACHE_DIR = "check/parquet"
-CACHE_VERSION = 2
+CACHE_VERSION = 3
 _FINGERPRINT = "fingerprint.json"
 _VALID = "_valid"
 
 
 @dataclass(frozen=True)
 class History:
-    """A validated run: run.json, writes per value and read events as DataFrames, small files as lists."""
+    """A validated run: run.json, per-value table, writes and read events as DataFrames, small files as lists.
+
+    `values` is `frames.value_table` of the history, `writes` its written rows (`frames.writes_of`).
+    """
 
     run: dict[str, Any]
+    values: DataFrame
     writes: DataFrame
     reads: DataFrame
     faults: list[dict[str, Any]]
@@ -91,10 +95,10 @@ def load_history(spark: SparkSession, run_dir: Path) -> History:
         counts = _convert(spark, run_dir, run)
         fingerprint_path.write_text(json.dumps({**fingerprint, "events": counts}, indent=2) + "\n")
     with spark_errors("reading the Parquet cache", str(cache)):
-        writes = spark.read.parquet(_uri(cache / "writes")).drop("invokes", "completions")
-        reads = spark.read.parquet(_uri(cache / "reads_events")).where(F.col(_VALID)).drop(_VALID)
+        values = spark.read.parquet(_uri(cache / "values"))
+        reads = _read_events(spark, cache)
     counts = {**counts, "faults": len(faults), "cluster": len(cluster)}
-    return History(run, writes, reads, faults, cluster, counts)
+    return History(run, values, frames.writes_of(values), reads, faults, cluster, counts)
 
 
 def write_result(run_dir: Path, result: dict[str, Any]) -> Path:
@@ -166,12 +170,16 @@ def _parse(lines: DataFrame, source: _Source) -> DataFrame:
 
 
 def _convert(spark: SparkSession, run_dir: Path, run: dict[str, Any]) -> dict[str, int]:
-    """Convert both JSONL files to Parquet, validating them; return the valid event counts."""
+    """Convert both JSONL files to Parquet, validating them; return the valid event counts.
+
+    reads.jsonl becomes its events (`reads_events`); writes.jsonl goes straight, with the read
+    records, into the per-value table (`values`, `frames.value_table`) without an events copy.
+    """
     cache = run_dir / CACHE_DIR
     cache.mkdir(parents=True, exist_ok=True)
     known_topics = sorted(topic_acks(run))
     counts: dict[str, int] = {}
-    for source, target, name in ((_WRITES, "writes_events", "writes"), (_READS, "reads_events", "reads")):
+    for source, name in ((_READS, "reads"), (_WRITES, "writes")):
         path = run_dir / source.name
         with spark_errors(f"converting {source.name} to Parquet", str(path)):
             parsed = spark.read.schema(_with_corrupt(source.schema)).json(_uri(path), **_JSON_OPTIONS)
@@ -179,12 +187,18 @@ def _convert(spark: SparkSession, run_dir: Path, run: dict[str, Any]) -> dict[st
             # Observed while the Parquet is written, no extra pass: bad lines, valid lines and an
             # undeclared topic, if any.
             valid, observation = F.col(_VALID), Observation()
-            parsed.observe(
+            observed = parsed.observe(
                 observation,
                 F.count(F.when(~valid, 1)).alias("bad"),
                 F.count(F.when(valid, 1)).alias("good"),
                 F.min(F.when(valid & ~F.col("topic").isin(*known_topics), F.col("topic"))).alias("unknown"),
-            ).write.mode("overwrite").parquet(_uri(cache / target))
+            )
+            if source is _READS:
+                observed.write.mode("overwrite").parquet(_uri(cache / "reads_events"))
+            else:
+                read_events = _read_events(spark, cache)
+                values = frames.value_table(observed.where(valid), read_events, topic_acks(run))
+                values.write.mode("overwrite").parquet(_uri(cache / "values"))
             summary = observation.get
         if summary["bad"]:
             _raise_first_bad_line(spark, path, source)
@@ -194,17 +208,18 @@ def _convert(spark: SparkSession, run_dir: Path, run: dict[str, Any]) -> dict[st
             line = _first_line_where(spark, path, source, F.col("topic") == topic)
             declared = ", ".join(known_topics)
             raise HistoryError(f"unknown topic {topic!r} (run.json declares: {declared})", str(path), line)
-    with spark_errors("grouping writes by value", str(run_dir / WRITES)):
-        write_events = spark.read.parquet(_uri(cache / "writes_events")).where(F.col(_VALID))
-        writes = frames.writes_by_value(write_events, topic_acks(run))
-        writes.write.mode("overwrite").parquet(_uri(cache / "writes"))
-        bad_value = frames.write_problems(spark.read.parquet(_uri(cache / "writes"))).limit(1).collect()
+    with spark_errors("checking writes per value", str(run_dir / WRITES)):
+        bad_value = frames.write_problems(spark.read.parquet(_uri(cache / "values"))).limit(1).collect()
     if bad_value:
         value, reason = bad_value[0]["value"], bad_value[0]["reason"]
         path = run_dir / WRITES
         line = _offending_write_line(spark, path, value, reason)
         raise HistoryError(f"{reason}: value {value!r}", str(path), line)
     return counts
+
+
+def _read_events(spark: SparkSession, cache: Path) -> DataFrame:
+    return spark.read.parquet(_uri(cache / "reads_events")).where(F.col(_VALID)).drop(_VALID)
 
 
 def _numbered(spark: SparkSession, path: Path) -> DataFrame:

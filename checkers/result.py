@@ -161,11 +161,10 @@ def _value_found(
     anomalous rows (few) are cached, counted in one aggregation and sampled; examples are gathered
     only for kinds that occurred.
     """
-    run, writes, reads = history.run, history.writes, history.reads
+    run, reads = history.run, history.reads
     acks = topic_acks(run)
     partitions = {str(t["name"]): int(t.get("partitions") or 0) for t in run["topics"]}
-    facts = anomalies.value_facts(writes, reads)
-    flags = anomalies.anomalous_values(anomalies.value_flags(facts, reads, partitions)).persist()
+    flags = anomalies.anomalous_values(anomalies.value_flags(history.values, reads, partitions)).persist()
     try:
         summary = _summarize(history, flags)
         complete = anomalies.complete_partitions(reads)

@@ -9,7 +9,7 @@ from checker_rundirs import TOPICS
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.testing import assertDataFrameEqual
 
-from checkers.frames import READ_SCHEMA, WRITE_SCHEMA, writes_by_value
+from checkers.frames import READ_SCHEMA, WRITE_SCHEMA, value_table, writes_of
 
 TOPIC_ACKS = {str(t["name"]): str(t["acks"]) for t in TOPICS}
 TOPIC_PARTITIONS = {str(t["name"]): int(t["partitions"]) for t in TOPICS}
@@ -17,13 +17,23 @@ TOPIC_PARTITIONS = {str(t["name"]): int(t["partitions"]) for t in TOPICS}
 
 def write_frame(spark: SparkSession, events: Iterable[Mapping[str, Any]]) -> DataFrame:
     rows = [tuple(e.get(f.name) for f in WRITE_SCHEMA.fields) for e in events]
-    per_value = writes_by_value(spark.createDataFrame(rows, WRITE_SCHEMA), TOPIC_ACKS)
-    return per_value.drop("invokes", "completions")
+    return spark.createDataFrame(rows, WRITE_SCHEMA)
 
 
 def read_frame(spark: SparkSession, events: Iterable[Mapping[str, Any]]) -> DataFrame:
     rows = [tuple(e.get(f.name) for f in READ_SCHEMA.fields) for e in events]
     return spark.createDataFrame(rows, READ_SCHEMA)
+
+
+def values_of(write_events: DataFrame, read_events: DataFrame) -> DataFrame:
+    """The per-value table of these events, as a check computes it when converting a history."""
+    return value_table(write_events, read_events, TOPIC_ACKS)
+
+
+def per_value_writes(write_events: DataFrame) -> DataFrame:
+    """One row per written value (no reads needed for the write columns)."""
+    no_reads = write_events.sparkSession.createDataFrame([], READ_SCHEMA)
+    return writes_of(values_of(write_events, no_reads))
 
 
 def assert_frame(frame: DataFrame, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
