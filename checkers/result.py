@@ -183,18 +183,14 @@ def _value_found(
             "phantom-write": (anomalies.phantom_writes_from(flags), None),
             "unexpected-value": (anomalies.unexpected_values_from(flags, acks), None),
         }
-
-        def found_of(kind: str) -> _Found:
-            frame, details = frames[kind]
-            if kind == "lost-write" and summary.lost_unsure:
-                return _collect_found(_with_details(frame, details), timeline, history)
+        found: dict[str, _Found] = {}
+        for kind, (frame, details) in frames.items():
             counts = summary.per_kind[kind]
-            return _Found(counts, _examples(frame, timeline, history, details) if counts else [])
-
-        # Each kind's examples are a few small jobs over the cached rows, mostly planning and
-        # driver round trips: side by side they overlap.
-        with ThreadPoolExecutor(max_workers=len(frames), thread_name_prefix="kchaos-examples") as pool:
-            found = dict(zip(frames, pool.map(found_of, frames), strict=True))
+            if kind == "lost-write" and summary.lost_unsure:
+                found[kind] = _collect_found(_with_details(frame, details), timeline, history)
+                continue
+            examples = _examples(frame, timeline, history, details) if counts else []
+            found[kind] = _Found(counts, examples)
     finally:
         flags.unpersist()
     return found, summary, incomplete

@@ -20,7 +20,6 @@ from harness.errors import EnvironmentError_, HistoryError
 
 DEFAULT_MASTER = "local[*]"
 LOCAL_SHUFFLE_PARTITIONS = 8
-LOCAL_SPLIT_BYTES = 32 * 1024 * 1024
 QUICK_START_BYTES = 256 * 1024 * 1024
 """Below this much history, a local check compiles with the JIT's quick tier only (C1): the
 optimizing tier costs more than it saves on short jobs (a 170k-event run re-checks in 32 s instead
@@ -66,9 +65,6 @@ def _conf(
     if master.startswith("local"):
         # A few hundred MB per run on a laptop: the default 200 shuffle partitions only add overhead.
         conf.set("spark.sql.shuffle.partitions", str(shuffle_partitions or LOCAL_SHUFFLE_PARTITIONS))
-        # Smaller input splits than the default 128 MB: a 600 MB history file would be 5 tasks on 2
-        # cores, the last one running alone.
-        conf.set("spark.sql.files.maxPartitionBytes", str(LOCAL_SPLIT_BYTES))
         conf.set("spark.driver.memory", os.environ.get("KCHAOS_SPARK_DRIVER_MEMORY", "4g"))
     elif shuffle_partitions:
         conf.set("spark.sql.shuffle.partitions", str(shuffle_partitions))
