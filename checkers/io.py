@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -176,7 +177,8 @@ def _convert(spark: SparkSession, run_dir: Path, run: dict[str, Any]) -> dict[st
     records, into the per-value table (`values`, `frames.value_table`) without an events copy.
     """
     cache = run_dir / CACHE_DIR
-    cache.mkdir(parents=True, exist_ok=True)
+    shutil.rmtree(cache, ignore_errors=True)  # a stale cache, perhaps of another layout
+    cache.mkdir(parents=True)
     known_topics = sorted(topic_acks(run))
     counts: dict[str, int] = {}
     for source, name in ((_READS, "reads"), (_WRITES, "writes")):
