@@ -6,7 +6,9 @@ the client reported them. Events are appended in one write(2) per loop turn (an 
 completions its poll() delivered); when writing as fast as possible, turns are gathered until
 WRITE_BATCH events or WRITE_DELAY_NS old, so a history line still reaches the file at most about a
 millisecond after it happened, without a system call per write.
-Values are `<process>:<sequence>`, unique in the run.
+Values are `<process>:<sequence>`, unique in the run. Lines are formatted from parts encoded once
+per process (`WriteLines`): at saturation the recording's Python is the cost that competes with
+the client's own, so a write's two lines take two string formats, not two dicts and two encodings.
 """
 
 from __future__ import annotations
@@ -16,8 +18,10 @@ import time
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
+import orjson
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
 from harness.history import HistoryWriter, RunClock
@@ -37,6 +41,38 @@ DEFAULT_PRODUCER_CONFIG: dict[str, Any] = {
 
 WRITE_BATCH = 256
 WRITE_DELAY_NS = 1_000_000
+
+
+class WriteLines:
+    """History lines of one producer process (HISTORY_FORMAT.md write events), from parts encoded once."""
+
+    def __init__(self, process: str, topic: str) -> None:
+        encoded = orjson.dumps({"process": process, "topic": topic}).decode()
+        self.fields = encoded[1:-1] + ","  # '"process":...,"topic":...,'
+        self.value_prefix = orjson.dumps(f"{process}:").decode()[:-1]  # '"<process>:' (value minus sequence)
+
+    def value(self, sequence: int) -> str:
+        """The JSON string of the value `<process>:<sequence>`."""
+        return f'{self.value_prefix}{sequence}"'
+
+    def invoke(self, time_ns: int, partition: int, value: str) -> str:
+        return (
+            f'{{"type":"invoke","time_ns":{time_ns},{self.fields}"partition":{partition},"value":{value}}}\n'
+        )
+
+    def ok(self, time_ns: int, partition: int, offset: int | None, value: str) -> str:
+        """An `ok` line; a missing or negative offset (acks=0 is told none) is null."""
+        offset_json = offset if offset is not None and offset >= 0 else "null"
+        return (
+            f'{{"type":"ok","time_ns":{time_ns},{self.fields}"partition":{partition},'
+            f'"offset":{offset_json},"value":{value}}}\n'
+        )
+
+    def error(self, kind: str, time_ns: int, partition: int, error: str, value: str) -> str:
+        return (
+            f'{{"type":"{kind}","time_ns":{time_ns},{self.fields}"partition":{partition},'
+            f'"offset":null,"error":{orjson.dumps(error).decode()},"value":{value}}}\n'
+        )
 
 
 @dataclass
@@ -86,8 +122,11 @@ class ProducerProcess:
         # Kept until `close()`: librdkafka calls an acks=0 write delivered once it is handed to the
         # socket, and destroying the client right after flush() can drop that tail unsent.
         self._producer: Producer | None = None
-        # Events not yet in the history: one loop turn's, or a batch of turns' when saturating.
-        self._pending: list[dict[str, Any]] = []
+        self._lines = WriteLines(process, topic)
+        self._on_delivery = self._delivered  # bound once, not per write
+        # Lines not yet in the history: one loop turn's, or a batch of turns' when saturating.
+        self._pending: list[str] = []
+        self._written_ns = 0  # when pending lines were last written
 
     def start(self) -> None:
         self._thread.start()
@@ -103,24 +142,12 @@ class ProducerProcess:
     def running(self) -> bool:
         return self._thread.is_alive()
 
-    def _event(self, kind: str, value: str, partition: int, time_ns: int, **extra: Any) -> None:
-        self._pending.append(
-            {
-                "type": kind,
-                "time_ns": time_ns,
-                "process": self.process,
-                "topic": self.topic,
-                "partition": partition,
-                **extra,
-                "value": value,
-            }
-        )
-
     def _write_pending(self) -> None:
-        """Append the pending events (invokes, the completions poll() delivered) in one write, in order."""
+        """Append the pending lines (invokes, the completions poll() delivered) in one write, in order."""
         if self._pending:
-            self._writer.write_many(self._pending)
+            self._writer.write_lines("".join(self._pending))
             self._pending.clear()
+        self._written_ns = self._clock.now_ns()
 
     def _run(self) -> None:
         try:
@@ -146,13 +173,12 @@ class ProducerProcess:
                     self._write_pending()
                     continue
                 next_send += self._interval_s
-            value = f"{self.process}:{sequence}"
             partition = sequence % self.partitions
+            invoked_ns = self._send(producer, sequence, partition)
             sequence += 1
-            invoked_ns = self._send(producer, value, partition)
             producer.poll(0)
-            pending = self._pending
-            if len(pending) >= WRITE_BATCH or invoked_ns - pending[0]["time_ns"] >= WRITE_DELAY_NS:
+            # No line waits longer than WRITE_DELAY_NS (about: the check runs once per write).
+            if len(self._pending) >= WRITE_BATCH or invoked_ns - self._written_ns >= WRITE_DELAY_NS:
                 self._write_pending()
         self._write_pending()
         # Every invoked write gets its completion: flush until the queue drains
@@ -162,42 +188,43 @@ class ProducerProcess:
             producer.flush(1.0)
             self._write_pending()
 
-    def _send(self, producer: Producer, value: str, partition: int) -> int:
+    def _send(self, producer: Producer, sequence: int, partition: int) -> int:
         """Produce one write, recording its invoke (and its completion, when poll() delivers it)."""
+        value_json = self._lines.value(sequence)
         invoked_ns = self._clock.now_ns()
-        self._event("invoke", value, partition, invoked_ns)
+        self._pending.append(self._lines.invoke(invoked_ns, partition, value_json))
         self.counts.attempted += 1
-        payload = (value + self._padding).encode()
-
-        def delivered(err: KafkaError | None, msg: Message) -> None:
-            now_ns = self._clock.now_ns()
-            if err is None:
-                offset = msg.offset()
-                self._event(
-                    "ok",
-                    value,
-                    partition,  # written where it was sent: partitions are chosen explicitly
-                    now_ns,
-                    offset=offset if offset is not None and offset >= 0 else None,
-                )
-                self.counts.acked += 1
-                self.counts.latencies_ns.append(now_ns - invoked_ns)
-            else:
-                self._complete_with_error(value, partition, err)
-
+        payload = f"{self.process}:{sequence}{self._padding}".encode()
+        # A partial, not a closure: a closure's cells are more objects for the cyclic garbage
+        # collector to walk, and thousands of writes can be in flight.
+        on_delivery = partial(self._on_delivery, value_json, partition, invoked_ns)
         while True:
             try:
-                producer.produce(self.topic, value=payload, partition=partition, on_delivery=delivered)
+                producer.produce(self.topic, value=payload, partition=partition, on_delivery=on_delivery)
                 return invoked_ns
             except BufferError:  # local queue full: let deliveries drain, then try the same write again
                 producer.poll(0.1)
             except KafkaException as exc:  # refused synchronously: never sent
-                self._complete_with_error(value, partition, exc.args[0])
+                self._complete_with_error(value_json, partition, exc.args[0])
                 return invoked_ns
 
-    def _complete_with_error(self, value: str, partition: int, err: KafkaError) -> None:
+    def _delivered(
+        self, value_json: str, partition: int, invoked_ns: int, err: KafkaError | None, msg: Message
+    ) -> None:
+        now_ns = self._clock.now_ns()
+        if err is None:
+            # Written where it was sent: partitions are chosen explicitly.
+            self._pending.append(self._lines.ok(now_ns, partition, msg.offset(), value_json))
+            counts = self.counts
+            counts.acked += 1
+            counts.latencies_ns.append(now_ns - invoked_ns)
+        else:
+            self._complete_with_error(value_json, partition, err)
+
+    def _complete_with_error(self, value_json: str, partition: int, err: KafkaError) -> None:
         kind = classify(err.code(), self.retries)
-        self._event(kind, value, partition, self._clock.now_ns(), offset=None, error=error_name(err))
+        line = self._lines.error(kind, self._clock.now_ns(), partition, error_name(err), value_json)
+        self._pending.append(line)
         if kind == "fail":
             self.counts.failed += 1
         else:
