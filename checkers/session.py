@@ -7,11 +7,16 @@ matter are translated into HarnessError by `spark_errors`.
 
 from __future__ import annotations
 
+import logging
 import os
+import signal
 import tempfile
+import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
+from functools import partial
 from pathlib import Path
+from types import FrameType
 
 from pyspark import SparkConf, SparkContext
 from pyspark.sql import SparkSession
@@ -90,6 +95,7 @@ def get_spark(
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     conf = _conf(master, app_name, shuffle_partitions, history_bytes)
     log_path = spark_log_path()
+    on_interrupt = signal.getsignal(signal.SIGINT)
     try:
         with log_path.open("ab") as log:
             gateway = _launch_gateway(conf, log)
@@ -98,8 +104,31 @@ def get_spark(
         raise EnvironmentError_(
             f"could not start Spark with master {master!r}: {_first_line(exc)} (Spark log: {log_path})"
         ) from None
+    if threading.current_thread() is threading.main_thread():
+        # SparkContext's own SIGINT handler calls into the JVM from inside the very call it
+        # interrupts, which fails; ours cancels the jobs from another thread instead.
+        if on_interrupt is signal.default_int_handler:
+            on_interrupt = partial(_cancel_and_interrupt, context)
+        signal.signal(signal.SIGINT, on_interrupt)
+    # py4j logs an interrupted call's traceback through the root logger: not for the user's terminal.
+    logging.getLogger().addFilter(_not_from_py4j)
     context.setLogLevel("ERROR")
     return SparkSession(context)
+
+
+def _cancel_and_interrupt(context: SparkContext, signum: int, frame: FrameType | None) -> None:
+    """Ctrl-C: cancel the running Spark jobs (so threads waiting on them end too) and interrupt."""
+    threading.Thread(target=_cancel_all_jobs, args=(context,), name="kchaos-cancel", daemon=True).start()
+    raise KeyboardInterrupt
+
+
+def _cancel_all_jobs(context: SparkContext) -> None:
+    with suppress(Exception):  # the JVM may already be going away
+        context.cancelAllJobs()
+
+
+def _not_from_py4j(record: logging.LogRecord) -> bool:
+    return f"{os.sep}py4j{os.sep}" not in record.pathname
 
 
 def _launch_gateway(conf: SparkConf, log: object) -> object:

@@ -49,6 +49,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         app(args=list(argv) if argv is not None else None, prog_name="kchaos")
     except SystemExit as exc:
         code = exc.code
+        if code == 130:  # typer turns Ctrl-C into exit 130 without a word
+            err_console.print("interrupted")
         return code if isinstance(code, int) else (0 if code is None else 2)
     except HarnessError as exc:
         err_console.print(f"[bold red]error:[/] {exc}")

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -10,8 +13,10 @@ import pytest
 from checker_rundirs import acked, all_ends, make_run, record, run_json, write
 from pyspark.sql import SparkSession
 
+from checkers.io import CACHE_DIR
 from harness.cli import main
 from harness.history import READS, RESULT, RUN_JSON, WRITES
+from harness.waiting import wait_until
 
 pytestmark = pytest.mark.spark
 
@@ -213,3 +218,34 @@ def test_torn_last_line_of_a_killed_run_is_ignored(
     code, text = kchaos_check(capfd, run_dir)
     assert code == 0, text
     assert json.loads((run_dir / RESULT).read_text())["events"]["writes"] == 6
+
+
+def test_ctrl_c_while_converting_exits_130_quietly(tmp_path: Path) -> None:
+    writes = [event for i in range(150_000) for event in acked(i, f"p:{i}", i)]
+    run_dir = make_run(tmp_path / "run", writes, [record(10**9 + i, f"p:{i}", i) for i in range(150_000)])
+    # Its own process with Ctrl-C's default action, even if this one was started with it ignored.
+    check = subprocess.Popen(
+        [sys.executable, "-m", "harness.cli", "check", str(run_dir)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    try:
+        wait_until(
+            lambda: (
+                (run_dir / CACHE_DIR).is_dir(),
+                f"no {CACHE_DIR} yet (check running: {check.poll() is None})",
+            ),
+            what="the check to start converting the history",
+            timeout_s=120,
+            interval_s=0.05,
+        )
+        check.send_signal(signal.SIGINT)
+        output, _ = check.communicate(timeout=30)
+    finally:
+        check.kill()
+    assert check.returncode == 130, output
+    assert "interrupted" in output
+    assert not any(marker in output for marker in STACK_TRACE_MARKERS), output
+    assert not (run_dir / RESULT).exists()
