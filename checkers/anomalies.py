@@ -80,14 +80,13 @@ def value_flags(values: DataFrame, reads: DataFrame, topic_partitions: Mapping[s
         joined = joined.withColumn("topic_complete", F.lit(None).cast("boolean"))
     own = F.struct("topic", "partition")
     low, high = F.col("final_low"), F.col("final_high")
-    ok = F.coalesce(F.col("written") & (F.col("outcome") == "ok"), F.lit(False))
+    ok = F.col("written") & (F.col("outcome") == "ok")  # written and read are never null in `value_table`
     placed = ok & (F.col("partition") >= 0) & F.coalesce(F.col("partition_complete"), F.lit(False))
     unplaced = ok & (F.col("partition") < 0) & F.coalesce(F.col("topic_complete"), F.lit(False))
     found_certain = F.coalesce((own == low) | (own == high), F.lit(False))
     outside = low.isNull() | (own < low) | (own > high)
     topic_missed = low.isNull() | (F.col("topic") < low.topic) | (F.col("topic") > high.topic)
-    read = F.coalesce(F.col("read"), F.lit(False))
-    written = F.coalesce(F.col("written"), F.lit(False))
+    read, written = F.col("read"), F.col("written")
     return joined.select(
         *values.columns,
         ((placed & ~found_certain & outside) | (unplaced & topic_missed)).alias("lost"),
@@ -289,7 +288,7 @@ def value_summary(flags: DataFrame) -> DataFrame:
     second = F.floor(F.col("complete_ns") / 1_000_000_000).cast("long")
     odd_read = F.col("duplicate") | F.col("unexpected")
     keys: list[Column | str] = [
-        F.coalesce(F.col("written"), F.lit(False)).alias("written"),
+        "written",
         "topic",
         "partition",
         "outcome",

@@ -55,7 +55,15 @@ class _Found:
         return sum(self.per_topic_second.values())
 
 
-def _collect_found(frame: DataFrame, timeline: ClusterTimeline, history: History) -> _Found:
+@dataclass(frozen=True)
+class _Evidence:
+    """What an example is annotated with: the cluster's state and the faults active at its ack."""
+
+    timeline: ClusterTimeline
+    intervals: list[FaultInterval]
+
+
+def _collect_found(frame: DataFrame, evidence: _Evidence) -> _Found:
     """Counts and examples of a kind whose frame holds everything (divergent, reordered)."""
     frame = frame.persist()  # counted, then sampled: computed once
     try:
@@ -64,17 +72,14 @@ def _collect_found(frame: DataFrame, timeline: ClusterTimeline, history: History
         )
         rows = frame.groupBy("topic", second.cast("long").alias("t_s")).count().collect()
         per_topic_second = {(str(r["topic"]), r["t_s"]): int(r["count"]) for r in rows}
-        examples = _examples(frame, timeline, history) if per_topic_second else []
+        examples = _examples(frame, evidence) if per_topic_second else []
         return _Found(per_topic_second, examples)
     finally:
         frame.unpersist()
 
 
 def _examples(
-    frame: DataFrame,
-    timeline: ClusterTimeline,
-    history: History,
-    details: Callable[[DataFrame], DataFrame] | None = None,
+    frame: DataFrame, evidence: _Evidence, details: Callable[[DataFrame], DataFrame] | None = None
 ) -> list[dict[str, Any]]:
     """The first EXAMPLE_CAP rows of `frame` with their evidence; `details` adds columns to those rows."""
     order = [F.col(c).asc_nulls_last() for c in _EXAMPLE_ORDER if c in frame.columns]
@@ -82,14 +87,13 @@ def _examples(
     if details is not None:
         first = details(first).orderBy(*order)
     sample = first.collect()
-    intervals = fault_intervals(history.faults)
     examples = []
     for row in sample:
         example = row.asDict(recursive=True)
         if "complete_ns" in example:
             at = example["complete_ns"]
-            example |= timeline.state_at(at, example["topic"], example["partition"])
-            example["active_faults"] = active_fault_names(intervals, at)
+            example |= evidence.timeline.state_at(at, example["topic"], example["partition"])
+            example["active_faults"] = active_fault_names(evidence.intervals, at)
         examples.append(example)
     return examples
 
@@ -153,7 +157,7 @@ def _incomplete_partitions(
 
 
 def _value_found(
-    history: History, timeline: ClusterTimeline
+    history: History, evidence: _Evidence
 ) -> tuple[dict[str, _Found], _ValueSummary, list[dict[str, Any]]]:
     """The per-value anomaly kinds' counts and examples, the write counts and the incomplete partitions.
 
@@ -187,9 +191,9 @@ def _value_found(
         for kind, (frame, details) in frames.items():
             counts = summary.per_kind[kind]
             if kind == "lost-write" and summary.lost_unsure:
-                found[kind] = _collect_found(_with_details(frame, details), timeline, history)
+                found[kind] = _collect_found(_with_details(frame, details), evidence)
                 continue
-            examples = _examples(frame, timeline, history, details) if counts else []
+            examples = _examples(frame, evidence, details) if counts else []
             found[kind] = _Found(counts, examples)
     finally:
         flags.unpersist()
@@ -283,17 +287,15 @@ def build_result(history: History, checked_at: str, spark_info: dict[str, Any]) 
     """The result.json dict for a validated history; `spark_info` is master, version and seconds."""
     run = history.run
     acks = topic_acks(run)
-    timeline = ClusterTimeline(history.cluster)
     intervals = fault_intervals(history.faults)
+    evidence = _Evidence(ClusterTimeline(history.cluster), intervals)
     writes, reads = history.writes, history.reads
     # Independent Spark jobs run side by side: each has serial stretches (planning, a last long
     # task, driver-side collection) in which the other cores would otherwise sit idle.
     with ThreadPoolExecutor(max_workers=4, thread_name_prefix="kchaos-check") as pool:
-        value_kinds = pool.submit(_value_found, history, timeline)
-        divergent = pool.submit(
-            _collect_found, anomalies.divergent_offsets(writes, reads, acks), timeline, history
-        )
-        reordered = pool.submit(_collect_found, anomalies.reordered_writes(writes), timeline, history)
+        value_kinds = pool.submit(_value_found, history, evidence)
+        divergent = pool.submit(_collect_found, anomalies.divergent_offsets(writes, reads, acks), evidence)
+        reordered = pool.submit(_collect_found, anomalies.reordered_writes(writes), evidence)
         availability_rows = pool.submit(_availability_rows, history, intervals)
         found, summary, incomplete = value_kinds.result()
         found = {**found, "divergent-offset": divergent.result(), "reordered": reordered.result()}
