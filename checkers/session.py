@@ -110,8 +110,10 @@ def get_spark(
         if on_interrupt is signal.default_int_handler:
             on_interrupt = partial(_cancel_and_interrupt, context)
         signal.signal(signal.SIGINT, on_interrupt)
-    # py4j logs an interrupted call's traceback through the root logger: not for the user's terminal.
+    # py4j logs an interrupted call's traceback, and a connection broken by the interrupt, through
+    # the root logger and its own: not for the user's terminal (errors reach it as HistoryError).
     logging.getLogger().addFilter(_not_from_py4j)
+    logging.getLogger("py4j").setLevel(logging.CRITICAL)
     context.setLogLevel("ERROR")
     return SparkSession(context)
 
