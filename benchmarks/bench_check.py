@@ -1,11 +1,12 @@
 """Benchmark `kchaos check` on synthetic histories against a straightforward single-process check.
 
-For each size it generates a run directory (benchmarks/gen_history.py, cached under --dir), then in
+For each size it generates a run directory (checkers/synthetic.py, cached under --dir), then in
 separate child processes, side by side in this one run:
   - the Spark checker: a first check (JSONL -> Parquet conversion included) and a re-check (cache);
   - `python_check` below: read every line with json.loads into dicts, count the same anomalies.
-It prints events per second, peak RSS of the Spark driver (the JVM; local mode runs executors in
-it) and of the Python driver, the speed ratio, and whether both checkers found the same counts.
+The Spark check runs twice: with the class archive (`kchaos spark-archive`) and without it. It
+prints events per second, peak RSS of the Spark driver (the JVM; local mode runs executors in it)
+and of the Python driver, the speed ratio, and whether both checkers found the same counts.
 
     .venv/bin/python benchmarks/bench_check.py                  # 1M and 10M events
     .venv/bin/python benchmarks/bench_check.py --sizes 1000000 --master 'local[*]'
@@ -25,10 +26,8 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-BENCH_DIR = Path(__file__).resolve().parent
-sys.path.insert(0, str(BENCH_DIR))
-
-from gen_history import ANOMALIES, DEFAULT_RATE, generate  # noqa: E402
+from checkers.class_archive import ARCHIVE_ENV, archive_path
+from checkers.synthetic import ANOMALIES, DEFAULT_RATE, generate
 
 KINDS = ("lost-write", "divergent-offset", "duplicate", "phantom-write", "unexpected-value", "reordered")
 
@@ -119,7 +118,9 @@ def _spark_child(run_dir: Path, master: str | None) -> dict[str, Any]:
     from checkers import check_run, get_spark
     from checkers.io import history_bytes
 
+    started = time.monotonic()
     get_spark(master, history_bytes=history_bytes(run_dir))  # start-up is not part of a check's work
+    start_s = time.monotonic() - started
     shutil.rmtree(run_dir / "check", ignore_errors=True)
     started = time.monotonic()
     result = check_run(run_dir, master)
@@ -128,6 +129,7 @@ def _spark_child(run_dir: Path, master: str | None) -> dict[str, Any]:
     check_run(run_dir, master)
     recheck_s = time.monotonic() - started
     return {
+        "start_s": start_s,
         "first_s": first_s,
         "recheck_s": recheck_s,
         "events": sum(result["events"].values()),
@@ -143,9 +145,9 @@ def _python_child(run_dir: Path) -> dict[str, Any]:
     return {"seconds": time.monotonic() - started, "counts": counts, "peak_mib": _peak_rss_mib()}
 
 
-def _in_child(*args: str) -> dict[str, Any]:
+def _in_child(*args: str, env: dict[str, str] | None = None) -> dict[str, Any]:
     output = subprocess.run(
-        [sys.executable, __file__, *args], check=True, capture_output=True, text=True
+        [sys.executable, __file__, *args], check=True, capture_output=True, text=True, env=env
     ).stdout
     return dict(json.loads(output.strip().splitlines()[-1]))
 
@@ -172,6 +174,9 @@ def main() -> None:
         f"{'events':>10} {'spark 1st s':>11} {'ev/s':>9} {'recheck s':>9} {'ev/s':>9} {'JVM MiB':>8}"
         f" {'py s':>7} {'ev/s':>9} {'py MiB':>7} {'ratio':>6} {'ratio re':>8} same"
     )
+    archive = archive_path()
+    archive = archive if archive is not None and archive.is_file() else None
+    print(f"Spark class archive: {archive or 'none (kchaos spark-archive builds it)'}")
     print(header)
     for size in (int(s) for s in args.sizes.split(",")):
         run_dir = args.dir / f"run-{size}"
@@ -179,6 +184,10 @@ def main() -> None:
             generate(run_dir, size, seed=7, rates=dict.fromkeys(ANOMALIES, DEFAULT_RATE))
         master = ["--master", args.master] if args.master else []
         spark = _in_child("--child", "spark", "--run-dir", str(run_dir), *master)
+        # The same check with JVMs that load Spark's classes instead of mapping them from the archive.
+        unarchived = _in_child(
+            "--child", "spark", "--run-dir", str(run_dir), *master, env={**os.environ, ARCHIVE_ENV: "off"}
+        )
         python = _in_child("--child", "python", "--run-dir", str(run_dir))
         events = spark["events"]
         first, recheck, single = spark["first_s"], spark["recheck_s"], python["seconds"]
@@ -187,6 +196,13 @@ def main() -> None:
             f" {spark['jvm_peak_mib'] or 0:>8.0f} {single:>7.1f} {events / single:>9.0f}"
             f" {python['peak_mib']:>7.0f}"
             f" {single / first:>6.2f} {single / recheck:>8.2f} {spark['counts'] == python['counts']}",
+            flush=True,
+        )
+        print(
+            f"{'':>10} without the class archive{' (none built)' if archive is None else ''}:"
+            f" JVM start {unarchived['start_s']:.1f} s (with: {spark['start_s']:.1f} s),"
+            f" first check {unarchived['first_s']:.1f} s, ratio {single / unarchived['first_s']:.2f},"
+            f" re-check {unarchived['recheck_s']:.1f} s",
             flush=True,
         )
         if spark["counts"] != python["counts"]:

@@ -57,5 +57,16 @@ def check(
         raise typer.Exit(1)
 
 
+def spark_archive(
+    rebuild: bool = typer.Option(False, "--rebuild", help="Build it again even if it exists."),
+) -> None:
+    """Build the class archive that lets every later check's JVM start warm (once per Java and Spark)."""
+    from checkers.class_archive import build
+
+    path, built = build(rebuild)
+    typer.echo(f"{'built' if built else 'present'}: {path}")
+
+
 def register(app: typer.Typer) -> None:
     app.command("check")(check)
+    app.command("spark-archive")(spark_archive)

@@ -21,6 +21,7 @@ from types import FrameType
 from pyspark import SparkConf, SparkContext
 from pyspark.sql import SparkSession
 
+from checkers import class_archive
 from harness.errors import EnvironmentError_, HistoryError
 
 DEFAULT_MASTER = "local[*]"
@@ -50,7 +51,12 @@ def _conf(
     quick_start = (
         master.startswith("local") and history_bytes is not None and history_bytes < QUICK_START_BYTES
     )
-    driver_options = f"{java_options} -XX:TieredStopAtLevel=1" if quick_start else java_options
+    driver_options = " ".join(
+        filter(
+            None,
+            [java_options, "-XX:TieredStopAtLevel=1" if quick_start else "", class_archive.driver_options()],
+        )
+    )
     conf = (
         SparkConf()
         .setMaster(master)
@@ -116,6 +122,22 @@ def get_spark(
     logging.getLogger("py4j").setLevel(logging.CRITICAL)
     context.setLogLevel("ERROR")
     return SparkSession(context)
+
+
+def stop_spark(wait_s: float) -> None:
+    """Stop the process's SparkSession and wait up to `wait_s` for its JVM to exit normally.
+
+    The JVM exits when its stdin closes; exiting normally is what lets it write a class archive.
+    """
+    active = SparkSession.getActiveSession()
+    if active is None:
+        return
+    gateway = active.sparkContext._gateway
+    active.stop()
+    process = getattr(gateway, "proc", None)
+    if process is not None and process.stdin is not None:
+        process.stdin.close()
+        process.wait(timeout=wait_s)
 
 
 def _cancel_and_interrupt(context: SparkContext, signum: int, frame: FrameType | None) -> None:

@@ -57,6 +57,15 @@ def doctor() -> None:
         import pyspark
 
         report(True, "PySpark", pyspark.__version__)
+        from checkers.class_archive import archive_path
+
+        archive = archive_path()
+        report(
+            archive is not None and archive.is_file(),
+            "Spark class archive (faster checks)",
+            str(archive) if archive is not None and archive.is_file() else "none",
+            "run `kchaos spark-archive` (`make setup` does)",
+        )
     except ImportError:
         report(False, "PySpark", "not importable", "run `make setup` to create .venv")
     report(

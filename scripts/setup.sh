@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Everything kafka-chaos needs on a fresh Debian machine, idempotently and quickly when in place:
-# Debian packages, a running Docker engine, .venv with the project, and the images.
+# Debian packages, a running Docker engine, .venv with the project, the images and the Spark class
+# archive.
 # Called by `make setup` (and so by `make demo` and `make test`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -53,3 +54,6 @@ fi
 
 # 4. Images: the local JRE base (debootstrap) and the Kafka image, each built only if missing.
 log "Kafka image $(.venv/bin/kchaos images build ${KAFKA_DIST:+--kafka "$KAFKA_DIST"} ${BASE_IMAGE:+--base-image "$BASE_IMAGE"})"
+
+# 5. The Spark class archive every check's JVM starts from (built once per Java and Spark version).
+log "Spark class archive $(.venv/bin/kchaos spark-archive)"

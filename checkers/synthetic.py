@@ -11,7 +11,7 @@ Anomalies are injected at chosen rates (per write):
     unexpected  a record no write invoked
     reordered   two writes of one process to one partition acknowledged at swapped offsets
 
-    .venv/bin/python benchmarks/gen_history.py OUT_DIR --events 1000000 --seed 7 --rate lost=0.001
+    .venv/bin/python -m checkers.synthetic OUT_DIR --events 1000000 --seed 7 --rate lost=0.001
 """
 
 from __future__ import annotations

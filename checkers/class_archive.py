@@ -1,0 +1,116 @@
+"""A class-data-sharing (CDS) archive of the classes a check loads, so that later checks start warm.
+
+A check's JVM loads, parses and links some ten thousand classes of Spark and its libraries, most of
+them during its first jobs. A JVM started with an archive of those classes maps them from one file
+instead; measured with `benchmarks/bench_check.py`, this is the largest single saving in a first
+check. The archive belongs to one Java binary and one set of Spark jars: `archive_path` names it
+after both, so an upgrade of either means a new archive (a JVM that cannot use an archive ignores
+it and loads classes as usual). `kchaos spark-archive` (run by `make setup`) builds it by checking a
+small synthetic history in a child process whose JVM writes the archive when it exits.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from harness.errors import EnvironmentError_
+
+ARCHIVE_ENV = "KCHAOS_SPARK_CLASS_ARCHIVE"
+"""Set to `off` to start checks without the archive (to measure what it saves, or to rule it out)."""
+_DUMP_ENV = "_KCHAOS_CLASS_ARCHIVE_DUMP"
+"""Set in the builder's child process only: the file its JVM writes the archive to when it exits."""
+_TRAINING_EVENTS = 20_000
+_TRAINING_RATE = 0.01  # per write and anomaly kind: every kind occurs, so every checker path runs
+_BUILD_TIMEOUT_S = 600
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kchaos"
+
+
+def _java_binary() -> Path | None:
+    """The java that Spark's launcher runs: $JAVA_HOME/bin/java, else the first on PATH."""
+    java_home = os.environ.get("JAVA_HOME")
+    found = str(Path(java_home) / "bin" / "java") if java_home else shutil.which("java")
+    return Path(found).resolve() if found and Path(found).exists() else None
+
+
+def archive_path() -> Path | None:
+    """Where the archive for this Java and these Spark jars lives (None without a Java)."""
+    import pyspark
+
+    java = _java_binary()
+    if java is None:
+        return None
+    stat = java.stat()
+    identity = [f"{java}:{stat.st_size}:{stat.st_mtime_ns}"]
+    jars = Path(pyspark.__file__).parent / "jars"
+    identity += sorted(f"{jar.name}:{jar.stat().st_size}" for jar in jars.glob("*.jar"))
+    key = hashlib.sha256("\n".join(identity).encode()).hexdigest()[:16]
+    return cache_dir() / f"spark-classes-{key}.jsa"
+
+
+def driver_options() -> str:
+    """JVM options for a check's driver: use the archive if there is one, or write it (builder only)."""
+    dump_to = os.environ.get(_DUMP_ENV)
+    if dump_to:
+        return f"-XX:ArchiveClassesAtExit={dump_to}"
+    if os.environ.get(ARCHIVE_ENV, "").lower() == "off":
+        return ""
+    path = archive_path()
+    return f"-XX:SharedArchiveFile={path}" if path is not None and path.is_file() else ""
+
+
+def build(rebuild: bool = False) -> tuple[Path, bool]:
+    """Build the archive unless it exists (or `rebuild`); return its path and whether it was built."""
+    path = archive_path()
+    if path is None:
+        raise EnvironmentError_("no Java found (set JAVA_HOME or put java on PATH)")
+    if path.is_file() and not rebuild:
+        return path, False
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    env = {**os.environ, _DUMP_ENV: str(partial)}
+    try:
+        child = subprocess.run(
+            [sys.executable, "-m", "checkers.class_archive"],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=_BUILD_TIMEOUT_S,
+        )
+        if child.returncode != 0 or not partial.is_file() or partial.stat().st_size == 0:
+            detail = (child.stderr.strip().splitlines() or ["no output"])[-1]
+            raise EnvironmentError_(f"building the Spark class archive failed: {detail}")
+        os.replace(partial, path)
+    except subprocess.TimeoutExpired:
+        raise EnvironmentError_(
+            f"building the Spark class archive took longer than {_BUILD_TIMEOUT_S} s"
+        ) from None
+    finally:
+        partial.unlink(missing_ok=True)
+    return path, True
+
+
+def _train() -> None:
+    """The builder's child: check a small synthetic history twice, then let the JVM exit (and dump)."""
+    from checkers.check import check_run
+    from checkers.session import stop_spark
+    from checkers.synthetic import ANOMALIES, generate
+
+    with tempfile.TemporaryDirectory(prefix="kchaos-archive-") as tmp:
+        run_dir = Path(tmp) / "run"
+        generate(run_dir, _TRAINING_EVENTS, seed=1, rates=dict.fromkeys(ANOMALIES, _TRAINING_RATE))
+        check_run(run_dir)  # converts the history: JSON reader, per-value table, Parquet writer
+        check_run(run_dir)  # reads the Parquet cache
+        stop_spark(wait_s=_BUILD_TIMEOUT_S)
+
+
+if __name__ == "__main__":
+    _train()

@@ -1,0 +1,65 @@
+"""Which class archive a check's JVM is started with (pure logic: no JVM is started here)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from checkers import class_archive
+
+
+def _fake_java(root: Path, content: bytes) -> Path:
+    java = root / "bin" / "java"
+    java.parent.mkdir(parents=True)
+    java.write_bytes(content)
+    return root
+
+
+@pytest.fixture
+def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setenv("JAVA_HOME", str(_fake_java(tmp_path / "jdk-a", b"java a")))
+    monkeypatch.delenv(class_archive.ARCHIVE_ENV, raising=False)
+    monkeypatch.delenv("_KCHAOS_CLASS_ARCHIVE_DUMP", raising=False)
+    return tmp_path / "cache" / "kchaos"
+
+
+def test_archive_is_used_only_once_it_exists(cache: Path) -> None:
+    path = class_archive.archive_path()
+    assert path is not None and path.parent == cache
+    assert class_archive.driver_options() == ""
+    cache.mkdir(parents=True)
+    path.write_bytes(b"archive")
+    assert class_archive.driver_options() == f"-XX:SharedArchiveFile={path}"
+
+
+def test_archive_can_be_turned_off(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = class_archive.archive_path()
+    assert path is not None
+    cache.mkdir(parents=True)
+    path.write_bytes(b"archive")
+    monkeypatch.setenv(class_archive.ARCHIVE_ENV, "off")
+    assert class_archive.driver_options() == ""
+
+
+def test_another_java_gets_another_archive(
+    cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = class_archive.archive_path()
+    monkeypatch.setenv("JAVA_HOME", str(_fake_java(tmp_path / "jdk-b", b"java b, a newer build")))
+    second = class_archive.archive_path()
+    assert first is not None and second is not None and first != second
+
+
+def test_builder_child_writes_the_archive_instead_of_reading_it(
+    cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("_KCHAOS_CLASS_ARCHIVE_DUMP", str(tmp_path / "new.jsa"))
+    assert class_archive.driver_options() == f"-XX:ArchiveClassesAtExit={tmp_path / 'new.jsa'}"
+
+
+def test_no_java_means_no_archive(cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path / "nowhere"))
+    assert class_archive.archive_path() is None
+    assert class_archive.driver_options() == ""
