@@ -1,18 +1,17 @@
 """One pure DataFrame -> DataFrame function per anomaly kind of HISTORY_FORMAT.md.
 
-Inputs are `values` (one row per value written or read, `frames.value_table`), `writes` (its
-written rows, `frames.writes_of`) and `reads` (read events). Each function returns one row per
-anomaly, with the columns result.json's examples use; counts are the row counts. One wide pass (a
-window per value or per position: one shuffle and one sort, where a groupBy with string or struct
-aggregates would make Spark sort twice) finds the few anomalous keys, and details are gathered for
-those keys only.
+Inputs are `values` (one row per value written or read, `frames.named` of `frames.value_table`),
+`writes` (its written rows, `frames.writes_of`) and `reads` (read events). Each function returns
+one row per anomaly, with the columns result.json's examples use; counts are the row counts. One
+wide pass (a window per position or per process, or the per-value aggregation) finds the few
+anomalous keys, and details are gathered for those keys only.
 
 Lost, duplicate, phantom and unexpected values are all per-value questions that `value_table`
-answers (writes and reads of a value meet in one window, computed once when a history is
+answers (writes and reads of a value meet in one aggregation, computed once when a history is
 converted): `value_flags` marks each kind, and `*_from` functions select one kind's rows from that
 shared (cacheable) frame. The few details that need another key (the final value at an offset, every
-position of a duplicate) are added by `with_final_value` and `with_offsets`, meant for the capped
-example rows only.
+position of a duplicate, where a value was first read) are added by `with_final_value`,
+`with_offsets` and `with_first_read`, meant for the capped example rows only.
 """
 
 from __future__ import annotations
@@ -22,7 +21,7 @@ from collections.abc import Mapping
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from checkers.frames import POSITION, acks_of
+from checkers.frames import POSITION, acks_of, slot_topic_index
 
 WRITE_EVIDENCE = ["process", "invoke_ns", "complete_ns", "ack_offset"]
 
@@ -78,23 +77,24 @@ def value_flags(values: DataFrame, reads: DataFrame, topic_partitions: Mapping[s
         joined = joined.join(F.broadcast(topics), "topic", "left")
     else:  # no topic is known to be read completely
         joined = joined.withColumn("topic_complete", F.lit(None).cast("boolean"))
-    own = F.struct("topic", "partition")
-    low, high = F.col("final_low"), F.col("final_high")
+    own, low, high = F.col("write_slot"), F.col("final_low"), F.col("final_high")
+    own_topic, low_topic, high_topic = (slot_topic_index(c) for c in (own, low, high))
     ok = F.col("written") & (F.col("outcome") == "ok")  # written and read are never null in `value_table`
     placed = ok & (F.col("partition") >= 0) & F.coalesce(F.col("partition_complete"), F.lit(False))
     unplaced = ok & (F.col("partition") < 0) & F.coalesce(F.col("topic_complete"), F.lit(False))
     found_certain = F.coalesce((own == low) | (own == high), F.lit(False))
     outside = low.isNull() | (own < low) | (own > high)
-    topic_missed = low.isNull() | (F.col("topic") < low.topic) | (F.col("topic") > high.topic)
+    topic_missed = low.isNull() | (own_topic < low_topic) | (own_topic > high_topic)
     read, written = F.col("read"), F.col("written")
+    moved = (F.col("read_low") != F.col("read_high")) | (F.col("offset_low") != F.col("offset_high"))
     return joined.select(
         *values.columns,
         ((placed & ~found_certain & outside) | (unplaced & topic_missed)).alias("lost"),
         (
             (placed & ~found_certain & ~outside)
-            | (unplaced & ~topic_missed & (low.topic != F.col("topic")) & (high.topic != F.col("topic")))
+            | (unplaced & ~topic_missed & (low_topic != own_topic) & (high_topic != own_topic))
         ).alias("lost_unsure"),
-        (read & (F.col("first_at") != F.col("last_at"))).alias("duplicate"),
+        (read & moved).alias("duplicate"),
         (read & written & (F.col("outcome") == "fail")).alias("phantom"),
         (read & ~written).alias("unexpected"),
     )
@@ -191,9 +191,9 @@ def divergent_offsets(writes: DataFrame, reads: DataFrame, topic_acks: Mapping[s
 def duplicates_from(flags: DataFrame, topic_acks: Mapping[str, str]) -> DataFrame:
     """Values read at two or more distinct positions, without `offsets` (see `with_offsets`)."""
     return flags.where(F.col("duplicate")).select(
-        F.col("first_at.topic").alias("topic"),
+        F.col("read_topic").alias("topic"),
         "partition",
-        acks_of(F.col("first_at.topic"), topic_acks).alias("acks"),
+        acks_of(F.col("read_topic"), topic_acks).alias("acks"),
         "value",
         *WRITE_EVIDENCE,
     )
@@ -220,9 +220,30 @@ def duplicates(values: DataFrame, reads: DataFrame, topic_acks: Mapping[str, str
     )
 
 
+def with_first_read(rows: DataFrame, reads: DataFrame) -> DataFrame:
+    """`rows` plus where their values were first read: `first_at`, the smallest (topic, partition,
+    offset), and `first_in_partition`, the smallest (partition, offset). Meant for a few rows."""
+    wanted = F.broadcast(rows.select("value"))
+    firsts = (
+        records(reads)
+        .join(wanted, "value", "left_semi")
+        .groupBy("value")
+        .agg(
+            F.min(F.struct(*POSITION)).alias("first_at"),
+            F.min(F.struct("partition", "offset")).alias("first_in_partition"),
+        )
+    )
+    return rows.join(firsts, "value", "left")
+
+
 def phantom_writes_from(flags: DataFrame) -> DataFrame:
-    """Writes that ended in `fail` but were read; partition and offset say where (first position)."""
-    return flags.where(F.col("phantom")).select(
+    """Writes that ended in `fail` but were read, without where (see `phantom_details`)."""
+    return flags.where(F.col("phantom")).select("topic", "acks", "value", *WRITE_EVIDENCE, "error")
+
+
+def phantom_details(phantoms: DataFrame, reads: DataFrame) -> DataFrame:
+    """`phantom_writes_from` rows with the partition and offset of their first read."""
+    return with_first_read(phantoms, reads).select(
         "topic",
         "first_in_partition.partition",
         "first_in_partition.offset",
@@ -235,23 +256,26 @@ def phantom_writes_from(flags: DataFrame) -> DataFrame:
 
 def phantom_writes(values: DataFrame, reads: DataFrame) -> DataFrame:
     """Writes that ended in `fail` but were read; partition and offset say where (first position)."""
-    return phantom_writes_from(value_flags(values, reads, {}))
+    return phantom_details(phantom_writes_from(value_flags(values, reads, {})), reads)
 
 
 def unexpected_values_from(flags: DataFrame, topic_acks: Mapping[str, str]) -> DataFrame:
-    """Values read that no write invoked, one row per value at its first position."""
+    """Values read that no write invoked, with the topic first read in (see `unexpected_details`)."""
     return flags.where(F.col("unexpected")).select(
-        "first_at.topic",
-        "first_at.partition",
-        "first_at.offset",
-        acks_of(F.col("first_at.topic"), topic_acks).alias("acks"),
-        "value",
+        F.col("read_topic").alias("topic"), acks_of(F.col("read_topic"), topic_acks).alias("acks"), "value"
+    )
+
+
+def unexpected_details(unexpected: DataFrame, reads: DataFrame) -> DataFrame:
+    """`unexpected_values_from` rows at their first position (topic, partition, offset)."""
+    return with_first_read(unexpected, reads).select(
+        "first_at.topic", "first_at.partition", "first_at.offset", "acks", "value"
     )
 
 
 def unexpected_values(values: DataFrame, reads: DataFrame, topic_acks: Mapping[str, str]) -> DataFrame:
     """Values read that no write invoked, one row per value at its first position."""
-    return unexpected_values_from(value_flags(values, reads, {}), topic_acks)
+    return unexpected_details(unexpected_values_from(value_flags(values, reads, {}), topic_acks), reads)
 
 
 def reordered_writes(writes: DataFrame) -> DataFrame:
@@ -293,7 +317,7 @@ def value_summary(flags: DataFrame) -> DataFrame:
         "partition",
         "outcome",
         second.alias("t_s"),
-        F.when(odd_read, F.col("first_at.topic")).alias("read_topic"),
+        F.when(odd_read, F.col("read_topic")).alias("read_topic"),
     ]
     kinds = ("lost", "lost_unsure", "duplicate", "phantom", "unexpected")
     return flags.groupBy(*keys).agg(

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -96,89 +96,171 @@ WRITE_COLUMNS = [
     "ack_offset",
     "error",
 ]
+READ_COLUMNS = [
+    "read",
+    "read_topic",
+    "read_low",
+    "read_high",
+    "offset_low",
+    "offset_high",
+    "final_low",
+    "final_high",
+    "write_slot",
+]
+"""What `value_table` says of a value's reads; `*_low`/`*_high` and `write_slot` are `slot`s."""
+
+_PARTITION_BIAS = 1 << 31
+_SLOT_PARTITION_BITS = 32
+
+
+def topic_names(topic_acks: Mapping[str, str]) -> list[str]:
+    """run.json's topics in the order of their index in a `slot`."""
+    return sorted(topic_acks)
+
+
+def slot(topic_index: Column, partition: Column) -> Column:
+    """(topic, partition) as one long that orders like the pair: the topic's index, then the partition."""
+    return F.shiftleft(topic_index.cast("long"), _SLOT_PARTITION_BITS) + (
+        partition.cast("long") + _PARTITION_BIAS
+    )
+
+
+def slot_topic_index(slot_column: Column) -> Column:
+    return F.shiftright(slot_column, _SLOT_PARTITION_BITS).cast("int")
+
+
+def topic_of_index(index: Column, topics: list[str]) -> Column:
+    return F.element_at(F.array(*[F.lit(t) for t in topics]), index + 1)
+
+
+def named_ids(names: DataFrame) -> DataFrame:
+    """(kind, name) rows -> (kind, id, name): the id `value_table` gives a process or error name."""
+    return names.select("kind", F.xxhash64("name").alias("id"), "name")
+
+
+def names_of(write_events: DataFrame) -> DataFrame:
+    """Every process and error name of the write events, with its id (see `named_ids`)."""
+    processes = write_events.select(F.lit("process").alias("kind"), F.col("process").alias("name"))
+    errors = write_events.select(F.lit("error").alias("kind"), F.col("error").alias("name"))
+    return named_ids(processes.unionByName(errors).where(F.col("name").isNotNull()).distinct())
+
+
+def _name_id(column: str) -> Column:
+    return F.when(F.col(column).isNotNull(), F.xxhash64(column))
 
 
 def value_table(write_events: DataFrame, read_events: DataFrame, topic_acks: Mapping[str, str]) -> DataFrame:
     """One row per value written or read: its write, and what the reads saw of it, in one pass.
 
-    The write columns (WRITE_COLUMNS) say where it went, when it was invoked and completed, and how;
-    a write with no completion is `info` (indeterminate). `invokes` and `completions` count its
-    events so that malformed histories (a value written twice, a completion with no invoke) can be
-    reported. `written` and `read` say which side exists (write columns are null for a value only
-    read); `first_at`/`last_at` are the smallest and largest (topic, partition, offset) it was read
-    at, `first_in_partition` the smallest (partition, offset), `final_low`/`final_high` the smallest
-    and largest (topic, partition) of its final reads.
+    The write columns (WRITE_COLUMNS, with `process_id` and `error_id` for `process` and `error`:
+    see `named`) say where it went, when it was invoked and completed, and how; a write with no
+    completion is `info` (indeterminate). `invokes` and `completions` count its events so that
+    malformed histories (a value written twice, a completion with no invoke) can be reported.
+    `written` and `read` say which side exists (write columns are null for a value only read).
+    READ_COLUMNS: `read_low`/`read_high` are the smallest and largest (topic, partition) it was read
+    at and `read_topic` the first of those topics, `offset_low`/`offset_high` the smallest and
+    largest offset, `final_low`/`final_high` the smallest and largest (topic, partition) of its final
+    reads, and `write_slot` the (topic, partition) it was written to.
     """
+    topics = topic_names(topic_acks)
+    index = F.create_map(*[x for i, name in enumerate(topics) for x in (F.lit(name), F.lit(i))])
     read_rows = read_events.where(F.col("type") == "record").select(
-        "value", F.struct(*POSITION).alias("at"), (F.col("phase") == "final").alias("final")
-    )
-    rows = write_events.select(*WRITE_SCHEMA.names).unionByName(read_rows, allowMissingColumns=True)
-    is_write = F.col("type").isNotNull()
-    is_invoke = F.coalesce(F.col("type") == "invoke", F.lit(False))
-    is_completion = is_write & ~is_invoke
-    is_read = F.col("at").isNotNull()
-    # Writes and reads of a value meet in one window (one shuffle and one sort): a groupBy with
-    # string or struct aggregates would make Spark sort-aggregate, sorting every event twice. The
-    # value's hash leads the sort key because values often share their first 8 bytes (the sort's
-    # prefix), which would make every comparison a full string comparison.
-    of_value = Window.partitionBy(F.xxhash64("value"), "value").orderBy(
-        F.when(is_invoke, 0).when(is_write, 1).otherwise(2)
-    )
-    whole = of_value.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
-    final_at = F.when(F.col("final"), F.struct("at.topic", "at.partition"))
-    aggregates = {
-        "invokes": F.sum(is_invoke.cast("int")),
-        "completions": F.sum(is_completion.cast("int")),
-        "topic": F.max(F.when(is_write, F.col("topic"))),
-        "process": F.max(F.when(is_invoke, F.col("process"))),
-        "completion_partition": F.max(F.when(is_completion & (F.col("partition") >= 0), F.col("partition"))),
-        "invoke_partition": F.max(F.when(is_invoke, F.col("partition"))),
-        "invoke_ns": F.min(F.when(is_invoke, F.col("time_ns"))),
-        "complete_ns": F.max(F.when(is_completion, F.col("time_ns"))),
-        "completion": F.max(F.when(is_completion, F.col("type"))),
-        "ack_offset": F.max(F.when(F.col("type") == "ok", F.col("offset"))),
-        "error": F.max(F.when(is_completion, F.col("error"))),
-        "read": F.max(is_read),
-        "first_at": F.min("at"),
-        "last_at": F.max("at"),
-        "first_in_partition": F.min(F.when(is_read, F.struct("at.partition", "at.offset"))),
-        "final_low": F.min(final_at),
-        "final_high": F.max(final_at),
-    }
-    over_value = rows.select(
         "value",
-        F.row_number().over(of_value).alias("row"),
-        *[aggregate.over(whole).alias(name) for name, aggregate in aggregates.items()],
+        index[F.col("topic")].alias("topic_index"),
+        "partition",
+        "offset",
+        (F.col("phase") == "final").alias("final"),
     )
-    # The value's invoke row if it has one, else its completion, else one of its reads.
-    per_value = over_value.where(F.col("row") == 1).withColumn(
-        "written", F.col("invokes") + F.col("completions") > 0
+    write_rows = write_events.select(
+        (F.array_position(F.array(*[F.lit(t) for t in WRITE_TYPES]), F.col("type")) - 1)
+        .cast("int")
+        .alias("code"),
+        "time_ns",
+        _name_id("process").alias("process_id"),
+        index[F.col("topic")].alias("topic_index"),
+        "partition",
+        "offset",
+        "value",
+        _name_id("error").alias("error_id"),
     )
+    rows = write_rows.unionByName(read_rows, allowMissingColumns=True)
+    code = F.col("code")  # index in WRITE_TYPES: 0 invoke, 1 ok, 2 fail, 3 info; null for a read
+    is_write, is_invoke, is_completion = code.isNotNull(), code == 0, code > 0
+    is_read = F.col("final").isNotNull()
+    read_slot = F.when(is_read, slot(F.col("topic_index"), F.col("partition")))
+    # Only numbers in the aggregation buffers: Spark then hash-aggregates (strings there would make
+    # it sort every event), which is most of what converting a history costs.
+    per_value = (
+        rows.groupBy("value")
+        .agg(
+            F.count(F.when(is_invoke, 1)).alias("invokes"),
+            F.count(F.when(is_completion, 1)).alias("completions"),
+            F.max(F.when(is_write, F.col("topic_index"))).alias("topic_index"),
+            F.max(F.when(is_invoke, F.col("process_id"))).alias("process_id"),
+            F.max(F.when(is_completion & (F.col("partition") >= 0), F.col("partition"))).alias(
+                "completed_at"
+            ),
+            F.max(F.when(is_invoke, F.col("partition"))).alias("invoked_at"),
+            F.min(F.when(is_invoke, F.col("time_ns"))).alias("invoke_ns"),
+            F.max(F.when(is_completion, F.col("time_ns"))).alias("complete_ns"),
+            F.max(F.when(is_completion, code)).alias("completion"),
+            F.max(F.when(code == 1, F.col("offset"))).alias("ack_offset"),
+            F.max(F.when(is_completion, F.col("error_id"))).alias("error_id"),
+            F.max(is_read).alias("read"),
+            F.min(read_slot).alias("read_low"),
+            F.max(read_slot).alias("read_high"),
+            F.min(F.when(is_read, F.col("offset"))).alias("offset_low"),
+            F.max(F.when(is_read, F.col("offset"))).alias("offset_high"),
+            F.min(F.when(F.col("final"), read_slot)).alias("final_low"),
+            F.max(F.when(F.col("final"), read_slot)).alias("final_high"),
+        )
+        .withColumn("written", F.col("invokes") + F.col("completions") > 0)
+        .withColumn("partition", F.coalesce("completed_at", "invoked_at"))
+        .withColumn("topic", topic_of_index(F.col("topic_index"), topics))
+    )
+    outcome = F.element_at(F.array(*[F.lit(t) for t in WRITE_TYPES]), F.col("completion") + 1)
     return per_value.select(
         "value",
         "topic",
-        F.coalesce("completion_partition", "invoke_partition").alias("partition"),
+        "partition",
         acks_of(F.col("topic"), topic_acks).alias("acks"),
-        "process",
+        "process_id",
         "invoke_ns",
         "complete_ns",
-        F.when(F.col("written"), F.coalesce("completion", F.lit("info"))).alias("outcome"),
+        F.when(F.col("written"), F.coalesce(outcome, F.lit("info"))).alias("outcome"),
         "ack_offset",
-        "error",
+        "error_id",
         "invokes",
         "completions",
         "written",
         "read",
-        "first_at",
-        "last_at",
-        "first_in_partition",
+        topic_of_index(slot_topic_index(F.col("read_low")), topics).alias("read_topic"),
+        "read_low",
+        "read_high",
+        "offset_low",
+        "offset_high",
         "final_low",
         "final_high",
+        slot(F.col("topic_index"), F.col("partition")).alias("write_slot"),
     )
 
 
+def named(values: DataFrame, names: DataFrame) -> DataFrame:
+    """`value_table` with `process` and `error` names in place of their ids (`names`: see `names_of`)."""
+    processes = names.where(F.col("kind") == "process").select(
+        F.col("id").alias("process_id"), F.col("name").alias("process")
+    )
+    errors = names.where(F.col("kind") == "error").select(
+        F.col("id").alias("error_id"), F.col("name").alias("error")
+    )
+    joined = values.join(F.broadcast(processes), "process_id", "left").join(
+        F.broadcast(errors), "error_id", "left"
+    )
+    return joined.select(*WRITE_COLUMNS, "invokes", "completions", "written", *READ_COLUMNS)
+
+
 def writes_of(values: DataFrame) -> DataFrame:
-    """The written values of `value_table`, with WRITE_COLUMNS only: one row per write."""
+    """The written values of `named` values, with WRITE_COLUMNS only: one row per write."""
     return values.where(F.col("written")).select(*WRITE_COLUMNS)
 
 

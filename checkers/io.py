@@ -28,7 +28,7 @@ from harness.errors import HistoryError
 from harness.history import CLUSTER, FAULTS, READS, RESULT, WRITES, iter_jsonl, load_run_json
 
 CACHE_DIR = "check/parquet"
-CACHE_VERSION = 3
+CACHE_VERSION = 4
 _FINGERPRINT = "fingerprint.json"
 _VALID = "_valid"
 
@@ -37,7 +37,8 @@ _VALID = "_valid"
 class History:
     """A validated run: run.json, per-value table, writes and read events as DataFrames, small files as lists.
 
-    `values` is `frames.value_table` of the history, `writes` its written rows (`frames.writes_of`).
+    `values` is `frames.value_table` of the history with names (`frames.named`), `writes` its written
+    rows (`frames.writes_of`).
     """
 
     run: dict[str, Any]
@@ -96,7 +97,9 @@ def load_history(spark: SparkSession, run_dir: Path) -> History:
         counts = _convert(spark, run_dir, run)
         fingerprint_path.write_text(json.dumps({**fingerprint, "events": counts}, indent=2) + "\n")
     with spark_errors("reading the Parquet cache", str(cache)):
-        values = spark.read.parquet(_uri(cache / "values"))
+        values = frames.named(
+            spark.read.parquet(_uri(cache / "values")), spark.read.parquet(_uri(cache / "names"))
+        )
         reads = _read_events(spark, cache)
     counts = {**counts, "faults": len(faults), "cluster": len(cluster)}
     return History(run, values, frames.writes_of(values), reads, faults, cluster, counts)
@@ -186,14 +189,20 @@ def _convert(spark: SparkSession, run_dir: Path, run: dict[str, Any]) -> dict[st
         with spark_errors(f"converting {source.name} to Parquet", str(path)):
             parsed = spark.read.schema(_with_corrupt(source.schema)).json(_uri(path), **_JSON_OPTIONS)
             parsed = parsed.withColumn(_VALID, source.is_valid()).drop(frames.CORRUPT)
-            # Observed while the Parquet is written, no extra pass: bad lines, valid lines and an
-            # undeclared topic, if any.
+            # Observed while the Parquet is written, no extra pass: bad lines, valid lines, an
+            # undeclared topic, if any, and the process and error names (few) of the writes.
             valid, observation = F.col(_VALID), Observation()
+            names = (
+                [F.collect_set(F.when(valid, F.col(kind))).alias(kind) for kind in _NAME_KINDS]
+                if source is _WRITES
+                else []
+            )
             observed = parsed.observe(
                 observation,
                 F.count(F.when(~valid, 1)).alias("bad"),
                 F.count(F.when(valid, 1)).alias("good"),
                 F.min(F.when(valid & ~F.col("topic").isin(*known_topics), F.col("topic"))).alias("unknown"),
+                *names,
             )
             if source is _READS:
                 observed.write.mode("overwrite").parquet(_uri(cache / "reads_events"))
@@ -210,6 +219,8 @@ def _convert(spark: SparkSession, run_dir: Path, run: dict[str, Any]) -> dict[st
             line = _first_line_where(spark, path, source, F.col("topic") == topic)
             declared = ", ".join(known_topics)
             raise HistoryError(f"unknown topic {topic!r} (run.json declares: {declared})", str(path), line)
+        if source is _WRITES:
+            _write_names(spark, cache, {kind: summary[kind] for kind in _NAME_KINDS}, path)
     with spark_errors("checking writes per value", str(run_dir / WRITES)):
         bad_value = frames.write_problems(spark.read.parquet(_uri(cache / "values"))).limit(1).collect()
     if bad_value:
@@ -218,6 +229,20 @@ def _convert(spark: SparkSession, run_dir: Path, run: dict[str, Any]) -> dict[st
         line = _offending_write_line(spark, path, value, reason)
         raise HistoryError(f"{reason}: value {value!r}", str(path), line)
     return counts
+
+
+_NAME_KINDS = ("process", "error")
+
+
+def _write_names(spark: SparkSession, cache: Path, names: dict[str, list[str]], path: Path) -> None:
+    """Store the names the per-value table refers to by id (`frames.named_ids`) next to it."""
+    rows = [(kind, name) for kind in _NAME_KINDS for name in sorted(names[kind])]
+    with spark_errors("storing process and error names", str(path)):
+        table = frames.named_ids(spark.createDataFrame(rows, "kind string, name string"))
+        table.coalesce(1).write.mode("overwrite").parquet(_uri(cache / "names"))
+        ids = spark.read.parquet(_uri(cache / "names")).select("kind", "id").collect()
+    if len(set(ids)) < len(ids):  # two names with one 64-bit hash: never seen, but it would be wrong
+        raise HistoryError("two process or error names share an id (a 64-bit hash); rename one", str(path))
 
 
 def _read_events(spark: SparkSession, cache: Path) -> DataFrame:

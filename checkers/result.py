@@ -184,8 +184,14 @@ def _value_found(
                     "topic", "partition", "acks", "value", "offsets", *anomalies.WRITE_EVIDENCE
                 ),
             ),
-            "phantom-write": (anomalies.phantom_writes_from(flags), None),
-            "unexpected-value": (anomalies.unexpected_values_from(flags, acks), None),
+            "phantom-write": (
+                anomalies.phantom_writes_from(flags),
+                lambda rows: anomalies.phantom_details(rows, reads),
+            ),
+            "unexpected-value": (
+                anomalies.unexpected_values_from(flags, acks),
+                lambda rows: anomalies.unexpected_details(rows, reads),
+            ),
         }
         found: dict[str, _Found] = {}
         for kind, (frame, details) in frames.items():

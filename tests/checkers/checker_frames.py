@@ -9,7 +9,7 @@ from checker_rundirs import TOPICS
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.testing import assertDataFrameEqual
 
-from checkers.frames import READ_SCHEMA, WRITE_SCHEMA, value_table, writes_of
+from checkers.frames import READ_SCHEMA, WRITE_SCHEMA, named, names_of, value_table, writes_of
 
 TOPIC_ACKS = {str(t["name"]): str(t["acks"]) for t in TOPICS}
 TOPIC_PARTITIONS = {str(t["name"]): int(t["partitions"]) for t in TOPICS}
@@ -27,7 +27,7 @@ def read_frame(spark: SparkSession, events: Iterable[Mapping[str, Any]]) -> Data
 
 def values_of(write_events: DataFrame, read_events: DataFrame) -> DataFrame:
     """The per-value table of these events, as a check computes it when converting a history."""
-    return value_table(write_events, read_events, TOPIC_ACKS)
+    return named(value_table(write_events, read_events, TOPIC_ACKS), names_of(write_events))
 
 
 def per_value_writes(write_events: DataFrame) -> DataFrame:
