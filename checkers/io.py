@@ -28,7 +28,7 @@ from harness.errors import HistoryError
 from harness.history import CLUSTER, FAULTS, READS, RESULT, WRITES, iter_jsonl, load_run_json
 
 CACHE_DIR = "check/parquet"
-CACHE_VERSION = 4
+CACHE_VERSION = 5
 _FINGERPRINT = "fingerprint.json"
 _VALID = "_valid"
 
@@ -97,9 +97,7 @@ def load_history(spark: SparkSession, run_dir: Path) -> History:
         counts = _convert(spark, run_dir, run)
         fingerprint_path.write_text(json.dumps({**fingerprint, "events": counts}, indent=2) + "\n")
     with spark_errors("reading the Parquet cache", str(cache)):
-        values = frames.named(
-            spark.read.parquet(_uri(cache / "values")), spark.read.parquet(_uri(cache / "names"))
-        )
+        values = frames.named(spark.read.parquet(_uri(cache / "values")), _names(spark, cache))
         reads = _read_events(spark, cache)
     counts = {**counts, "faults": len(faults), "cluster": len(cluster)}
     return History(run, values, frames.writes_of(values), reads, faults, cluster, counts)
@@ -232,17 +230,27 @@ def _convert(spark: SparkSession, run_dir: Path, run: dict[str, Any]) -> dict[st
 
 
 _NAME_KINDS = ("process", "error")
+_NAMES = "names.jsonl"
 
 
 def _write_names(spark: SparkSession, cache: Path, names: dict[str, list[str]], path: Path) -> None:
-    """Store the names the per-value table refers to by id (`frames.named_ids`) next to it."""
-    rows = [(kind, name) for kind in _NAME_KINDS for name in sorted(names[kind])]
+    """Store the names the per-value table refers to by id (`frames.named_ids`) next to it.
+
+    Written from Python and read back by Spark's JSON reader: no Python worker process is started.
+    """
+    with (cache / _NAMES).open("w", encoding="utf-8") as handle:
+        for kind in _NAME_KINDS:
+            for name in sorted(names[kind]):
+                handle.write(json.dumps({"kind": kind, "name": name}) + "\n")
     with spark_errors("storing process and error names", str(path)):
-        table = frames.named_ids(spark.createDataFrame(rows, "kind string, name string"))
-        table.coalesce(1).write.mode("overwrite").parquet(_uri(cache / "names"))
-        ids = spark.read.parquet(_uri(cache / "names")).select("kind", "id").collect()
-    if len(set(ids)) < len(ids):  # two names with one 64-bit hash: never seen, but it would be wrong
+        shared = _names(spark, cache).groupBy("kind", "id").count().where(F.col("count") > 1)
+        collision = shared.limit(1).collect()
+    if collision:  # two names with one 64-bit hash: never seen, but it would be wrong
         raise HistoryError("two process or error names share an id (a 64-bit hash); rename one", str(path))
+
+
+def _names(spark: SparkSession, cache: Path) -> DataFrame:
+    return frames.named_ids(spark.read.schema("kind string, name string").json(_uri(cache / _NAMES)))
 
 
 def _read_events(spark: SparkSession, cache: Path) -> DataFrame:

@@ -128,6 +128,40 @@ def test_lost_acked_write_violates_the_acks_all_guarantee_with_evidence(
     }
 
 
+def test_phantom_and_unexpected_examples_name_their_process_error_and_first_read(
+    spark: SparkSession, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    # Names that JSON has to escape go through the conversion's name table and back unchanged.
+    process, error = 'p "ü"\\1', 'NOT_ENOUGH_REPLICAS "after" ü'
+    phantom = f"{process}:7"
+    writes = [
+        *acked(100, f"{process}:1", 0),
+        write("invoke", 200, phantom),
+        write("fail", 230, phantom, error=error),
+    ]
+    reads = [
+        record(900, f"{process}:1", 0),
+        record(901, phantom, 3),
+        record(902, phantom, 2, phase="live"),
+        record(903, "ghost", 5, partition=1),
+        record(904, "ghost", 4, partition=2),
+        *all_ends(),
+    ]
+    code, _ = kchaos_check(capfd, make_run(tmp_path / "run", writes, reads, [FAULT], [SAMPLE]))
+    assert code == 1
+    result = json.loads((tmp_path / "run" / RESULT).read_text())
+    [phantom_example] = result["anomalies"]["phantom-write"]["examples"]
+    assert {k: phantom_example[k] for k in ("partition", "offset", "value", "process", "error")} == {
+        "partition": 0,
+        "offset": 2,
+        "value": phantom,
+        "process": process,
+        "error": error,
+    }
+    [ghost] = result["anomalies"]["unexpected-value"]["examples"]
+    assert ghost == {"topic": "t-all", "partition": 1, "offset": 5, "acks": "all", "value": "ghost"}
+
+
 def test_incomplete_final_read_is_reported_and_not_valid(
     spark: SparkSession, tmp_path: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
