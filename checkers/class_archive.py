@@ -56,6 +56,22 @@ def archive_path() -> Path | None:
     return cache_dir() / f"spark-classes-{key}.jsa"
 
 
+def _size_record(path: Path) -> Path:
+    return path.with_name(f"{path.name}.size")
+
+
+def is_complete(path: Path) -> bool:
+    """True when the archive is there whole: the size its builder recorded after writing it.
+
+    A JVM given a truncated archive crashes (SIGBUS) instead of ignoring it, so a file cut short
+    (a full disk, a killed copy) must never be used.
+    """
+    try:
+        return path.stat().st_size == int(_size_record(path).read_text())
+    except (OSError, ValueError):
+        return False
+
+
 def driver_options() -> str:
     """JVM options for a check's driver: use the archive if there is one, or write it (builder only)."""
     dump_to = os.environ.get(_DUMP_ENV)
@@ -64,7 +80,7 @@ def driver_options() -> str:
     if os.environ.get(ARCHIVE_ENV, "").lower() == "off":
         return ""
     path = archive_path()
-    return f"-XX:SharedArchiveFile={path}" if path is not None and path.is_file() else ""
+    return f"-XX:SharedArchiveFile={path}" if path is not None and is_complete(path) else ""
 
 
 def build(rebuild: bool = False) -> tuple[Path, bool]:
@@ -72,12 +88,13 @@ def build(rebuild: bool = False) -> tuple[Path, bool]:
     path = archive_path()
     if path is None:
         raise EnvironmentError_("no Java found (set JAVA_HOME or put java on PATH)")
-    if path.is_file() and not rebuild:
+    if is_complete(path) and not rebuild:
         return path, False
-    path.parent.mkdir(parents=True, exist_ok=True)
     partial = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     env = {**os.environ, _DUMP_ENV: str(partial)}
     try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        _size_record(path).unlink(missing_ok=True)
         child = subprocess.run(
             [sys.executable, "-m", "checkers.class_archive"],
             env=env,
@@ -89,6 +106,11 @@ def build(rebuild: bool = False) -> tuple[Path, bool]:
             detail = (child.stderr.strip().splitlines() or ["no output"])[-1]
             raise EnvironmentError_(f"building the Spark class archive failed: {detail}")
         os.replace(partial, path)
+        _size_record(path).write_text(f"{path.stat().st_size}\n")
+    except OSError as exc:
+        raise EnvironmentError_(
+            f"cannot write the Spark class archive {path}: {exc.strerror or exc}"
+        ) from None
     except subprocess.TimeoutExpired:
         raise EnvironmentError_(
             f"building the Spark class archive took longer than {_BUILD_TIMEOUT_S} s"

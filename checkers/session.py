@@ -137,7 +137,8 @@ def stop_spark(wait_s: float) -> None:
     process = getattr(gateway, "proc", None)
     if process is not None and process.stdin is not None:
         process.stdin.close()
-        process.wait(timeout=wait_s)
+        if process.wait(timeout=wait_s) != 0:
+            raise EnvironmentError_(f"the Spark JVM exited with status {process.returncode}")
 
 
 def _cancel_and_interrupt(context: SparkContext, signum: int, frame: FrameType | None) -> None:

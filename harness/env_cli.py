@@ -57,13 +57,14 @@ def doctor() -> None:
         import pyspark
 
         report(True, "PySpark", pyspark.__version__)
-        from checkers.class_archive import archive_path
+        from checkers.class_archive import archive_path, is_complete
 
         archive = archive_path()
+        present = archive is not None and is_complete(archive)
         report(
-            archive is not None and archive.is_file(),
+            present,
             "Spark class archive (faster checks)",
-            str(archive) if archive is not None and archive.is_file() else "none",
+            str(archive) if present else "none",
             "run `kchaos spark-archive` (`make setup` does)",
         )
     except ImportError:

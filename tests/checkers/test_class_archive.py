@@ -16,6 +16,13 @@ def _fake_java(root: Path, content: bytes) -> Path:
     return root
 
 
+def _built(path: Path, content: bytes = b"archive") -> None:
+    """An archive as `build` leaves it: the file and the size recorded after writing it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(content)
+    path.with_name(f"{path.name}.size").write_text(f"{len(content)}\n")
+
+
 @pytest.fixture
 def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
@@ -29,16 +36,26 @@ def test_archive_is_used_only_once_it_exists(cache: Path) -> None:
     path = class_archive.archive_path()
     assert path is not None and path.parent == cache
     assert class_archive.driver_options() == ""
-    cache.mkdir(parents=True)
-    path.write_bytes(b"archive")
+    _built(path)
     assert class_archive.driver_options() == f"-XX:SharedArchiveFile={path}"
+
+
+def test_an_archive_cut_short_is_never_used(cache: Path) -> None:
+    # A JVM given a truncated archive crashes instead of ignoring it.
+    path = class_archive.archive_path()
+    assert path is not None
+    _built(path, b"the whole archive")
+    path.write_bytes(b"the whole")
+    assert class_archive.driver_options() == ""
+    path.with_name(f"{path.name}.size").unlink()
+    path.write_bytes(b"the whole archive")
+    assert class_archive.driver_options() == ""
 
 
 def test_archive_can_be_turned_off(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = class_archive.archive_path()
     assert path is not None
-    cache.mkdir(parents=True)
-    path.write_bytes(b"archive")
+    _built(path)
     monkeypatch.setenv(class_archive.ARCHIVE_ENV, "off")
     assert class_archive.driver_options() == ""
 
