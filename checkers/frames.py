@@ -217,6 +217,8 @@ def value_table(write_events: DataFrame, read_events: DataFrame, topic_acks: Map
         .withColumn("written", F.col("invokes") + F.col("completions") > 0)
         .withColumn("partition", F.coalesce("completed_at", "invoked_at"))
         .withColumn("topic", topic_of_index(F.col("topic_index"), topics))
+        .withColumn("read_topic", topic_of_index(slot_topic_index(F.col("read_low")), topics))
+        .withColumn("write_slot", slot(F.col("topic_index"), F.col("partition")))
     )
     outcome = F.element_at(F.array(*[F.lit(t) for t in WRITE_TYPES]), F.col("completion") + 1)
     return per_value.select(
@@ -233,15 +235,7 @@ def value_table(write_events: DataFrame, read_events: DataFrame, topic_acks: Map
         "invokes",
         "completions",
         "written",
-        "read",
-        topic_of_index(slot_topic_index(F.col("read_low")), topics).alias("read_topic"),
-        "read_low",
-        "read_high",
-        "offset_low",
-        "offset_high",
-        "final_low",
-        "final_high",
-        slot(F.col("topic_index"), F.col("partition")).alias("write_slot"),
+        *READ_COLUMNS,
     )
 
 

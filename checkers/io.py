@@ -1,7 +1,8 @@
 """All file I/O of the checkers: history files in, Parquet cache, check/result.json out.
 
 writes.jsonl and reads.jsonl are parsed by Spark with explicit schemas and converted once per run
-into Parquet under RUN_DIR/check/parquet/; a fingerprint of the sources (size and modification
+into Parquet under RUN_DIR/check/parquet/ (with names.jsonl, the process and error names the
+per-value table refers to by id); a fingerprint of the sources (size and modification
 time, plus run.json's topics) lets a re-check skip the conversion. Lines are only numbered (an
 extra, slower pass) when something is wrong, to name the first offending line. faults.jsonl and
 cluster.jsonl are small and read in Python through `harness.history.iter_jsonl`.
