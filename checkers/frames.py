@@ -129,13 +129,22 @@ def slot_topic_index(slot_column: Column) -> Column:
     return F.shiftright(slot_column, _SLOT_PARTITION_BITS).cast("int")
 
 
+def _literals(items: list[str] | tuple[str, ...]) -> Column:
+    return F.array(*[F.lit(item) for item in items])
+
+
 def topic_of_index(index: Column, topics: list[str]) -> Column:
-    return F.element_at(F.array(*[F.lit(t) for t in topics]), index + 1)
+    return F.element_at(_literals(topics), index + 1)
+
+
+def _name_id(column: str) -> Column:
+    """The id of a process or error name (null for none): the one definition both sides share."""
+    return F.when(F.col(column).isNotNull(), F.xxhash64(column))
 
 
 def named_ids(names: DataFrame) -> DataFrame:
     """(kind, name) rows -> (kind, id, name): the id `value_table` gives a process or error name."""
-    return names.select("kind", F.xxhash64("name").alias("id"), "name")
+    return names.select("kind", _name_id("name").alias("id"), "name")
 
 
 def names_of(write_events: DataFrame) -> DataFrame:
@@ -143,10 +152,6 @@ def names_of(write_events: DataFrame) -> DataFrame:
     processes = write_events.select(F.lit("process").alias("kind"), F.col("process").alias("name"))
     errors = write_events.select(F.lit("error").alias("kind"), F.col("error").alias("name"))
     return named_ids(processes.unionByName(errors).where(F.col("name").isNotNull()).distinct())
-
-
-def _name_id(column: str) -> Column:
-    return F.when(F.col(column).isNotNull(), F.xxhash64(column))
 
 
 def value_table(write_events: DataFrame, read_events: DataFrame, topic_acks: Mapping[str, str]) -> DataFrame:
@@ -172,9 +177,7 @@ def value_table(write_events: DataFrame, read_events: DataFrame, topic_acks: Map
         (F.col("phase") == "final").alias("final"),
     )
     write_rows = write_events.select(
-        (F.array_position(F.array(*[F.lit(t) for t in WRITE_TYPES]), F.col("type")) - 1)
-        .cast("int")
-        .alias("code"),
+        (F.array_position(_literals(WRITE_TYPES), F.col("type")) - 1).cast("int").alias("code"),
         "time_ns",
         _name_id("process").alias("process_id"),
         index[F.col("topic")].alias("topic_index"),
@@ -220,7 +223,7 @@ def value_table(write_events: DataFrame, read_events: DataFrame, topic_acks: Map
         .withColumn("read_topic", topic_of_index(slot_topic_index(F.col("read_low")), topics))
         .withColumn("write_slot", slot(F.col("topic_index"), F.col("partition")))
     )
-    outcome = F.element_at(F.array(*[F.lit(t) for t in WRITE_TYPES]), F.col("completion") + 1)
+    outcome = F.element_at(_literals(WRITE_TYPES), F.col("completion") + 1)
     return per_value.select(
         "value",
         "topic",
