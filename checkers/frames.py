@@ -242,18 +242,29 @@ def value_table(write_events: DataFrame, read_events: DataFrame, topic_acks: Map
     )
 
 
-def named(values: DataFrame, names: DataFrame) -> DataFrame:
-    """`value_table` with `process` and `error` names in place of their ids (`names`: see `names_of`)."""
-    processes = names.where(F.col("kind") == "process").select(
-        F.col("id").alias("process_id"), F.col("name").alias("process")
-    )
-    errors = names.where(F.col("kind") == "error").select(
-        F.col("id").alias("error_id"), F.col("name").alias("error")
-    )
-    joined = values.join(F.broadcast(processes), "process_id", "left").join(
-        F.broadcast(errors), "error_id", "left"
-    )
-    return joined.select(*WRITE_COLUMNS, "invokes", "completions", "written", *READ_COLUMNS)
+NAME_KINDS = ("process", "error")
+NameTable = Mapping[int, str] | DataFrame
+"""The names of one kind by id: a few as a mapping, many as an (id, name) frame."""
+
+
+def named(values: DataFrame, names: Mapping[str, NameTable]) -> DataFrame:
+    """`value_table` with `process` and `error` names in place of their ids.
+
+    A kind's names given as a mapping become a literal map looked up per row, a column that Spark
+    drops from every query that does not use it (most of them); a lookup scans the map, so many
+    names are given as a frame instead and joined.
+    """
+    for kind in NAME_KINDS:
+        table, id_column = names[kind], f"{kind}_id"
+        if isinstance(table, DataFrame):
+            renamed = table.select(F.col("id").alias(id_column), F.col("name").alias(kind))
+            values = values.join(F.broadcast(renamed), id_column, "left")
+        elif table:
+            lookup = F.create_map(*[F.lit(x) for id_, name in sorted(table.items()) for x in (id_, name)])
+            values = values.withColumn(kind, lookup[F.col(id_column)])
+        else:
+            values = values.withColumn(kind, F.lit(None).cast("string"))
+    return values.select(*WRITE_COLUMNS, "invokes", "completions", "written", *READ_COLUMNS)
 
 
 def writes_of(values: DataFrame) -> DataFrame:

@@ -2,7 +2,7 @@
 
 writes.jsonl and reads.jsonl are parsed by Spark with explicit schemas and converted once per run
 into Parquet under RUN_DIR/check/parquet/ (with names.jsonl, the process and error names the
-per-value table refers to by id); a fingerprint of the sources (size and modification
+per-value table refers to by id, and their ids); a fingerprint of the sources (size and modification
 time, plus run.json's topics) lets a re-check skip the conversion. Lines are only numbered (an
 extra, slower pass) when something is wrong, to name the first offending line. faults.jsonl and
 cluster.jsonl are small and read in Python through `harness.history.iter_jsonl`.
@@ -29,7 +29,7 @@ from harness.errors import HistoryError
 from harness.history import CLUSTER, FAULTS, READS, RESULT, WRITES, iter_jsonl, load_run_json
 
 CACHE_DIR = "check/parquet"
-CACHE_VERSION = 5
+CACHE_VERSION = 6
 _FINGERPRINT = "fingerprint.json"
 _VALID = "_valid"
 
@@ -98,7 +98,7 @@ def load_history(spark: SparkSession, run_dir: Path) -> History:
         counts = _convert(spark, run_dir, run)
         fingerprint_path.write_text(json.dumps({**fingerprint, "events": counts}, indent=2) + "\n")
     with spark_errors("reading the Parquet cache", str(cache)):
-        values = frames.named(spark.read.parquet(_uri(cache / "values")), _names(spark, cache))
+        values = frames.named(spark.read.parquet(_uri(cache / "values")), _name_tables(spark, cache))
         reads = _read_events(spark, cache)
     counts = {**counts, "faults": len(faults), "cluster": len(cluster)}
     return History(run, values, frames.writes_of(values), reads, faults, cluster, counts)
@@ -192,7 +192,7 @@ def _convert(spark: SparkSession, run_dir: Path, run: dict[str, Any]) -> dict[st
             # undeclared topic, if any, and the process and error names (few) of the writes.
             valid, observation = F.col(_VALID), Observation()
             names = (
-                [F.collect_set(F.when(valid, F.col(kind))).alias(kind) for kind in _NAME_KINDS]
+                [F.collect_set(F.when(valid, F.col(kind))).alias(kind) for kind in frames.NAME_KINDS]
                 if source is _WRITES
                 else []
             )
@@ -219,7 +219,7 @@ def _convert(spark: SparkSession, run_dir: Path, run: dict[str, Any]) -> dict[st
             declared = ", ".join(known_topics)
             raise HistoryError(f"unknown topic {topic!r} (run.json declares: {declared})", str(path), line)
         if source is _WRITES:
-            _write_names(spark, cache, {kind: summary[kind] for kind in _NAME_KINDS}, path)
+            _write_names(spark, cache, {kind: summary[kind] for kind in frames.NAME_KINDS}, path)
     with spark_errors("checking writes per value", str(run_dir / WRITES)):
         bad_value = frames.write_problems(spark.read.parquet(_uri(cache / "values"))).limit(1).collect()
     if bad_value:
@@ -230,28 +230,52 @@ def _convert(spark: SparkSession, run_dir: Path, run: dict[str, Any]) -> dict[st
     return counts
 
 
-_NAME_KINDS = ("process", "error")
 _NAMES = "names.jsonl"
+_NAMES_SCHEMA = "kind string, id long, name string"
+LITERAL_NAMES = 64
+"""Up to this many names of a kind are looked up in a literal map, more are joined (`frames.named`)."""
 
 
 def _write_names(spark: SparkSession, cache: Path, names: dict[str, list[str]], path: Path) -> None:
-    """Store the names the per-value table refers to by id (`frames.named_ids`) next to it.
+    """Store the names the per-value table refers to, with their ids (`frames.named_ids`).
 
-    Written from Python and read back by Spark's JSON reader: no Python worker process is started.
+    The ids are Spark's hash of each name, so Spark computes them, from a staging file written
+    from Python and read by its JSON reader: no Python worker process is started.
     """
-    with (cache / _NAMES).open("w", encoding="utf-8") as handle:
-        for kind in _NAME_KINDS:
+    staging = cache / f"{_NAMES}.staging"
+    with staging.open("w", encoding="utf-8") as handle:
+        for kind in frames.NAME_KINDS:
             for name in sorted(names[kind]):
                 handle.write(json.dumps({"kind": kind, "name": name}) + "\n")
     with spark_errors("storing process and error names", str(path)):
-        shared = _names(spark, cache).groupBy("kind", "id").count().where(F.col("count") > 1)
-        collision = shared.limit(1).collect()
-    if collision:  # two names with one 64-bit hash: never seen, but it would be wrong
-        raise HistoryError("two process or error names share an id (a 64-bit hash); rename one", str(path))
+        rows = frames.named_ids(spark.read.schema("kind string, name string").json(_uri(staging))).collect()
+    staging.unlink()
+    by_id: dict[tuple[str, int], str] = {}
+    for row in rows:
+        if by_id.setdefault((row["kind"], row["id"]), row["name"]) != row["name"]:
+            # Two names with one 64-bit hash: never seen, but it would be wrong.
+            raise HistoryError(
+                "two process or error names share an id (a 64-bit hash); rename one", str(path)
+            )
+    with (cache / _NAMES).open("w", encoding="utf-8") as handle:
+        for (kind, id_), name in sorted(by_id.items()):
+            handle.write(json.dumps({"kind": kind, "id": id_, "name": name}) + "\n")
 
 
-def _names(spark: SparkSession, cache: Path) -> DataFrame:
-    return frames.named_ids(spark.read.schema("kind string, name string").json(_uri(cache / _NAMES)))
+def _name_tables(spark: SparkSession, cache: Path) -> dict[str, frames.NameTable]:
+    """The stored names by kind: a mapping when few, else a frame read by Spark (see `frames.named`)."""
+    path = cache / _NAMES
+    by_kind: dict[str, dict[int, str]] = {kind: {} for kind in frames.NAME_KINDS}
+    for _, row in iter_jsonl(path):
+        by_kind[row["kind"]][int(row["id"])] = row["name"]
+    tables: dict[str, frames.NameTable] = {}
+    for kind, names in by_kind.items():
+        if len(names) <= LITERAL_NAMES:
+            tables[kind] = names
+        else:
+            stored = spark.read.schema(_NAMES_SCHEMA).json(_uri(path))
+            tables[kind] = stored.where(F.col("kind") == kind).select("id", "name")
+    return tables
 
 
 def _read_events(spark: SparkSession, cache: Path) -> DataFrame:

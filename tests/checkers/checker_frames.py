@@ -9,7 +9,16 @@ from checker_rundirs import TOPICS
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.testing import assertDataFrameEqual
 
-from checkers.frames import READ_SCHEMA, WRITE_SCHEMA, named, names_of, value_table, writes_of
+from checkers.frames import (
+    NAME_KINDS,
+    READ_SCHEMA,
+    WRITE_SCHEMA,
+    NameTable,
+    named,
+    names_of,
+    value_table,
+    writes_of,
+)
 
 TOPIC_ACKS = {str(t["name"]): str(t["acks"]) for t in TOPICS}
 TOPIC_PARTITIONS = {str(t["name"]): int(t["partitions"]) for t in TOPICS}
@@ -25,9 +34,19 @@ def read_frame(spark: SparkSession, events: Iterable[Mapping[str, Any]]) -> Data
     return spark.createDataFrame(rows, READ_SCHEMA)
 
 
-def values_of(write_events: DataFrame, read_events: DataFrame) -> DataFrame:
+def name_tables(write_events: DataFrame, *, joined: bool = False) -> dict[str, NameTable]:
+    """The process and error names of these events by kind: mappings, or frames to join if `joined`."""
+    names = names_of(write_events)
+    if joined:
+        return {kind: names.where(names.kind == kind).select("id", "name") for kind in NAME_KINDS}
+    rows = names.collect()
+    return {kind: {row["id"]: row["name"] for row in rows if row["kind"] == kind} for kind in NAME_KINDS}
+
+
+def values_of(write_events: DataFrame, read_events: DataFrame, *, joined: bool = False) -> DataFrame:
     """The per-value table of these events, as a check computes it when converting a history."""
-    return named(value_table(write_events, read_events, TOPIC_ACKS), names_of(write_events))
+    table = value_table(write_events, read_events, TOPIC_ACKS)
+    return named(table, name_tables(write_events, joined=joined))
 
 
 def per_value_writes(write_events: DataFrame) -> DataFrame:

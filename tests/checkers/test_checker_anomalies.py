@@ -14,6 +14,7 @@ from checker_frames import (
 )
 from checker_rundirs import acked, all_ends, end, record, write
 from pyspark.sql import SparkSession
+from pyspark.testing import assertDataFrameEqual
 
 from checkers import anomalies
 
@@ -183,6 +184,24 @@ def test_phantom_write_is_a_failed_write_that_was_read(spark: SparkSession) -> N
     reads = read_frame(spark, [record(900, "p:1", 5), record(901, "p:2", 6), end(950)])
     row = ("t-all", 0, 5, "all", "p:1", "p", 100, 150, None, "NOT_ENOUGH_REPLICAS")
     assert_frame(anomalies.phantom_writes(values_of(writes, reads), reads), PHANTOM, [row])
+
+
+def test_names_joined_or_looked_up_give_the_same_values(spark: SparkSession) -> None:
+    """Many names of a kind are joined, few looked up in a literal map (`frames.named`): same table."""
+    events = [
+        *acked(100, "p:1", 0),
+        write("invoke", 200, "q:2"),
+        write("fail", 250, "q:2", error="NOT_ENOUGH_REPLICAS"),
+        write("invoke", 300, "r:3"),
+    ]
+    writes, reads = write_frame(spark, events), read_frame(spark, [record(900, "p:1", 0)])
+    looked_up = values_of(writes, reads)
+    assert {(row["value"], row["process"], row["error"]) for row in looked_up.collect()} == {
+        ("p:1", "p", None),
+        ("q:2", "q", "NOT_ENOUGH_REPLICAS"),
+        ("r:3", "r", None),
+    }
+    assertDataFrameEqual(values_of(writes, reads, joined=True), looked_up)
 
 
 def test_unexpected_value_was_never_invoked(spark: SparkSession) -> None:

@@ -13,6 +13,7 @@ import pytest
 from checker_rundirs import acked, all_ends, make_run, record, run_json, write
 from pyspark.sql import SparkSession
 
+from checkers import io as checker_io
 from checkers.io import CACHE_DIR
 from harness.cli import main
 from harness.history import READS, RESULT, RUN_JSON, WRITES
@@ -128,10 +129,17 @@ def test_lost_acked_write_violates_the_acks_all_guarantee_with_evidence(
     }
 
 
+@pytest.mark.parametrize("literal_names", [checker_io.LITERAL_NAMES, 0], ids=["looked-up", "joined"])
 def test_phantom_and_unexpected_examples_name_their_process_error_and_first_read(
-    spark: SparkSession, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+    spark: SparkSession,
+    tmp_path: Path,
+    capfd: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    literal_names: int,
 ) -> None:
-    # Names that JSON has to escape go through the conversion's name table and back unchanged.
+    # Names that JSON has to escape go through the conversion's name table and back unchanged,
+    # whether a check looks them up in a literal map (few names) or joins them (many).
+    monkeypatch.setattr(checker_io, "LITERAL_NAMES", literal_names)
     process, error = 'p "ü"\\1', 'NOT_ENOUGH_REPLICAS "after" ü'
     phantom = f"{process}:7"
     writes = [
