@@ -50,6 +50,19 @@ def final_values(reads: DataFrame) -> DataFrame:
     return final.groupBy(*POSITION).agg(F.min("value").alias("final_value"))
 
 
+def reads_of(reads: DataFrame, values: DataFrame, positions: DataFrame | None = None) -> DataFrame:
+    """The read records of `values` (a `value` column) or at `positions` (`POSITION` columns), in
+    one scan of `reads`; both are few (broadcast), and so is the result: what example details read."""
+    found = F.broadcast(values.select("value").distinct().withColumn("_of_value", F.lit(True)))
+    wanted = F.coalesce(F.col("_of_value"), F.lit(False))
+    rows = reads.where(F.col("type") == "record").join(found, "value", "left")
+    if positions is not None:
+        at = F.broadcast(positions.select(*POSITION).distinct().withColumn("_at_position", F.lit(True)))
+        rows = rows.join(at, POSITION, "left")
+        wanted = wanted | F.coalesce(F.col("_at_position"), F.lit(False))
+    return rows.where(wanted).select(*reads.columns)
+
+
 def with_final_value(anomalies: DataFrame, reads: DataFrame, offset_column: str) -> DataFrame:
     """`anomalies` plus `final_value`: what the final read holds at (topic, partition, offset_column).
 

@@ -10,9 +10,10 @@ from collections import defaultdict
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import partial, reduce
 from typing import Any
 
-from pyspark.sql import DataFrame, Row
+from pyspark.sql import Column, DataFrame, Row
 from pyspark.sql import functions as F
 
 from checkers import anomalies, availability
@@ -78,14 +79,22 @@ def _collect_found(frame: DataFrame, evidence: _Evidence) -> _Found:
         frame.unpersist()
 
 
+def _first_rows(frame: DataFrame) -> DataFrame:
+    """The EXAMPLE_CAP rows of `frame` that come first in example order."""
+    return frame.orderBy(*_example_order(frame)).limit(EXAMPLE_CAP)
+
+
+def _example_order(frame: DataFrame) -> list[Column]:
+    return [F.col(c).asc_nulls_last() for c in _EXAMPLE_ORDER if c in frame.columns]
+
+
 def _examples(
     frame: DataFrame, evidence: _Evidence, details: Callable[[DataFrame], DataFrame] | None = None
 ) -> list[dict[str, Any]]:
     """The first EXAMPLE_CAP rows of `frame` with their evidence; `details` adds columns to those rows."""
-    order = [F.col(c).asc_nulls_last() for c in _EXAMPLE_ORDER if c in frame.columns]
-    first = frame.orderBy(*order).limit(EXAMPLE_CAP)
+    first = _first_rows(frame)
     if details is not None:
-        first = details(first).orderBy(*order)
+        first = details(first).orderBy(*_example_order(frame))
     sample = first.collect()
     examples = []
     for row in sample:
@@ -173,41 +182,54 @@ def _value_found(
         summary = _summarize(history, flags)
         complete = anomalies.complete_partitions(reads)
         incomplete = _incomplete_partitions(history, complete, summary)
-        frames: dict[str, tuple[DataFrame, Callable[[DataFrame], DataFrame] | None]] = {
+        frames: dict[str, tuple[DataFrame, Callable[[DataFrame, DataFrame], DataFrame]]] = {
             "lost-write": (
                 anomalies.lost_writes_from(flags, reads, unsure=summary.lost_unsure > 0),
-                lambda rows: anomalies.with_final_value(rows, reads, "ack_offset"),
+                lambda rows, reads: anomalies.with_final_value(rows, reads, "ack_offset"),
             ),
             "duplicate": (
                 anomalies.duplicates_from(flags, acks),
-                lambda rows: anomalies.with_offsets(rows, reads).select(
+                lambda rows, reads: anomalies.with_offsets(rows, reads).select(
                     "topic", "partition", "acks", "value", "offsets", *anomalies.WRITE_EVIDENCE
                 ),
             ),
-            "phantom-write": (
-                anomalies.phantom_writes_from(flags),
-                lambda rows: anomalies.phantom_details(rows, reads),
-            ),
-            "unexpected-value": (
-                anomalies.unexpected_values_from(flags, acks),
-                lambda rows: anomalies.unexpected_details(rows, reads),
-            ),
+            "phantom-write": (anomalies.phantom_writes_from(flags), anomalies.phantom_details),
+            "unexpected-value": (anomalies.unexpected_values_from(flags, acks), anomalies.unexpected_details),
         }
         found: dict[str, _Found] = {}
-        for kind, (frame, details) in frames.items():
-            counts = summary.per_kind[kind]
-            if kind == "lost-write" and summary.lost_unsure:
-                found[kind] = _collect_found(_with_details(frame, details), evidence)
-                continue
-            examples = _examples(frame, evidence, details) if counts else []
-            found[kind] = _Found(counts, examples)
+        if summary.lost_unsure:  # settled against every final record: details for all its rows
+            frame, details = frames.pop("lost-write")
+            found["lost-write"] = _collect_found(details(frame, reads), evidence)
+        occurred = {kind: kind_frames for kind, kind_frames in frames.items() if summary.per_kind[kind]}
+        # The details of every kind's examples come from one scan of the reads, kept: the reads of
+        # the example values and at the lost examples' positions (a few hundred rows at most).
+        example_reads = _example_reads(reads, occurred).persist() if occurred else reads
+        try:
+            for kind, (frame, details) in frames.items():
+                with_details = partial(_with_reads, details, example_reads)
+                examples = _examples(frame, evidence, with_details) if kind in occurred else []
+                found[kind] = _Found(summary.per_kind[kind], examples)
+        finally:
+            if occurred:
+                example_reads.unpersist()
     finally:
         flags.unpersist()
     return found, summary, incomplete
 
 
-def _with_details(frame: DataFrame, details: Callable[[DataFrame], DataFrame] | None) -> DataFrame:
-    return details(frame) if details is not None else frame
+def _with_reads(
+    details: Callable[[DataFrame, DataFrame], DataFrame], reads: DataFrame, rows: DataFrame
+) -> DataFrame:
+    return details(rows, reads)
+
+
+def _example_reads(reads: DataFrame, occurred: Mapping[str, tuple[DataFrame, Any]]) -> DataFrame:
+    """The reads that the details of these kinds' examples look at (`anomalies.reads_of`)."""
+    firsts = {kind: _first_rows(frame) for kind, (frame, _) in occurred.items()}
+    values = reduce(DataFrame.unionByName, [first.select("value") for first in firsts.values()])
+    lost = firsts.get("lost-write")
+    positions = lost.select("topic", "partition", F.col("ack_offset").alias("offset")) if lost else None
+    return anomalies.reads_of(reads, values, positions)
 
 
 def _round(value: Any) -> Any:

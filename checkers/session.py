@@ -30,6 +30,14 @@ QUICK_START_BYTES = 256 * 1024 * 1024
 """Below this much history, a local check compiles with the JIT's quick tier only (C1): the
 optimizing tier costs more than it saves on short jobs (a 170k-event run re-checks in 32 s instead
 of 41 s, 1M events first-check in 59 s instead of 68 s), while larger histories need its speed."""
+OPTIMIZE_HOT_ONLY = (
+    "-XX:Tier4InvocationThreshold=50000 -XX:Tier4MinInvocationThreshold=20000"
+    " -XX:Tier4CompileThreshold=60000 -XX:Tier4BackEdgeThreshold=400000"
+)
+"""Above QUICK_START_BYTES, only methods run ten times as often as the JVM's default asks for are
+compiled by the optimizing tier: on two cores its compiler thread competes with the tasks, and
+most of what it compiled by default ran too briefly to pay back (10M-event first check: 49-52 s
+of C2 compilation, 70.8/72.8 s wall; with this 35-36 s and 69.7/69.6 s, alternated)."""
 OBJECT_HASH_KEYS = 65_536
 THROUGHPUT_GC = "-XX:+UseParallelGC"
 """A local check's JVM collects garbage with the throughput collector, not the default G1: G1's
@@ -61,7 +69,7 @@ def _conf(
             [
                 java_options,
                 THROUGHPUT_GC if master.startswith("local") else "",
-                "-XX:TieredStopAtLevel=1" if quick_start else "",
+                "-XX:TieredStopAtLevel=1" if quick_start else OPTIMIZE_HOT_ONLY,
                 class_archive.driver_options(),
             ],
         )
