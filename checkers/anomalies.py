@@ -79,6 +79,8 @@ def with_final_value(anomalies: DataFrame, reads: DataFrame, offset_column: str)
 def value_flags(values: DataFrame, reads: DataFrame, topic_partitions: Mapping[str, int]) -> DataFrame:
     """`values` (`frames.value_table`) plus one boolean column per per-value anomaly kind.
 
+    Of `reads` only the `end` events matter (so the end events alone will do).
+
     `lost` is an `ok` write certainly missing from the complete final read of its partition (or,
     partition unknown, of its whole topic); `lost_unsure` one whose final reads span partitions on
     both sides of its own, which `lost_writes_from` settles exactly.

@@ -47,6 +47,11 @@ READ_SCHEMA = T.StructType(
 )
 
 
+END_COLUMNS = ["type", "phase", "topic", "partition"]
+END_SCHEMA = T.StructType([field for field in READ_SCHEMA.fields if field.name in END_COLUMNS])
+"""What an `end` event says (a final one: its partition was read to the high watermark)."""
+
+
 def _all_present(*names: str) -> Column:
     condition = F.lit(True)
     for name in names:
@@ -272,11 +277,15 @@ def writes_of(values: DataFrame) -> DataFrame:
     return values.where(F.col("written")).select(*WRITE_COLUMNS)
 
 
-def write_problems(writes: DataFrame) -> DataFrame:
-    """Values whose events break the one-invoke-at-most-one-completion rule, with the reason."""
-    reason = (
+def write_problem() -> Column:
+    """Why a `value_table` row's events break the one-invoke-at-most-one-completion rule, or null."""
+    return (
         F.when((F.col("invokes") == 0) & (F.col("completions") > 0), F.lit("completion with no invoke"))
         .when(F.col("invokes") > 1, F.lit("value written twice (invoked more than once)"))
         .when(F.col("completions") > 1, F.lit("value written twice (completed more than once)"))
     )
-    return writes.select("value", reason.alias("reason")).where(F.col("reason").isNotNull())
+
+
+def write_problems(writes: DataFrame) -> DataFrame:
+    """Values whose events break the one-invoke-at-most-one-completion rule, with the reason."""
+    return writes.select("value", write_problem().alias("reason")).where(F.col("reason").isNotNull())

@@ -29,7 +29,7 @@ from harness.errors import HistoryError
 from harness.history import CLUSTER, FAULTS, READS, RESULT, WRITES, iter_jsonl, load_run_json
 
 CACHE_DIR = "check/parquet"
-CACHE_VERSION = 6
+CACHE_VERSION = 7
 _FINGERPRINT = "fingerprint.json"
 _VALID = "_valid"
 
@@ -39,13 +39,14 @@ class History:
     """A validated run: run.json, per-value table, writes and read events as DataFrames, small files as lists.
 
     `values` is `frames.value_table` of the history with names (`frames.named`), `writes` its written
-    rows (`frames.writes_of`).
+    rows (`frames.writes_of`), `ends` the `end` events of `reads` (END_COLUMNS only, kept apart: few).
     """
 
     run: dict[str, Any]
     values: DataFrame
     writes: DataFrame
     reads: DataFrame
+    ends: DataFrame
     faults: list[dict[str, Any]]
     cluster: list[dict[str, Any]]
     event_counts: dict[str, int]
@@ -100,8 +101,9 @@ def load_history(spark: SparkSession, run_dir: Path) -> History:
     with spark_errors("reading the Parquet cache", str(cache)):
         values = frames.named(spark.read.parquet(_uri(cache / "values")), _name_tables(spark, cache))
         reads = _read_events(spark, cache)
+        ends = spark.read.schema(frames.END_SCHEMA).json(_uri(cache / _ENDS))
     counts = {**counts, "faults": len(faults), "cluster": len(cluster)}
-    return History(run, values, frames.writes_of(values), reads, faults, cluster, counts)
+    return History(run, values, frames.writes_of(values), reads, ends, faults, cluster, counts)
 
 
 def write_result(run_dir: Path, result: dict[str, Any]) -> Path:
@@ -183,6 +185,7 @@ def _convert(spark: SparkSession, run_dir: Path, run: dict[str, Any]) -> dict[st
     cache.mkdir(parents=True)
     known_topics = sorted(topic_acks(run))
     counts: dict[str, int] = {}
+    problems = Observation()
     for source, name in ((_READS, "reads"), (_WRITES, "writes")):
         path = run_dir / source.name
         with spark_errors(f"converting {source.name} to Parquet", str(path)):
@@ -191,23 +194,25 @@ def _convert(spark: SparkSession, run_dir: Path, run: dict[str, Any]) -> dict[st
             # Observed while the Parquet is written, no extra pass: bad lines, valid lines, an
             # undeclared topic, if any, and the process and error names (few) of the writes.
             valid, observation = F.col(_VALID), Observation()
-            names = (
-                [F.collect_set(F.when(valid, F.col(kind))).alias(kind) for kind in frames.NAME_KINDS]
-                if source is _WRITES
-                else []
-            )
+            if source is _WRITES:
+                found = [F.collect_set(F.when(valid, F.col(kind))).alias(kind) for kind in frames.NAME_KINDS]
+            else:  # the end events (one per partition read to its end): what completeness is decided on
+                is_end = valid & (F.col("type") == "end")
+                found = [F.collect_set(F.when(is_end, F.struct(*frames.END_COLUMNS))).alias("ends")]
             observed = parsed.observe(
                 observation,
                 F.count(F.when(~valid, 1)).alias("bad"),
                 F.count(F.when(valid, 1)).alias("good"),
                 F.min(F.when(valid & ~F.col("topic").isin(*known_topics), F.col("topic"))).alias("unknown"),
-                *names,
+                *found,
             )
             if source is _READS:
                 observed.write.mode("overwrite").parquet(_uri(cache / "reads_events"))
             else:
                 read_events = _read_events(spark, cache)
                 values = frames.value_table(observed.where(valid), read_events, topic_acks(run))
+                # Broken write rules are counted as the table is written; found only if there are any.
+                values = values.observe(problems, F.count(frames.write_problem()).alias("count"))
                 values.write.mode("overwrite").parquet(_uri(cache / "values"))
             summary = observation.get
         if summary["bad"]:
@@ -220,7 +225,13 @@ def _convert(spark: SparkSession, run_dir: Path, run: dict[str, Any]) -> dict[st
             raise HistoryError(f"unknown topic {topic!r} (run.json declares: {declared})", str(path), line)
         if source is _WRITES:
             _write_names(spark, cache, {kind: summary[kind] for kind in frames.NAME_KINDS}, path)
-    with spark_errors("checking writes per value", str(run_dir / WRITES)):
+        else:
+            with (cache / _ENDS).open("w", encoding="utf-8") as handle:
+                for end in sorted(summary["ends"], key=lambda row: tuple(map(str, row))):
+                    handle.write(json.dumps(end.asDict()) + "\n")
+    if not problems.get["count"]:
+        return counts
+    with spark_errors("locating a broken write rule", str(run_dir / WRITES)):
         bad_value = frames.write_problems(spark.read.parquet(_uri(cache / "values"))).limit(1).collect()
     if bad_value:
         value, reason = bad_value[0]["value"], bad_value[0]["reason"]
@@ -230,6 +241,7 @@ def _convert(spark: SparkSession, run_dir: Path, run: dict[str, Any]) -> dict[st
     return counts
 
 
+_ENDS = "ends.jsonl"
 _NAMES = "names.jsonl"
 _NAMES_SCHEMA = "kind string, id long, name string"
 LITERAL_NAMES = 64

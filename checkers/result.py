@@ -177,10 +177,11 @@ def _value_found(
     run, reads = history.run, history.reads
     acks = topic_acks(run)
     partitions = {str(t["name"]): int(t.get("partitions") or 0) for t in run["topics"]}
-    flags = anomalies.anomalous_values(anomalies.value_flags(history.values, reads, partitions)).persist()
+    flags = anomalies.value_flags(history.values, history.ends, partitions)
+    flags = anomalies.anomalous_values(flags).persist()
     try:
         summary = _summarize(history, flags)
-        complete = anomalies.complete_partitions(reads)
+        complete = anomalies.complete_partitions(history.ends)
         incomplete = _incomplete_partitions(history, complete, summary)
         frames: dict[str, tuple[DataFrame, Callable[[DataFrame, DataFrame], DataFrame]]] = {
             "lost-write": (
