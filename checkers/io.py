@@ -2,9 +2,10 @@
 
 writes.jsonl and reads.jsonl are parsed by Spark with explicit schemas and converted once per run
 into Parquet under RUN_DIR/check/parquet/ (with names.jsonl, the process and error names the
-per-value table refers to by id, and their ids); a fingerprint of the sources (size and modification
-time, plus run.json's topics) lets a re-check skip the conversion. Lines are only numbered (an
-extra, slower pass) when something is wrong, to name the first offending line. faults.jsonl and
+per-value table refers to, with their ids, and ends.jsonl, the reads' end events); a fingerprint of
+the sources (size and modification time, plus run.json's topics) lets a re-check skip the
+conversion. Lines are only numbered (an extra, slower pass) when something is wrong, to name the
+first offending line. faults.jsonl and
 cluster.jsonl are small and read in Python through `harness.history.iter_jsonl`.
 """
 

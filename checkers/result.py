@@ -186,11 +186,11 @@ def _value_found(
         frames: dict[str, tuple[DataFrame, Callable[[DataFrame, DataFrame], DataFrame]]] = {
             "lost-write": (
                 anomalies.lost_writes_from(flags, reads, unsure=summary.lost_unsure > 0),
-                lambda rows, reads: anomalies.with_final_value(rows, reads, "ack_offset"),
+                lambda rows, read_events: anomalies.with_final_value(rows, read_events, "ack_offset"),
             ),
             "duplicate": (
                 anomalies.duplicates_from(flags, acks),
-                lambda rows, reads: anomalies.with_offsets(rows, reads).select(
+                lambda rows, read_events: anomalies.with_offsets(rows, read_events).select(
                     "topic", "partition", "acks", "value", "offsets", *anomalies.WRITE_EVIDENCE
                 ),
             ),
