@@ -34,7 +34,7 @@ OPTIMIZE_HOT_ONLY = (
     "-XX:Tier4InvocationThreshold=50000 -XX:Tier4MinInvocationThreshold=20000"
     " -XX:Tier4CompileThreshold=60000 -XX:Tier4BackEdgeThreshold=400000"
 )
-"""Above QUICK_START_BYTES, only methods run ten times as often as the JVM's default asks for are
+"""Locally above QUICK_START_BYTES, only methods run ten times as often as the JVM's default asks for are
 compiled by the optimizing tier: on two cores its compiler thread competes with the tasks, and
 most of what it compiled by default ran too briefly to pay back (10M-event first check: 49-52 s
 of C2 compilation, 70.8/72.8 s wall; with this 35-36 s and 69.7/69.6 s, alternated)."""
@@ -60,20 +60,14 @@ def _conf(
         f"-Dlog4j2.configurationFile=file:{_LOG4J_CONFIG}"
         " -XX:+IgnoreUnrecognizedVMOptions -XX:+UnlockDiagnosticVMOptions -XX:-BytecodeVerificationRemote"
     )
-    quick_start = (
-        master.startswith("local") and history_bytes is not None and history_bytes < QUICK_START_BYTES
+    local = master.startswith("local")
+    # A local driver runs the tasks too: its JVM is tuned for them (measured on two cores).
+    local_tuning = (
+        [THROUGHPUT_GC, "-XX:TieredStopAtLevel=1" if _is_short(history_bytes) else OPTIMIZE_HOT_ONLY]
+        if local
+        else []
     )
-    driver_options = " ".join(
-        filter(
-            None,
-            [
-                java_options,
-                THROUGHPUT_GC if master.startswith("local") else "",
-                "-XX:TieredStopAtLevel=1" if quick_start else OPTIMIZE_HOT_ONLY,
-                class_archive.driver_options(),
-            ],
-        )
-    )
+    driver_options = " ".join(filter(None, [java_options, *local_tuning, class_archive.driver_options()]))
     conf = (
         SparkConf()
         .setMaster(master)
@@ -90,13 +84,17 @@ def _conf(
         # Past this many keys in one task, Spark would sort every row instead of hashing it.
         .set("spark.sql.objectHashAggregate.sortBased.fallbackThreshold", str(OBJECT_HASH_KEYS))
     )
-    if master.startswith("local"):
+    if local:
         # A few hundred MB per run on a laptop: the default 200 shuffle partitions only add overhead.
         conf.set("spark.sql.shuffle.partitions", str(shuffle_partitions or LOCAL_SHUFFLE_PARTITIONS))
         conf.set("spark.driver.memory", os.environ.get("KCHAOS_SPARK_DRIVER_MEMORY", "4g"))
     elif shuffle_partitions:
         conf.set("spark.sql.shuffle.partitions", str(shuffle_partitions))
     return conf
+
+
+def _is_short(history_bytes: int | None) -> bool:
+    return history_bytes is not None and history_bytes < QUICK_START_BYTES
 
 
 def get_spark(
