@@ -3,7 +3,9 @@
 For each acks mode the same number of writes goes through (a) a bare confluent-kafka loop that
 only counts deliveries and (b) a recording `ProducerProcess` that writes every invoke and completion
 to a history file; rounds alternate a/b to share the machine's noise. Prints the ratio b/a
-(target: recording costs at most 20%, i.e. ratio <= 1.20).
+(target: recording costs at most 20%, i.e. ratio <= 1.20), and the CPU this process spent per write
+on each side (Python, the recorder, librdkafka's threads; not the brokers'): the recorder's loop runs
+in C, so at saturation it can beat the bare loop's interpreter, and the CPU column shows by how much.
 
     .venv/bin/python benchmarks/bench_workload.py [--writes 20000] [--rounds 2]
 """
@@ -11,9 +13,12 @@ to a history file; rounds alternate a/b to share the machine's noise. Prints the
 from __future__ import annotations
 
 import argparse
+import resource
 import statistics
 import tempfile
 import time
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 from confluent_kafka import Producer
@@ -22,6 +27,18 @@ from harness.clients import client_config
 from harness.cluster import ClusterSpec, KafkaCluster
 from harness.history import HistoryWriter, RunClock
 from harness.producer import DEFAULT_PRODUCER_CONFIG, ProducerProcess
+
+
+def measured(run: Callable[[], float]) -> tuple[float, float]:
+    """(wall seconds `run` reports, CPU seconds this process spent meanwhile, every thread's)."""
+
+    def cpu_s() -> float:
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        return usage.ru_utime + usage.ru_stime
+
+    before = cpu_s()
+    wall = run()
+    return wall, cpu_s() - before
 
 
 def bare(config: dict[str, object], topic: str, writes: int) -> float:
@@ -74,7 +91,7 @@ def main() -> None:
     ):
         print(
             f"{'acks':>5} {'bare s':>8} {'recorded s':>11} {'ratio':>6} "
-            f"{'acked/s bare':>13} {'acked/s recorded':>17}"
+            f"{'acked/s bare':>13} {'acked/s recorded':>17} {'CPU us/write bare':>18} {'recorded':>9}"
         )
         for acks in ("0", "1", "all"):
             topic = f"bench-acks-{acks}"
@@ -82,13 +99,20 @@ def main() -> None:
             config = client_config(
                 cluster.bootstrap_servers, cluster.kafka_version, **{**DEFAULT_PRODUCER_CONFIG, "acks": acks}
             )
-            bare_s, rec_s = [], []
+            bare_runs, recorded_runs = [], []
             for n in range(args.rounds):
-                bare_s.append(bare(config, topic, args.writes))
-                rec_s.append(recorded(config, topic, acks, args.writes, Path(tmp), n))
-            b, r = statistics.median(bare_s), statistics.median(rec_s)
+                bare_runs.append(measured(partial(bare, config, topic, args.writes)))
+                recorded_runs.append(
+                    measured(partial(recorded, config, topic, acks, args.writes, Path(tmp), n))
+                )
+            b, r = (statistics.median(wall for wall, _ in runs) for runs in (bare_runs, recorded_runs))
+            b_cpu, r_cpu = (
+                statistics.median(cpu for _, cpu in runs) / args.writes * 1e6
+                for runs in (bare_runs, recorded_runs)
+            )
             print(
-                f"{acks:>5} {b:8.2f} {r:11.2f} {r / b:6.2f} {args.writes / b:13.0f} {args.writes / r:17.0f}"
+                f"{acks:>5} {b:8.2f} {r:11.2f} {r / b:6.2f} {args.writes / b:13.0f} {args.writes / r:17.0f} "
+                f"{b_cpu:18.2f} {r_cpu:9.2f}"
             )
 
 

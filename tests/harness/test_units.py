@@ -29,7 +29,6 @@ from harness.cluster_cli import parse_overrides
 from harness.errors import ConfigError, HistoryError
 from harness.history import FORMAT, HistoryWriter, RunDir, iter_jsonl, load_run_json
 from harness.images import KafkaDistribution
-from harness.producer import WriteLines
 from harness.waiting import wait_until
 
 IP = "172.28.0.101"
@@ -226,35 +225,6 @@ def test_history_writer_threads_never_interleave(tmp_path: Path) -> None:
     assert len(lines) == 1200
     seen = {(obj["thread"], obj["i"]) for obj in map(json.loads, lines)}
     assert len(seen) == 1200
-
-
-@pytest.mark.parametrize("process", ["p-all-0", 'odd "name" \\ é'])
-def test_producer_lines_are_the_format_s_write_events(process: str) -> None:
-    lines = WriteLines(process, "t-all")
-    value = lines.value(17)
-    text = "".join(
-        [
-            lines.invoke(5, 2, value),
-            lines.ok(9, 2, 41, value),
-            lines.ok(9, 2, -1, value),  # acks=0: librdkafka tells no offset
-            lines.error("info", 12, 2, "_MSG_TIMED_OUT", value),
-        ]
-    )
-    head = {"process": process, "topic": "t-all", "partition": 2}
-    written = f"{process}:17"
-    assert [json.loads(line) for line in text.splitlines()] == [
-        {"type": "invoke", "time_ns": 5, **head, "value": written},
-        {"type": "ok", "time_ns": 9, **head, "offset": 41, "value": written},
-        {"type": "ok", "time_ns": 9, **head, "offset": None, "value": written},
-        {
-            "type": "info",
-            "time_ns": 12,
-            **head,
-            "offset": None,
-            "error": "_MSG_TIMED_OUT",
-            "value": f"{process}:17",
-        },
-    ]
 
 
 _WRITER_CHILD = """

@@ -1,0 +1,159 @@
+"""The producer's recorder (harness/_recorder.c) against an in-process fake client: the exact history
+lines for every way a write can end, in order, and the counters. The real client is exercised by
+tests/harness/test_workload.py on a real cluster; this pins the C code's formatting and error paths,
+which a healthy cluster rarely reaches."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka import KafkaError, KafkaException
+
+import harness.producer
+from harness.history import HistoryWriter, RunClock
+from harness.producer import ProducerProcess
+
+Callback = Callable[[KafkaError | None, Any], None]
+
+
+class FakeMessage:
+    def __init__(self, offset: int | None) -> None:
+        self._offset = offset
+
+    def offset(self) -> int | None:
+        return self._offset
+
+
+class FakeProducer:
+    """Accepts writes by sequence number and scripts their fate: queue full once, refused at once,
+    delivered with an offset, with none (acks=0), with -1, or failed later."""
+
+    def __init__(self, config: dict[str, Any]) -> None:
+        self.accepted: list[tuple[int, Callback]] = []  # in flight
+        self.sent: list[tuple[int, bytes]] = []  # (partition, value) of every accepted write
+        self.queue_full_once = {3}
+
+    def produce(
+        self, topic: str, value: bytes, key: bytes | None, partition: int, on_delivery: Callback
+    ) -> None:
+        sequence = int(value.split(b":")[-1].split(b"|")[0])
+        if sequence in self.queue_full_once:
+            self.queue_full_once.discard(sequence)
+            raise BufferError("Local: Queue full")
+        if sequence == 5:
+            raise KafkaException(KafkaError(KafkaError._UNKNOWN_TOPIC))
+        self.accepted.append((sequence, on_delivery))
+        self.sent.append((partition, value))
+
+    def poll(self, timeout: float) -> int:
+        delivered = self.accepted[:]
+        self.accepted.clear()
+        for sequence, callback in delivered:
+            if sequence == 7:
+                callback(KafkaError(KafkaError._MSG_TIMED_OUT), None)
+            elif sequence == 8:
+                callback(KafkaError(KafkaError.NOT_ENOUGH_REPLICAS), None)
+            else:
+                callback(None, FakeMessage({2: None, 4: -1}.get(sequence, sequence * 10)))
+        return len(delivered)
+
+    def flush(self, timeout: float) -> int:
+        return self.poll(timeout)
+
+    def __len__(self) -> int:
+        return len(self.accepted)
+
+
+@pytest.mark.parametrize("process", ["p-all-0", 'odd "name" \\ é'])
+def test_recorder_writes_the_format_s_write_events_for_every_outcome(
+    process: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clients: list[FakeProducer] = []
+    monkeypatch.setattr(
+        harness.producer, "Producer", lambda config: clients.append(FakeProducer(config)) or clients[-1]
+    )
+    path = tmp_path / "writes.jsonl"
+    with HistoryWriter(path) as writer:
+        producer = ProducerProcess(
+            process, "t-all", 3, "all", {"retries": 0}, writer, RunClock(), message_size=6, max_writes=10
+        )
+        producer.start()
+        producer.join(10)
+    assert not producer.running and producer.error is None
+
+    events = [json.loads(line) for line in path.read_text().splitlines()]
+    times = [e.pop("time_ns") for e in events]
+    assert times == sorted(times) and times[0] >= 0
+
+    def head(sequence: int) -> dict[str, Any]:
+        return {"process": process, "topic": "t-all", "partition": sequence % 3}
+
+    def invoke(sequence: int) -> dict[str, Any]:
+        return {"type": "invoke", **head(sequence), "value": f"{process}:{sequence}"}
+
+    def ok(sequence: int, offset: int | None) -> dict[str, Any]:
+        return {"type": "ok", **head(sequence), "offset": offset, "value": f"{process}:{sequence}"}
+
+    def error(kind: str, sequence: int, name: str) -> dict[str, Any]:
+        return {
+            "type": kind,
+            **head(sequence),
+            "offset": None,
+            "error": name,
+            "value": f"{process}:{sequence}",
+        }
+
+    expected: list[dict[str, Any]] = []
+    for sequence in range(10):
+        expected.append(invoke(sequence))
+        if sequence == 5:  # refused by produce(): completed at once, never sent
+            expected.append(error("fail", sequence, "_UNKNOWN_TOPIC"))
+        elif sequence == 7:
+            expected.append(error("info", sequence, "_MSG_TIMED_OUT"))
+        elif sequence == 8:  # definite with retries=0
+            expected.append(error("fail", sequence, "NOT_ENOUGH_REPLICAS"))
+        else:  # 2 and 4: no offset told (acks=0): null; 3 was offered again after a full queue
+            expected.append(ok(sequence, {2: None, 4: None}.get(sequence, sequence * 10)))
+    assert events == expected
+
+    counts = producer.counts
+    assert (counts.attempted, counts.acked, counts.failed, counts.indeterminate) == (10, 7, 2, 1)
+    assert len(counts.latencies_ns) == 7 and all(latency >= 0 for latency in counts.latencies_ns)
+
+
+def test_recorder_payload_carries_value_and_padding(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    client = FakeProducer({})
+    monkeypatch.setattr(harness.producer, "Producer", lambda config: client)
+    with HistoryWriter(tmp_path / "writes.jsonl") as writer:
+        producer = ProducerProcess(
+            "p-1-0", "t-1", 2, "1", {}, writer, RunClock(), message_size=5, max_writes=3
+        )
+        producer.start()
+        producer.join(10)
+    assert producer.error is None
+    assert client.sent == [
+        (0, b"p-1-0:0|xxxx"),
+        (1, b"p-1-0:1|xxxx"),
+        (0, b"p-1-0:2|xxxx"),
+    ]
+
+
+def test_recorder_propagates_a_bug_in_the_client_call(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    client = FakeProducer({})
+    client.produce = lambda *args, **kwargs: 1 / 0  # type: ignore[method-assign]
+    monkeypatch.setattr(harness.producer, "Producer", lambda config: client)
+    with HistoryWriter(tmp_path / "writes.jsonl") as writer:
+        producer = ProducerProcess("p-1-0", "t-1", 2, "1", {}, writer, RunClock(), max_writes=3)
+        producer.start()
+        producer.join(10)
+    assert isinstance(producer.error, ZeroDivisionError)
+    # The invoke was recorded before the call failed, and reached the file.
+    assert [json.loads(line)["type"] for line in (tmp_path / "writes.jsonl").read_text().splitlines()] == [
+        "invoke"
+    ]
