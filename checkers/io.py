@@ -30,7 +30,7 @@ from harness.errors import HistoryError
 from harness.history import CLUSTER, FAULTS, READS, RESULT, WRITES, iter_jsonl, load_run_json
 
 CACHE_DIR = "check/parquet"
-CACHE_VERSION = 7
+CACHE_VERSION = 8
 _FINGERPRINT = "fingerprint.json"
 _VALID = "_valid"
 
@@ -208,13 +208,13 @@ def _convert(spark: SparkSession, run_dir: Path, run: dict[str, Any]) -> dict[st
                 *found,
             )
             if source is _READS:
-                observed.write.mode("overwrite").parquet(_uri(cache / "reads_events"))
+                _write_parquet(observed, cache / "reads_events")
             else:
                 read_events = _read_events(spark, cache)
                 values = frames.value_table(observed.where(valid), read_events, topic_acks(run))
                 # Broken write rules are counted as the table is written; found only if there are any.
                 values = values.observe(problems, F.count(frames.write_problem()).alias("count"))
-                values.write.mode("overwrite").parquet(_uri(cache / "values"))
+                _write_parquet(values, cache / "values")
             summary = observation.get
         if summary["bad"]:
             _raise_first_bad_line(spark, path, source)
@@ -240,6 +240,29 @@ def _convert(spark: SparkSession, run_dir: Path, run: dict[str, Any]) -> dict[st
         line = _offending_write_line(spark, path, value, reason)
         raise HistoryError(f"{reason}: value {value!r}", str(path), line)
     return counts
+
+
+MOSTLY_UNIQUE = (
+    "value",
+    "time_ns",
+    "offset",
+    "invoke_ns",
+    "complete_ns",
+    "ack_offset",
+    "offset_low",
+    "offset_high",
+)
+"""Cached columns whose values rarely repeat: stored without Parquet's dictionary encoding."""
+
+
+def _write_parquet(frame: DataFrame, path: Path) -> None:
+    """Write `frame` as Parquet, dictionary-encoding only the columns whose values repeat.
+
+    A dictionary of mostly unique values fills up and is thrown away, page after page; trying it cost
+    about 5% of a 10M-event conversion's CPU (79-88 -> 76.5-77.6 s with dictionaries off altogether).
+    """
+    plain = {f"parquet.enable.dictionary#{c}": "false" for c in frame.columns if c in MOSTLY_UNIQUE}
+    frame.write.mode("overwrite").options(**plain).parquet(_uri(path))
 
 
 _ENDS = "ends.jsonl"
