@@ -387,27 +387,10 @@ client_methods(PyObject *producer, PyObject **produce, PyObject **poll)
     return 0;
 }
 
+/* Writes until stop() or until `limit` writes were attempted in all, in turns. */
 static PyObject *
-Recorder_turn(Recorder *self, PyObject *producer)
+run_until(Recorder *self, PyObject *producer, long long limit)
 {
-    PyObject *produce, *poll;
-    if (client_methods(producer, &produce, &poll) < 0)
-        return NULL;
-    int status = turn(self, produce, poll);
-    Py_DECREF(produce);
-    Py_DECREF(poll);
-    if (status < 0)
-        return NULL;
-    Py_RETURN_NONE;
-}
-
-static PyObject *
-Recorder_run(Recorder *self, PyObject *args)
-{
-    PyObject *producer;
-    long long limit;
-    if (!PyArg_ParseTuple(args, "OL:run", &producer, &limit))
-        return NULL;
     PyObject *produce, *poll;
     if (client_methods(producer, &produce, &poll) < 0)
         return NULL;
@@ -420,6 +403,22 @@ Recorder_run(Recorder *self, PyObject *args)
     if (status < 0)
         return NULL;
     Py_RETURN_NONE;
+}
+
+static PyObject *
+Recorder_turn(Recorder *self, PyObject *producer)
+{
+    return run_until(self, producer, self->attempted + 1);
+}
+
+static PyObject *
+Recorder_run(Recorder *self, PyObject *args)
+{
+    PyObject *producer;
+    long long limit;
+    if (!PyArg_ParseTuple(args, "OL:run", &producer, &limit))
+        return NULL;
+    return run_until(self, producer, limit);
 }
 
 static PyObject *
@@ -532,7 +531,8 @@ Recorder_dealloc(Recorder *self)
 static PyMethodDef Recorder_methods[] = {
     {"run", (PyCFunction)Recorder_run, METH_VARARGS,
      "run(producer, limit): write until stop() or `limit` writes in all (-1: no limit)."},
-    {"turn", (PyCFunction)Recorder_turn, METH_O, "turn(producer): one write, poll(0), flush if due."},
+    {"turn", (PyCFunction)Recorder_turn, METH_O,
+     "turn(producer): one write, poll(0), flush if due (nothing once stopped)."},
     {"flush", (PyCFunction)Recorder_flush, METH_NOARGS, "Hand every buffered line to the sink now."},
     {"stop", (PyCFunction)Recorder_stop, METH_NOARGS, "Make run() return after its current write."},
     {"latencies", (PyCFunction)Recorder_latencies, METH_NOARGS,
