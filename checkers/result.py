@@ -206,10 +206,20 @@ def _value_found(
         # the example values and at the lost examples' positions (a few hundred rows at most).
         example_reads = _example_reads(reads, occurred).persist() if occurred else reads
         try:
-            for kind, (frame, details) in frames.items():
-                with_details = partial(_with_reads, details, example_reads)
-                examples = _examples(frame, evidence, with_details) if kind in occurred else []
-                found[kind] = _Found(summary.per_kind[kind], examples)
+            if occurred:
+                example_reads.count()  # cached once, before the kinds read it side by side
+            # Each kind's examples are a few small jobs, mostly planning and scheduling: side by side.
+            with ThreadPoolExecutor(max_workers=4, thread_name_prefix="kchaos-examples") as pool:
+                examples = {
+                    kind: pool.submit(
+                        _examples, frame, evidence, partial(_with_reads, details, example_reads)
+                    )
+                    for kind, (frame, details) in occurred.items()
+                }
+                for kind in frames:
+                    found[kind] = _Found(
+                        summary.per_kind[kind], examples[kind].result() if kind in examples else []
+                    )
         finally:
             if occurred:
                 example_reads.unpersist()
