@@ -3,10 +3,15 @@
 For each size it generates a run directory (checkers/synthetic.py, cached under --dir), then in
 separate child processes, side by side in this one run:
   - the Spark checker: a first check (JSONL -> Parquet conversion included) and a re-check (cache);
-  - `python_check` below: read every line with json.loads into dicts, count the same anomalies.
+  - a straightforward Python check below: read every line with json.loads into dicts and sets,
+    count the same anomalies, then compute the rest of result.json's numbers (write counts per topic
+    and availability: per acks mode and second, in and out of faults, recovery after each fault
+    start, with exact percentiles). Examples are not gathered.
 The Spark check runs twice: with the class archive (`kchaos spark-archive`) and without it. It
 prints events per second, peak RSS of the Spark driver (the JVM; local mode runs executors in it)
-and of the Python driver, the speed ratio, and whether both checkers found the same counts.
+and of the Python driver, the speed ratio (also against the Python check's counting part alone),
+and whether both checkers found the same anomaly counts, write counts and exact availability
+numbers (per-second counts, recovery times).
 
     .venv/bin/python benchmarks/bench_check.py                  # 1M and 10M events
     .venv/bin/python benchmarks/bench_check.py --sizes 1000000 --master 'local[*]'
@@ -15,7 +20,9 @@ and of the Python driver, the speed ratio, and whether both checkers found the s
 from __future__ import annotations
 
 import argparse
+import bisect
 import json
+import math
 import os
 import resource
 import shutil
@@ -23,20 +30,35 @@ import subprocess
 import sys
 import time
 from collections import defaultdict
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from checkers.class_archive import ARCHIVE_ENV, archive_path
+from checkers.evidence import fault_intervals, merged_windows
 from checkers.synthetic import ANOMALIES, DEFAULT_RATE, generate
+from harness.history import iter_jsonl
 
+WRITE_COUNTS = ("attempted", "acked", "failed", "indeterminate")
 KINDS = ("lost-write", "divergent-offset", "duplicate", "phantom-write", "unexpected-value", "reordered")
 
 
-def python_check(run_dir: Path) -> dict[str, int]:
-    """The anomaly counts of HISTORY_FORMAT.md, computed with dicts and sets in one process."""
-    run = json.loads((run_dir / "run.json").read_text())
-    partitions = {t["name"]: int(t["partitions"]) for t in run["topics"]}
-    writes: dict[str, dict[str, Any]] = {}
+@dataclass
+class _PythonHistory:
+    """What one pass over both JSONL files leaves in memory, in dicts and sets."""
+
+    run: dict[str, Any]
+    writes: dict[str, dict[str, Any]] = field(default_factory=dict)
+    values_at: dict[tuple[str, int, int], set[str]] = field(default_factory=lambda: defaultdict(set))
+    positions_of: dict[str, set[tuple[str, int, int]]] = field(default_factory=lambda: defaultdict(set))
+    final_values: dict[tuple[str, int], set[str]] = field(default_factory=lambda: defaultdict(set))
+    complete: set[tuple[str, int]] = field(default_factory=set)
+
+
+def python_read(run_dir: Path) -> _PythonHistory:
+    """Read every line of writes.jsonl and reads.jsonl with json.loads into dicts and sets."""
+    history = _PythonHistory(json.loads((run_dir / "run.json").read_text()))
+    writes = history.writes
     with (run_dir / "history/writes.jsonl").open() as handle:
         for line in handle:
             event = json.loads(line)
@@ -45,30 +67,34 @@ def python_check(run_dir: Path) -> dict[str, int]:
                 write |= {"topic": event["topic"], "process": event["process"], "invoke_ns": event["time_ns"]}
             else:
                 write["outcome"] = event["type"]
+                write["complete_ns"] = event["time_ns"]
                 if event["partition"] >= 0:
                     write["partition"] = event["partition"]
                 if event["type"] == "ok":
                     write["offset"] = event.get("offset")
-    values_at: dict[tuple[str, int, int], set[str]] = defaultdict(set)
-    positions_of: dict[str, set[tuple[str, int, int]]] = defaultdict(set)
-    final_values: dict[tuple[str, int], set[str]] = defaultdict(set)
-    complete: set[tuple[str, int]] = set()
     with (run_dir / "history/reads.jsonl").open() as handle:
         for line in handle:
             event = json.loads(line)
             where = (event["topic"], event["partition"])
             if event["type"] == "end":
                 if event["phase"] == "final":
-                    complete.add(where)
+                    history.complete.add(where)
                 continue
             position = (*where, event["offset"])
-            values_at[position].add(event["value"])
-            positions_of[event["value"]].add(position)
+            history.values_at[position].add(event["value"])
+            history.positions_of[event["value"]].add(position)
             if event["phase"] == "final":
-                final_values[where].add(event["value"])
+                history.final_values[where].add(event["value"])
+    return history
+
+
+def python_counts(history: _PythonHistory) -> dict[str, int]:
+    """The anomaly counts of HISTORY_FORMAT.md."""
+    partitions = {t["name"]: int(t["partitions"]) for t in history.run["topics"]}
+    complete, final_values, values_at = history.complete, history.final_values, history.values_at
     counts = dict.fromkeys(KINDS, 0)
     by_sequence: dict[tuple[str, str, int], list[tuple[int, str, int]]] = defaultdict(list)
-    for value, write in writes.items():
+    for value, write in history.writes.items():
         topic, partition = str(write.get("topic")), int(write["partition"])
         if write["outcome"] == "ok":
             if partition >= 0:
@@ -83,16 +109,94 @@ def python_check(run_dir: Path) -> dict[str, int]:
                     (write["invoke_ns"], value, write["offset"])
                 )
         elif write["outcome"] == "fail":
-            counts["phantom-write"] += value in positions_of
+            counts["phantom-write"] += value in history.positions_of
     counts["divergent-offset"] = sum(len(values) > 1 for values in values_at.values())
-    counts["duplicate"] = sum(len(positions) > 1 for positions in positions_of.values())
-    counts["unexpected-value"] = sum(value not in writes for value in positions_of)
+    counts["duplicate"] = sum(len(positions) > 1 for positions in history.positions_of.values())
+    counts["unexpected-value"] = sum(value not in history.writes for value in history.positions_of)
     for sequence in by_sequence.values():
         highest = -1
         for _, _, offset in sorted(sequence):
             counts["reordered"] += offset < highest
             highest = max(highest, offset)
     return counts
+
+
+def _percentile(ordered: list[float], fraction: float) -> float:
+    """The smallest value with at least `fraction` of `ordered` at or below it."""
+    return ordered[max(0, math.ceil(fraction * len(ordered)) - 1)]
+
+
+def _latency_stats(latencies: list[float], prefix: str = "") -> dict[str, float | None]:
+    ordered = sorted(latencies)
+    stats: dict[str, float | None] = {"p50_ms": None, "p99_ms": None, "max_ms": None}
+    if ordered:
+        stats = {
+            "p50_ms": _percentile(ordered, 0.5),
+            "p99_ms": _percentile(ordered, 0.99),
+            "max_ms": ordered[-1],
+        }
+    return {prefix + key: value for key, value in stats.items()}
+
+
+def python_availability(history: _PythonHistory, run_dir: Path) -> dict[str, Any]:
+    """What result.json tells besides anomaly counts: write counts per topic and availability (per
+    acks mode and second of completion, per acks mode in and out of faults, recovery after each
+    fault start), with exact percentiles."""
+    acks_of = {t["name"]: t["acks"] for t in history.run["topics"]}
+    topics = {name: dict.fromkeys(WRITE_COUNTS, 0) for name in acks_of}
+    outcome_count = {"ok": "acked", "fail": "failed", "info": "indeterminate"}
+    faults = [event for _, event in iter_jsonl(run_dir / "history/faults.jsonl", required=False)]
+    intervals = fault_intervals(faults)
+    windows = merged_windows(intervals)
+    window_starts = [start for start, _ in windows]
+    per_second: dict[tuple[str, int], dict[str, Any]] = {}
+    by_fault: dict[tuple[str, bool], dict[str, Any]] = {}
+    ok_times: dict[str, list[int]] = defaultdict(list)
+    for write in history.writes.values():
+        counts = topics[write["topic"]]
+        counts["attempted"] += 1
+        counts[outcome_count[write["outcome"]]] += 1
+        completed = write.get("complete_ns")
+        if completed is None:
+            continue
+        acks, ok = acks_of[write["topic"]], write["outcome"] == "ok"
+        index = bisect.bisect_right(window_starts, completed) - 1
+        during = index >= 0 and (windows[index][1] is None or completed < windows[index][1])
+        for groups, key in ((per_second, (acks, completed // 1_000_000_000)), (by_fault, (acks, during))):
+            group = groups.setdefault(key, {"ok": 0, "fail": 0, "info": 0, "latencies": []})
+            group[write["outcome"]] += 1
+            if ok:
+                group["latencies"].append((completed - write["invoke_ns"]) / 1_000_000)
+        if ok:
+            ok_times[acks].append(completed)
+    series = [
+        {"acks": acks, "t_s": t_s, "acked": g["ok"], "failed": g["fail"], "indeterminate": g["info"]}
+        | _latency_stats(g["latencies"], "latency_")
+        for (acks, t_s), g in sorted(per_second.items())
+    ]
+    latency = []
+    for (acks, during), g in sorted(by_fault.items()):
+        total = g["ok"] + g["fail"] + g["info"]
+        latency.append(
+            {"acks": acks, "during_fault": during, "count": total}
+            | _latency_stats(g["latencies"])
+            | {"error_rate": g["fail"] / total, "indeterminate_rate": g["info"] / total}
+        )
+    for times in ok_times.values():
+        times.sort()
+    recovery = []
+    for interval in intervals:
+        for acks in sorted(set(acks_of.values())):
+            times = ok_times[acks]
+            after = bisect.bisect_left(times, interval.start_ns)
+            recovery.append(
+                {
+                    "acks": acks,
+                    "start_ns": interval.start_ns,
+                    "first_ok_ns": times[after] if after < len(times) else None,
+                }
+            )
+    return {"topics": topics, "series": series, "latency": latency, "recovery": recovery}
 
 
 def _peak_rss_mib() -> float:
@@ -134,6 +238,8 @@ def _spark_child(run_dir: Path, master: str | None) -> dict[str, Any]:
         "recheck_s": recheck_s,
         "events": sum(result["events"].values()),
         "counts": {kind: result["anomalies"][kind]["count"] for kind in KINDS},
+        "write_counts": {row["topic"]: {k: row[k] for k in WRITE_COUNTS} for row in result["topics"]},
+        "exact_availability": _exact_availability(result["availability"]),
         "jvm_peak_mib": _jvm_peak_rss_mib(),
         "python_peak_mib": _peak_rss_mib(),
     }
@@ -141,8 +247,28 @@ def _spark_child(run_dir: Path, master: str | None) -> dict[str, Any]:
 
 def _python_child(run_dir: Path) -> dict[str, Any]:
     started = time.monotonic()
-    counts = python_check(run_dir)
-    return {"seconds": time.monotonic() - started, "counts": counts, "peak_mib": _peak_rss_mib()}
+    history = python_read(run_dir)
+    counts = python_counts(history)
+    counts_s = time.monotonic() - started
+    availability = python_availability(history, run_dir)
+    return {
+        "counts_s": counts_s,
+        "seconds": time.monotonic() - started,
+        "counts": counts,
+        "write_counts": availability["topics"],
+        "exact_availability": _exact_availability(availability),
+        "peak_mib": _peak_rss_mib(),
+    }
+
+
+def _exact_availability(availability: dict[str, Any]) -> list[list[Any]]:
+    """The availability numbers both checkers compute exactly (not the approximate percentiles)."""
+    series = [
+        ["series", r["acks"], r["t_s"], r["acked"], r["failed"], r["indeterminate"]]
+        for r in availability["series"]
+    ]
+    recovery = [["recovery", r["acks"], r["start_ns"], r["first_ok_ns"]] for r in availability["recovery"]]
+    return sorted(series + recovery, key=str)
 
 
 def _in_child(*args: str, env: dict[str, str] | None = None) -> dict[str, Any]:
@@ -191,11 +317,18 @@ def main() -> None:
         python = _in_child("--child", "python", "--run-dir", str(run_dir))
         events = spark["events"]
         first, recheck, single = spark["first_s"], spark["recheck_s"], python["seconds"]
+        same = all(spark[k] == python[k] for k in ("counts", "write_counts", "exact_availability"))
         print(
             f"{events:>10} {first:>11.1f} {events / first:>9.0f} {recheck:>9.1f} {events / recheck:>9.0f}"
             f" {spark['jvm_peak_mib'] or 0:>8.0f} {single:>7.1f} {events / single:>9.0f}"
             f" {python['peak_mib']:>7.0f}"
-            f" {single / first:>6.2f} {single / recheck:>8.2f} {spark['counts'] == python['counts']}",
+            f" {single / first:>6.2f} {single / recheck:>8.2f} {same}",
+            flush=True,
+        )
+        counts_only = python["counts_s"]
+        print(
+            f"{'':>10} Python counting anomalies only (no write counts, no availability):"
+            f" {counts_only:.1f} s, ratio {counts_only / first:.2f}, re-check {counts_only / recheck:.2f}",
             flush=True,
         )
         print(
@@ -205,8 +338,9 @@ def main() -> None:
             f" re-check {unarchived['recheck_s']:.1f} s",
             flush=True,
         )
-        if spark["counts"] != python["counts"]:
-            print(f"  spark:  {spark['counts']}\n  python: {python['counts']}", flush=True)
+        if not same:
+            print(f"  spark:  {spark['counts']} {spark['write_counts']}", flush=True)
+            print(f"  python: {python['counts']} {python['write_counts']}", flush=True)
 
 
 if __name__ == "__main__":
