@@ -36,10 +36,10 @@ from typing import Any
 
 from checkers.class_archive import ARCHIVE_ENV, archive_path
 from checkers.evidence import fault_intervals, merged_windows
+from checkers.result import WRITE_COUNTS
 from checkers.synthetic import ANOMALIES, DEFAULT_RATE, generate
 from harness.history import iter_jsonl
 
-WRITE_COUNTS = ("attempted", "acked", "failed", "indeterminate")
 KINDS = ("lost-write", "divergent-offset", "duplicate", "phantom-write", "unexpected-value", "reordered")
 
 
