@@ -123,6 +123,55 @@ def test_divergent_offset_between_two_reads_without_an_ack(spark: SparkSession) 
     assert_frame(divergent, DIVERGENT, [row])
 
 
+def test_divergent_offsets_count_each_value_once_per_position(spark: SparkSession) -> None:
+    writes = write_frame(
+        spark,
+        [
+            *acked(100, "p:1", 3),  # read again at 3 and at 4: a duplicate, never divergent with itself
+            *acked(200, "p:2", 4),  # its offset also holds p:1's second copy
+            *acked(300, "p:3", 5, partition=1),  # the same offset in other places holds other values
+            *acked(310, "q:3", 5),
+            *acked(320, "r:3", 5, topic="t-1"),
+            *acked(400, "p:4", 6),  # acknowledged at 6, read at 7 only: 6 and 7 each hold one value
+        ],
+    )
+    reads = read_frame(
+        spark,
+        [
+            record(500, "p:1", 3, phase="live"),
+            record(900, "p:1", 3),
+            record(901, "p:1", 4),
+            record(902, "p:1", 4, phase="live"),
+            record(903, "p:3", 5, partition=1),
+            record(904, "q:3", 5),
+            record(905, "p:4", 7),
+            end(950),
+        ],
+    )
+    divergent = anomalies.divergent_offsets(per_value_writes(writes), reads, TOPIC_ACKS)
+    row = ("t-all", 0, 4, "all", ["p:1", "p:2"], "p:2", "p", 200, 210, 4, "p:1")
+    assert_frame(divergent, DIVERGENT, [row])
+
+
+def test_divergent_offset_at_a_duplicate_copy_and_at_two_unread_acks(spark: SparkSession) -> None:
+    writes = write_frame(
+        spark,
+        [
+            *acked(100, "p:1", 3),  # read at 3 (where it was acknowledged) and at 8, where q:1 is read
+            *acked(200, "q:1", 9),
+            *acked(300, "s:1", 12),  # two acknowledgements of one offset, neither read
+            *acked(310, "s:2", 12),
+        ],
+    )
+    reads = read_frame(spark, [record(900, "p:1", 3), record(901, "p:1", 8), record(902, "q:1", 8), end(950)])
+    divergent = anomalies.divergent_offsets(per_value_writes(writes), reads, TOPIC_ACKS)
+    rows = [
+        ("t-all", 0, 8, "all", ["p:1", "q:1"], None, None, None, None, None, "p:1"),
+        ("t-all", 0, 12, "all", ["s:1", "s:2"], "s:1", "s", 300, 310, 12, None),
+    ]
+    assert_frame(divergent, DIVERGENT, rows)
+
+
 DUPLICATE = [
     "topic",
     "partition",
