@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial, reduce
-from typing import Any
+from typing import Any, TypeVar
 
+from pyspark import SparkContext
 from pyspark.sql import Column, DataFrame, Row
 from pyspark.sql import functions as F
 
@@ -42,6 +43,22 @@ WRITE_COUNTS = ("attempted", "acked", "failed", "indeterminate")
 ANOMALY_COUNTS = ("lost", "divergent", "duplicated", "phantom", "reordered")
 _OUTCOME_COUNT = {"ok": "acked", "fail": "failed", "info": "indeterminate"}
 _EXAMPLE_ORDER = ("complete_ns", "topic", "partition", "offset", "value")
+
+
+_T = TypeVar("_T")
+
+
+def _submit(pool: ThreadPoolExecutor, scheduler_pool: str, work: Callable[..., _T], *args: Any) -> Future[_T]:
+    """Run `work` in `pool`, its Spark jobs in the FAIR scheduler's pool `scheduler_pool` (see
+    `checkers.session`): parts of a check submitted side by side share the cores, so a part made of
+    many small jobs is not queued behind the long tasks of another."""
+    context = SparkContext.getOrCreate()
+
+    def run() -> _T:
+        context.setLocalProperty("spark.scheduler.pool", scheduler_pool)
+        return work(*args)
+
+    return pool.submit(run)
 
 
 @dataclass(frozen=True)
@@ -211,8 +228,13 @@ def _value_found(
             # Each kind's examples are a few small jobs, mostly planning and scheduling: side by side.
             with ThreadPoolExecutor(max_workers=4, thread_name_prefix="kchaos-examples") as pool:
                 examples = {
-                    kind: pool.submit(
-                        _examples, frame, evidence, partial(_with_reads, details, example_reads)
+                    kind: _submit(
+                        pool,
+                        kind,
+                        _examples,
+                        frame,
+                        evidence,
+                        partial(_with_reads, details, example_reads),
                     )
                     for kind, (frame, details) in occurred.items()
                 }
@@ -332,10 +354,16 @@ def build_result(history: History, checked_at: str, spark_info: dict[str, Any]) 
     # Independent Spark jobs run side by side: each has serial stretches (planning, a last long
     # task, driver-side collection) in which the other cores would otherwise sit idle.
     with ThreadPoolExecutor(max_workers=4, thread_name_prefix="kchaos-check") as pool:
-        value_kinds = pool.submit(_value_found, history, evidence)
-        divergent = pool.submit(_collect_found, anomalies.divergent_offsets(writes, reads, acks), evidence)
-        reordered = pool.submit(_collect_found, anomalies.reordered_writes(writes), evidence)
-        availability_rows = pool.submit(_availability_rows, history, intervals)
+        value_kinds = _submit(pool, "per-value", _value_found, history, evidence)
+        divergent = _submit(
+            pool,
+            "divergent-offset",
+            _collect_found,
+            anomalies.divergent_offsets(writes, reads, acks),
+            evidence,
+        )
+        reordered = _submit(pool, "reordered", _collect_found, anomalies.reordered_writes(writes), evidence)
+        availability_rows = _submit(pool, "availability", _availability_rows, history, intervals)
         found, summary, incomplete = value_kinds.result()
         found = {**found, "divergent-offset": divergent.result(), "reordered": reordered.result()}
     write_counts = summary.write_counts
