@@ -47,6 +47,8 @@ READ_SCHEMA = T.StructType(
 )
 
 
+RECORD_COLUMNS = ["phase", "topic", "partition", "offset", "value"]
+"""What checks read of a `record` event (its time, process and watermarks are only validated)."""
 END_COLUMNS = ["type", "phase", "topic", "partition"]
 END_SCHEMA = T.StructType([field for field in READ_SCHEMA.fields if field.name in END_COLUMNS])
 """What an `end` event says (a final one: its partition was read to the high watermark)."""

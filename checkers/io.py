@@ -1,12 +1,12 @@
 """All file I/O of the checkers: history files in, Parquet cache, check/result.json out.
 
 writes.jsonl and reads.jsonl are parsed by Spark with explicit schemas and converted once per run
-into Parquet under RUN_DIR/check/parquet/ (with names.jsonl, the process and error names the
-per-value table refers to, with their ids, and ends.jsonl, the reads' end events); a fingerprint of
-the sources (size and modification time, plus run.json's topics) lets a re-check skip the
-conversion. Lines are only numbered (an extra, slower pass) when something is wrong, to name the
-first offending line. faults.jsonl and
-cluster.jsonl are small and read in Python through `harness.history.iter_jsonl`.
+into Parquet under RUN_DIR/check/parquet/ (the read records, with only the columns checks use, and
+the per-value table; with names.jsonl, the process and error names the per-value table refers to,
+with their ids, and ends.jsonl, the reads' end events); a fingerprint of the sources (size and
+modification time, plus run.json's topics) lets a re-check skip the conversion. Lines are only
+numbered (an extra, slower pass) when something is wrong, to name the first offending line.
+faults.jsonl and cluster.jsonl are small and read in Python through `harness.history.iter_jsonl`.
 """
 
 from __future__ import annotations
@@ -30,17 +30,18 @@ from harness.errors import HistoryError
 from harness.history import CLUSTER, FAULTS, READS, RESULT, WRITES, iter_jsonl, load_run_json
 
 CACHE_DIR = "check/parquet"
-CACHE_VERSION = 8
+CACHE_VERSION = 9
 _FINGERPRINT = "fingerprint.json"
 _VALID = "_valid"
 
 
 @dataclass(frozen=True)
 class History:
-    """A validated run: run.json, per-value table, writes and read events as DataFrames, small files as lists.
+    """A validated run: run.json, per-value table, writes and reads as DataFrames, small files as lists.
 
     `values` is `frames.value_table` of the history with names (`frames.named`), `writes` its written
-    rows (`frames.writes_of`), `ends` the `end` events of `reads` (END_COLUMNS only, kept apart: few).
+    rows (`frames.writes_of`), `reads` the read records (`frames.RECORD_COLUMNS` only) and `ends` the
+    `end` events of reads.jsonl (END_COLUMNS only, kept apart: few).
     """
 
     run: dict[str, Any]
@@ -101,7 +102,7 @@ def load_history(spark: SparkSession, run_dir: Path) -> History:
         fingerprint_path.write_text(json.dumps({**fingerprint, "events": counts}, indent=2) + "\n")
     with spark_errors("reading the Parquet cache", str(cache)):
         values = frames.named(spark.read.parquet(_uri(cache / "values")), _name_tables(spark, cache))
-        reads = _read_events(spark, cache)
+        reads = _read_records(spark, cache)
         ends = spark.read.schema(frames.END_SCHEMA).json(_uri(cache / _ENDS))
     counts = {**counts, "faults": len(faults), "cluster": len(cluster)}
     return History(run, values, frames.writes_of(values), reads, ends, faults, cluster, counts)
@@ -178,7 +179,8 @@ def _parse(lines: DataFrame, source: _Source) -> DataFrame:
 def _convert(spark: SparkSession, run_dir: Path, run: dict[str, Any]) -> dict[str, int]:
     """Convert both JSONL files to Parquet, validating them; return the valid event counts.
 
-    reads.jsonl becomes its events (`reads_events`); writes.jsonl goes straight, with the read
+    reads.jsonl becomes its records (`read_records`, `frames.RECORD_COLUMNS`: what checks read of
+    them; the other fields are validated, not stored); writes.jsonl goes straight, with the read
     records, into the per-value table (`values`, `frames.value_table`) without an events copy.
     """
     cache = run_dir / CACHE_DIR
@@ -208,10 +210,12 @@ def _convert(spark: SparkSession, run_dir: Path, run: dict[str, Any]) -> dict[st
                 *found,
             )
             if source is _READS:
-                _write_parquet(observed, cache / "reads_events")
+                records = observed.where(valid & (F.col("type") == "record"))
+                _write_parquet(records.select(*frames.RECORD_COLUMNS), cache / _RECORDS)
             else:
-                read_events = _read_events(spark, cache)
-                values = frames.value_table(observed.where(valid), read_events, topic_acks(run))
+                values = frames.value_table(
+                    observed.where(valid), _read_records(spark, cache), topic_acks(run)
+                )
                 # Broken write rules are counted as the table is written; found only if there are any.
                 values = values.observe(problems, F.count(frames.write_problem()).alias("count"))
                 _write_parquet(values, cache / "values")
@@ -265,6 +269,7 @@ def _write_parquet(frame: DataFrame, path: Path) -> None:
     frame.write.mode("overwrite").options(**plain).parquet(_uri(path))
 
 
+_RECORDS = "read_records"
 _ENDS = "ends.jsonl"
 _NAMES = "names.jsonl"
 _NAMES_SCHEMA = "kind string, id long, name string"
@@ -314,8 +319,9 @@ def _name_tables(spark: SparkSession, cache: Path) -> dict[str, frames.NameTable
     return tables
 
 
-def _read_events(spark: SparkSession, cache: Path) -> DataFrame:
-    return spark.read.parquet(_uri(cache / "reads_events")).where(F.col(_VALID)).drop(_VALID)
+def _read_records(spark: SparkSession, cache: Path) -> DataFrame:
+    """The stored read records as read events (of type `record`), which the checkers take."""
+    return spark.read.parquet(_uri(cache / _RECORDS)).select(F.lit("record").alias("type"), "*")
 
 
 def _numbered(spark: SparkSession, path: Path) -> DataFrame:
