@@ -30,7 +30,7 @@ from harness.errors import HistoryError
 from harness.history import CLUSTER, FAULTS, READS, RESULT, WRITES, iter_jsonl, load_run_json
 
 CACHE_DIR = "check/parquet"
-CACHE_VERSION = 9
+CACHE_VERSION = 10
 _FINGERPRINT = "fingerprint.json"
 _VALID = "_valid"
 

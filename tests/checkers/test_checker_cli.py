@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from checker_rundirs import acked, all_ends, make_run, record, run_json, write
+from checker_rundirs import acked, all_ends, end, make_run, record, run_json, write
 from pyspark.sql import SparkSession
 
 from checkers import io as checker_io
@@ -209,6 +209,10 @@ BAD_INPUTS = {
     "wrong-field-type": (
         {"reads": _lines(*all_ends()) + _lines(record(900, "p:1", 0) | {"offset": "seven"})},
         f"{READS}:7: field 'offset' must be an integer",
+    ),
+    "wrong-watermark-type": (  # not used by any check, and still validated
+        {"reads": _lines(*all_ends()) + _lines(end(10_000) | {"high_watermark": "many"})},
+        f"{READS}:7: field 'high_watermark' must be an integer",
     ),
     "completion-without-invoke": (
         {"writes": _lines(*acked(100, "p:1", 0), write("ok", 300, "p:9", offset=4))},
