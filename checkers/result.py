@@ -48,11 +48,16 @@ _EXAMPLE_ORDER = ("complete_ns", "topic", "partition", "offset", "value")
 _T = TypeVar("_T")
 
 
-def _submit(pool: ThreadPoolExecutor, scheduler_pool: str, work: Callable[..., _T], *args: Any) -> Future[_T]:
-    """Run `work` in `pool`, its Spark jobs in the FAIR scheduler's pool `scheduler_pool` (see
+def _submit(
+    pool: ThreadPoolExecutor,
+    context: SparkContext,
+    scheduler_pool: str,
+    work: Callable[..., _T],
+    *args: Any,
+) -> Future[_T]:
+    """Run `work` in `pool`, its jobs on `context` in the FAIR scheduler's pool `scheduler_pool` (see
     `checkers.session`): parts of a check submitted side by side share the cores, so a part made of
     many small jobs is not queued behind the long tasks of another."""
-    context = SparkContext.getOrCreate()
 
     def run() -> _T:
         context.setLocalProperty("spark.scheduler.pool", scheduler_pool)
@@ -192,6 +197,7 @@ def _value_found(
     only for kinds that occurred.
     """
     run, reads = history.run, history.reads
+    context = reads.sparkSession.sparkContext
     acks = topic_acks(run)
     partitions = {str(t["name"]): int(t.get("partitions") or 0) for t in run["topics"]}
     flags = anomalies.value_flags(history.values, history.ends, partitions)
@@ -230,6 +236,7 @@ def _value_found(
                 examples = {
                     kind: _submit(
                         pool,
+                        context,
                         kind,
                         _examples,
                         frame,
@@ -351,19 +358,23 @@ def build_result(history: History, checked_at: str, spark_info: dict[str, Any]) 
     intervals = fault_intervals(history.faults)
     evidence = _Evidence(ClusterTimeline(history.cluster), intervals)
     writes, reads = history.writes, history.reads
+    context = reads.sparkSession.sparkContext
     # Independent Spark jobs run side by side: each has serial stretches (planning, a last long
     # task, driver-side collection) in which the other cores would otherwise sit idle.
     with ThreadPoolExecutor(max_workers=4, thread_name_prefix="kchaos-check") as pool:
-        value_kinds = _submit(pool, "per-value", _value_found, history, evidence)
+        value_kinds = _submit(pool, context, "per-value", _value_found, history, evidence)
         divergent = _submit(
             pool,
+            context,
             "divergent-offset",
             _collect_found,
             anomalies.divergent_offsets(writes, reads, acks),
             evidence,
         )
-        reordered = _submit(pool, "reordered", _collect_found, anomalies.reordered_writes(writes), evidence)
-        availability_rows = _submit(pool, "availability", _availability_rows, history, intervals)
+        reordered = _submit(
+            pool, context, "reordered", _collect_found, anomalies.reordered_writes(writes), evidence
+        )
+        availability_rows = _submit(pool, context, "availability", _availability_rows, history, intervals)
         found, summary, incomplete = value_kinds.result()
         found = {**found, "divergent-offset": divergent.result(), "reordered": reordered.result()}
     write_counts = summary.write_counts
