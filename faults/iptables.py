@@ -1,16 +1,23 @@
-"""Our iptables rules inside a container: one dedicated chain per fault kind, jumped to from INPUT
-and OUTPUT, so heal removes exactly our rules and nothing Docker or the image put there."""
+"""Our iptables rules inside a container: one dedicated chain per started fault, jumped to from INPUT
+and OUTPUT, so heal removes exactly that fault's rules: not those of another fault still active on
+the same node (explicit timelines may overlap), nor anything Docker or the image put there."""
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable
 
 from harness.errors import ClusterError, FaultError
 from harness.services import Node
 
-PARTITION_CHAIN = "KCHAOS"
-LOSS_CHAIN = "KCHAOS-LOSS"
-CHAINS = (PARTITION_CHAIN, LOSS_CHAIN)
+CHAIN_PREFIX = "KCHAOS"
+_chain_numbers = itertools.count(1)
+
+
+def new_chain(kind: str) -> str:
+    """A chain name no other fault of this process uses, e.g. `KCHAOS-PART-3` (iptables allows 28
+    characters: `kind` is a short tag)."""
+    return f"{CHAIN_PREFIX}-{kind}-{next(_chain_numbers)}"
 
 
 def _hook(chain: str) -> str:
@@ -58,12 +65,9 @@ def remove_chain(node: Node, chain: str) -> None:
 
 
 def leftover_rules(node: Node) -> list[str]:
-    """Our rules and hooks still present in `node` (empty when clean); for checks after a heal."""
-    chains = " ".join(CHAINS)
-    script = (
-        f"for c in {chains}; do iptables -S $c 2>/dev/null; done; iptables -S | grep -e '-j KCHAOS' || true"
-    )
-    code, output = node.exec(["bash", "-c", script], timeout_s=20)
+    """Our chains, their rules and hooks still present in `node` (empty when clean); for checks after
+    a heal."""
+    code, output = node.exec(["bash", "-c", f"iptables -S | grep -e {CHAIN_PREFIX} || true"], timeout_s=20)
     if code != 0:
         raise FaultError(f"cannot list iptables rules in {node.name} (exit {code}): {output.strip()[-300:]}")
     return [line for line in output.splitlines() if line.strip()]

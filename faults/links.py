@@ -12,7 +12,7 @@ import random
 from dataclasses import dataclass
 
 from faults.base import coerce_float, register
-from faults.iptables import LOSS_CHAIN, add_rules, remove_chain
+from faults.iptables import add_rules, new_chain, remove_chain
 from faults.targets import Targeted
 from harness.cluster import KafkaCluster
 from harness.errors import ClusterError, FaultError
@@ -157,6 +157,7 @@ class Lossy(Targeted):
     ) -> None:
         super().__init__(target=target, topic=topic, partition=partition)
         self.probability = coerce_float("probability", probability, low=0.0, high=1.0)
+        self._chain = new_chain("LOSS")
         self._touched: list[Node] = []
 
     def start(self, cluster: KafkaCluster, rng: random.Random) -> None:
@@ -165,9 +166,9 @@ class Lossy(Targeted):
         rule = f"! -d 127.0.0.0/8 -m statistic --mode random --probability {self.probability:.4f} -j DROP"
         for node in self.resolve(cluster, rng):
             self._touched.append(node)
-            add_rules(node, LOSS_CHAIN, [rule])
+            add_rules(node, self._chain, [rule])
 
     def heal(self, cluster: KafkaCluster) -> None:
         for node in self._touched:
-            remove_chain(node, LOSS_CHAIN)
+            remove_chain(node, self._chain)
         self._touched = []

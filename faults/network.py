@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from faults.base import register
-from faults.iptables import PARTITION_CHAIN, add_rules, drop_from_and_to, remove_chain
+from faults.iptables import add_rules, drop_from_and_to, new_chain, remove_chain
 from faults.targets import Targeted
 from harness.cluster import KafkaCluster
 from harness.errors import FaultError
@@ -100,6 +100,7 @@ class Partition(Targeted):
         super().__init__(target=target, topic=topic, partition=partition)
         self.shape = shape
         self.cuts: set[Link] = set()
+        self._chain = new_chain("PART")
         self._touched: list[Node] = []
 
     def start(self, cluster: KafkaCluster, rng: random.Random) -> None:
@@ -126,13 +127,13 @@ class Partition(Targeted):
             )
             if peers:
                 self._touched.append(node)  # before applying: a heal after a failure here must visit it
-                add_rules(node, PARTITION_CHAIN, drop_from_and_to(peers))
+                add_rules(node, self._chain, drop_from_and_to(peers))
 
     def heal(self, cluster: KafkaCluster) -> None:
         problems: list[str] = []
         for node in self._touched:
             try:
-                remove_chain(node, PARTITION_CHAIN)
+                remove_chain(node, self._chain)
             except FaultError as exc:
                 problems.append(str(exc))
         if problems:

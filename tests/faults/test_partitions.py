@@ -60,6 +60,34 @@ def test_shapes_cut_exactly_their_links_and_heal_restores_all(cluster: KafkaClus
     assert p0(cluster.wait_for_isr([TOPIC], timeout_s=60)).isr_full
 
 
+def test_overlapping_partitions_heal_independently(cluster: KafkaCluster) -> None:
+    # Explicit timelines may overlap: both faults put rules on zk-1, and healing the first must
+    # leave the second's there (each side of a cut drops, so only the rules show a half-healed cut).
+    make_topic(cluster)
+    first, second = (
+        make_fault("partition", {"shape": "isolate-from-zookeeper", "target": target})
+        for target in ("kafka-1", "kafka-2")
+    )
+    first_ip, second_ip = (f"{cluster.node(name).ip}/32" for name in ("kafka-1", "kafka-2"))
+    first.start(cluster, random.Random(1))
+    try:
+        second.start(cluster, random.Random(2))
+        try:
+            assert_cuts_exactly(cluster, {frozenset(("kafka-1", "zk-1")), frozenset(("kafka-2", "zk-1"))})
+            first.heal(cluster)
+            rules = {node.name: leftover_rules(node) for node in cluster.nodes}
+            assert not [rule for node_rules in rules.values() for rule in node_rules if first_ip in rule]
+            assert [rule for rule in rules["zk-1"] if second_ip in rule], rules
+            assert_cuts_exactly(cluster, {frozenset(("kafka-2", "zk-1"))})
+        finally:
+            second.heal(cluster)
+    finally:
+        first.heal(cluster)
+    assert all(reachability(cluster).values()), "after healing both partitions some link is still cut"
+    assert all(not leftover_rules(node) for node in cluster.nodes)
+    assert p0(cluster.wait_for_isr([TOPIC], timeout_s=90)).isr_full
+
+
 def test_isolate_from_followers_shrinks_isr_to_the_leader(cluster: KafkaCluster) -> None:
     leader = make_topic(cluster).leader
     fault = make_fault("partition", {"shape": "isolate-from-followers", "topic": TOPIC, "partition": 0})
