@@ -6,13 +6,14 @@ Public API:
   `detail`); `make_fault(name, params)`, `available()`, `register`: the registry by name.
 - `Schedule` (`generate`, `from_entries`), `ScheduleEntry`, `Nemesis`: a seeded timeline of faults
   and the runner that applies it and records faults.jsonl.
-- `kernel_capabilities(cluster)` -> `KernelCapabilities`: what the kernel offers for link faults.
+- `kernel_capabilities(cluster)` -> `KernelCapabilities`: what the kernel offers for link faults;
+  `host_kernel_capabilities(image)`: the same without a cluster (a scratch container of `image`).
 - `leftover_rules(node)`: our iptables rules still in a container (empty after every heal).
 """
 
 from faults.base import Fault, available, make_fault, register
 from faults.iptables import leftover_rules
-from faults.links import KernelCapabilities, kernel_capabilities
+from faults.links import KernelCapabilities, host_kernel_capabilities, kernel_capabilities
 from faults.schedule import Nemesis, Schedule, ScheduleEntry
 
 __all__ = [
@@ -22,6 +23,7 @@ __all__ = [
     "Schedule",
     "ScheduleEntry",
     "available",
+    "host_kernel_capabilities",
     "kernel_capabilities",
     "leftover_rules",
     "make_fault",

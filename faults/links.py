@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
+from typing import Protocol
 
 from faults.base import coerce_float, register
 from faults.iptables import add_rules, new_chain, remove_chain
 from faults.targets import Targeted
 from harness.cluster import KafkaCluster
+from harness.docker_env import ScratchContainer
 from harness.errors import ClusterError, FaultError
 from harness.services import Node
 
@@ -29,33 +31,51 @@ class KernelCapabilities:
     notes: tuple[str, ...]
     """Why a capability is missing, in the kernel's own words."""
 
-    def describe(self) -> str:
+    def offered(self) -> str:
+        """e.g. `offers tbf, statistic; no netem (<the kernel's words>)`."""
         have = ", ".join(k for k in ("netem", "tbf", "statistic") if getattr(self, k)) or "none"
-        return f"link faults: kernel offers {have}" + "".join(f"; {n}" for n in self.notes)
+        return f"offers {have}" + "".join(f"; {n}" for n in self.notes)
+
+    def describe(self) -> str:
+        return f"link faults: kernel {self.offered()}"
 
 
-_PROBES = {
-    "netem": f"tc qdisc add dev {DEVICE} root handle 9: netem delay 1ms && tc qdisc del dev {DEVICE} root",
-    "tbf": f"tc qdisc add dev {DEVICE} root handle 9: tbf rate 1gbit burst 64kb latency 50ms "
-    f"&& tc qdisc del dev {DEVICE} root",
-    "statistic": "iptables -N KCHAOS-PROBE && "
-    "iptables -A KCHAOS-PROBE -m statistic --mode random --probability 0.5 -j RETURN; "
-    "code=$?; iptables -F KCHAOS-PROBE; iptables -X KCHAOS-PROBE; exit $code",
-}
+class Shell(Protocol):
+    """Where probes run: a cluster node, or a scratch container (`harness.docker_env`)."""
+
+    def exec(self, command: list[str], timeout_s: int | None = None) -> tuple[int, str]: ...
 
 
-def probe_kernel(node: Node) -> KernelCapabilities:
-    """Try each mechanism for real inside `node` (a running container) and undo it at once."""
+def _probes(device: str) -> dict[str, str]:
+    undo = f"tc qdisc del dev {device} root"
+    return {
+        "netem": f"tc qdisc add dev {device} root handle 9: netem delay 1ms && {undo}",
+        "tbf": f"tc qdisc add dev {device} root handle 9: tbf rate 1gbit burst 64kb latency 50ms && {undo}",
+        "statistic": "iptables -N KCHAOS-PROBE && "
+        "iptables -A KCHAOS-PROBE -m statistic --mode random --probability 0.5 -j RETURN; "
+        "code=$?; iptables -F KCHAOS-PROBE; iptables -X KCHAOS-PROBE; exit $code",
+    }
+
+
+def probe_kernel(shell: Shell, device: str = DEVICE) -> KernelCapabilities:
+    """Try each mechanism for real inside a running container, on `device`, and undo it at once."""
     found: dict[str, bool] = {}
     notes: list[str] = []
-    for name, script in _PROBES.items():
-        code, output = node.exec(["bash", "-c", script], timeout_s=10)
+    for name, script in _probes(device).items():
+        code, output = shell.exec(["bash", "-c", script], timeout_s=10)
         found[name] = code == 0
         if code != 0:
             notes.append(
                 f"no {name} ({output.strip().splitlines()[-1] if output.strip() else f'exit {code}'})"
             )
     return KernelCapabilities(found["netem"], found["tbf"], found["statistic"], tuple(notes))
+
+
+def host_kernel_capabilities(image: str) -> KernelCapabilities:
+    """Probe the kernel in a scratch container of `image` (no cluster needed; on its loopback: the
+    qdiscs and matches a kernel offers are the same on every interface)."""
+    with ScratchContainer(image, "kernel-probe") as container:
+        return probe_kernel(container, device="lo")
 
 
 def kernel_capabilities(cluster: KafkaCluster) -> KernelCapabilities:

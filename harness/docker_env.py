@@ -10,13 +10,14 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from functools import cache
+from types import TracebackType
 from typing import Any
 
 # Must be set before testcontainers reads its configuration.
 os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
 
 import docker
-from docker.errors import DockerException, NotFound
+from docker.errors import APIError, DockerException, NotFound
 
 from harness.errors import EnvironmentError_
 
@@ -68,3 +69,59 @@ def remove_labelled(run_id: str | None = None) -> Removed:
         except NotFound:
             pass
     return Removed(containers, networks)
+
+
+def exec_run(container: Any, command: list[str], timeout_s: int | None = None) -> tuple[int, str]:
+    """Run `command` in a running container, killed after `timeout_s`; (exit code, combined output).
+
+    Docker's own errors (APIError, NotFound) are the caller's to translate: it knows what it was doing.
+    """
+    if timeout_s is not None:
+        command = ["timeout", str(timeout_s), *command]
+    result = container.exec_run(command, demux=False)
+    return int(result.exit_code), (result.output or b"").decode(errors="replace")
+
+
+class ScratchContainer:
+    """A throwaway container of an image, for asking what containers may do on this host.
+
+    It has no network at all (only loopback: nothing to reach, nothing to create), runs a `sleep`
+    that ends by itself, may change its own network settings (NET_ADMIN, as cluster nodes do), is
+    labelled with a run id of its own, and is removed on exit, also when starting it failed.
+    """
+
+    def __init__(self, image: str, purpose: str, lifetime_s: int = 120) -> None:
+        self.image = image
+        self.purpose = purpose
+        self.lifetime_s = lifetime_s
+        self.run_id = f"{purpose}-{os.urandom(3).hex()}"
+        self._container: Any = None
+
+    def __enter__(self) -> ScratchContainer:
+        try:
+            self._container = client().containers.run(
+                self.image,
+                entrypoint=["sleep", str(self.lifetime_s)],
+                name=f"kchaos-{self.run_id}",
+                labels=run_labels(self.run_id),
+                network_mode="none",
+                cap_add=["NET_ADMIN"],
+                detach=True,
+            )
+        except DockerException as exc:
+            remove_labelled(self.run_id)
+            what = f"a {self.purpose} container of {self.image}"
+            raise EnvironmentError_(f"cannot start {what}: {exc}") from None
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        remove_labelled(self.run_id)
+
+    def exec(self, command: list[str], timeout_s: int | None = None) -> tuple[int, str]:
+        try:
+            return exec_run(self._container, command, timeout_s)
+        except (APIError, NotFound) as exc:
+            what = f"{command[0]} in the {self.purpose} container"
+            raise EnvironmentError_(f"cannot run {what}: {exc}") from None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import typer
@@ -25,7 +26,9 @@ def doctor() -> None:
         nonlocal problems
         problems += not ok
         mark = "[green]ok[/]  " if ok else "[red]MISSING[/]"
-        console.print(f"{mark} {what}: {detail}" + (f"\n        -> {fix}" if fix and not ok else ""))
+        # Not wrapped at the console's width: one line per check, whole, for grep and copy.
+        fix_line = f"\n        -> {fix}" if fix and not ok else ""
+        console.print(f"{mark} {what}: {detail}{fix_line}", soft_wrap=True)
 
     try:
         version = docker_env.client().version().get("Version", "?")
@@ -44,6 +47,8 @@ def doctor() -> None:
             ", ".join(kafka_images) or "none",
             "run `kchaos images build` (or `make images`)",
         )
+        if kafka_images:
+            _report_kernel(report, kafka_images[-1])
     except HarnessError as exc:
         report(False, "Docker engine", str(exc), "run `make setup`, which installs and starts one")
     java = shutil.which("java")
@@ -76,6 +81,26 @@ def doctor() -> None:
         "apt-get install npm",
     )
     raise typer.Exit(1 if problems else 0)
+
+
+def _report_kernel(report: Callable[[bool, str, str, str], None], image: str) -> None:
+    """What the kernel lets containers do for link faults, probed in a scratch container of `image`."""
+    from faults import host_kernel_capabilities  # faults builds on harness: imported when used
+
+    try:
+        caps = host_kernel_capabilities(image)
+    except HarnessError as exc:
+        report(False, "kernel (link faults)", str(exc), "see `docker info`; `make setup` restarts the engine")
+        return
+    detail = caps.offered()
+    if caps.tbf and not caps.netem:
+        detail += " -> `slow` limits bandwidth only, without delay or jitter"
+    report(
+        caps.tbf and caps.statistic,
+        "kernel (link faults)",
+        detail,
+        "`slow` needs the tbf qdisc and `lossy` the iptables statistic match: use a kernel with both",
+    )
 
 
 def cleanup(

@@ -100,13 +100,10 @@ class Node:
 
     def exec(self, command: list[str], timeout_s: int | None = None) -> tuple[int, str]:
         """Run a command inside the container; return (exit code, combined output)."""
-        if timeout_s is not None:
-            command = ["timeout", str(timeout_s), *command]
         try:
-            result = self._wrapped().exec_run(command, demux=False)
+            return docker_env.exec_run(self._wrapped(), command, timeout_s)
         except (APIError, NotFound) as exc:
             raise ClusterError(f"cannot exec in {self.name}: {exc.explanation or exc}") from None
-        return int(result.exit_code), (result.output or b"").decode(errors="replace")
 
     def logs(self, tail: int = 40) -> str:
         try:

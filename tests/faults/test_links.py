@@ -11,8 +11,9 @@ from faultkit import TOPIC, make_topic, produce
 
 from faults import make_fault
 from faults.iptables import leftover_rules
-from faults.links import DEVICE, kernel_capabilities
+from faults.links import DEVICE, host_kernel_capabilities, kernel_capabilities
 from harness.cluster import KafkaCluster
+from harness.images import KafkaImage
 
 pytestmark = pytest.mark.docker
 
@@ -37,11 +38,14 @@ def _qdisc(cluster: KafkaCluster, name: str) -> str:
     return cluster.node(name).exec(["tc", "qdisc", "show", "dev", DEVICE, "root"], timeout_s=10)[1]
 
 
-def test_kernel_capabilities_are_probed_for_real(cluster: KafkaCluster) -> None:
+def test_kernel_capabilities_are_probed_for_real(cluster: KafkaCluster, kafka_image: KafkaImage) -> None:
     caps = kernel_capabilities(cluster)
     print(caps.describe())  # shown with -s: what this machine's kernel offers
     assert caps.tbf and caps.statistic  # what every kernel this project targets has
     assert caps.netem or any("netem" in note for note in caps.notes)
+    # What `kchaos doctor` says without a cluster (a scratch container's loopback) is the same.
+    host = host_kernel_capabilities(kafka_image.tag)
+    assert (host.netem, host.tbf, host.statistic) == (caps.netem, caps.tbf, caps.statistic), host.describe()
     assert all(
         "tbf" not in line and "netem" not in line for line in (_qdisc(cluster, n.name) for n in cluster.nodes)
     )  # probes leave nothing behind
