@@ -5,6 +5,7 @@ the same node (explicit timelines may overlap), nor anything Docker or the image
 from __future__ import annotations
 
 import itertools
+import os
 from collections.abc import Iterable
 
 from harness.errors import ClusterError, FaultError
@@ -15,9 +16,9 @@ _chain_numbers = itertools.count(1)
 
 
 def new_chain(kind: str) -> str:
-    """A chain name no other fault of this process uses, e.g. `KCHAOS-PART-3` (iptables allows 28
-    characters: `kind` is a short tag)."""
-    return f"{CHAIN_PREFIX}-{kind}-{next(_chain_numbers)}"
+    """A chain name no other fault uses, e.g. `KCHAOS-PART-4711-3`: with the process id, since two
+    `kchaos fault` commands may act on one cluster (iptables allows 28 characters: `kind` is a tag)."""
+    return f"{CHAIN_PREFIX}-{kind}-{os.getpid()}-{next(_chain_numbers)}"
 
 
 def _hook(chain: str) -> str:

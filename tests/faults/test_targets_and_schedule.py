@@ -4,11 +4,13 @@ and the schedule's determinism."""
 from __future__ import annotations
 
 import random
+import re
 from itertools import pairwise
 
 import pytest
 
 from faults import Fault, available, make_fault
+from faults.iptables import new_chain
 from faults.network import cut_links, link
 from faults.schedule import Schedule, ScheduleEntry
 from faults.targets import choose
@@ -85,6 +87,14 @@ def test_shapes_cut_the_links_they_claim() -> None:
     bridge, detail = cut_links("bridge", ["kafka-3"], BROKERS, ZKS, rng)
     left, right = detail["sides"]
     assert bridge == {link(a, b) for a in left for b in right} and "kafka-3" not in left + right
+
+
+def test_every_fault_gets_an_iptables_chain_of_its_own() -> None:
+    names = [new_chain("PART"), new_chain("PART"), new_chain("LOSS")]
+    assert len(set(names)) == 3
+    assert all(re.fullmatch(r"KCHAOS-(PART|LOSS)-\d+-\d+", name) for name in names), names
+    # With Linux's largest process id and many faults, still within iptables' 28 characters.
+    assert len(re.sub(r"\d+-\d+$", "4194304-99999", names[2])) <= 28
 
 
 def test_registry_and_param_validation() -> None:
