@@ -94,7 +94,8 @@ def _report_kernel(report: Callable[[bool, str, str, str], None], image: str) ->
         return
     detail = caps.offered()
     if caps.tbf and not caps.netem:
-        detail += " -> `slow` limits bandwidth only, without delay or jitter"
+        detail += " -> `slow` limits bandwidth only, no delay or jitter"
+        detail += " (for those: `modprobe sch_netem` on the host)"
     report(
         caps.tbf and caps.statistic,
         "kernel (link faults)",
