@@ -108,10 +108,12 @@ class ScratchContainer:
                 cap_add=["NET_ADMIN"],
                 detach=True,
             )
-        except DockerException as exc:
+        except BaseException as exc:  # Ctrl-C included: it may come after Docker created it
             remove_labelled(self.run_id)
-            what = f"a {self.purpose} container of {self.image}"
-            raise EnvironmentError_(f"cannot start {what}: {exc}") from None
+            if isinstance(exc, DockerException):
+                what = f"a {self.purpose} container of {self.image}"
+                raise EnvironmentError_(f"cannot start {what}: {exc}") from None
+            raise
         return self
 
     def __exit__(
