@@ -17,7 +17,7 @@ from typing import Any
 os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
 
 import docker
-from docker.errors import APIError, DockerException, NotFound
+from docker.errors import APIError, DockerException, ImageNotFound, NotFound
 
 from harness.errors import EnvironmentError_
 
@@ -98,6 +98,11 @@ class ScratchContainer:
         self._container: Any = None
 
     def __enter__(self) -> ScratchContainer:
+        try:
+            # Only a local image: `containers.run` would otherwise try to pull it from a registry.
+            client().images.get(self.image)
+        except ImageNotFound:
+            raise EnvironmentError_(f"no local image {self.image} (`make images` builds ours)") from None
         try:
             self._container = client().containers.run(
                 self.image,

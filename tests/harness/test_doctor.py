@@ -6,6 +6,7 @@ import pytest
 
 from harness import docker_env
 from harness.cli import main
+from harness.errors import EnvironmentError_
 from harness.images import KafkaImage
 
 pytestmark = pytest.mark.docker
@@ -29,4 +30,11 @@ def test_doctor_reports_what_the_kernel_offers_link_faults(
     assert lines[0].startswith("ok") and {"tbf", "statistic"} <= set(offered.split(", ")), out
     assert "netem" in offered or "no delay or jitter" in lines[0], out
     assert code == (1 if "MISSING" in out else 0), out
+    assert not _probe_containers()
+
+
+def test_scratch_container_of_a_missing_image_is_a_clear_error_and_is_never_pulled() -> None:
+    missing = docker_env.ScratchContainer("kchaos/nope:missing", "kernel-probe")
+    with pytest.raises(EnvironmentError_, match=r"no local image kchaos/nope:missing"), missing:
+        pass
     assert not _probe_containers()
