@@ -1,4 +1,5 @@
-"""Access to the Docker engine, the run label, and removal of what a run left behind.
+"""Access to the Docker engine, the run label, removal of what a run left behind, commands run in
+containers (`exec_run`), and throwaway containers for probing the host (`ScratchContainer`).
 
 Ryuk (testcontainers' reaper) is an image that cannot be pulled on registry-less machines, so it
 is disabled and kafka-chaos owns cleanup: every container and network it creates carries the
