@@ -65,6 +65,31 @@ def remove_chain(node: Node, chain: str) -> None:
         raise FaultError(f"iptables chain {chain} still present in {node.name}: {output.strip()[-300:]}")
 
 
+class FaultChain:
+    """The chain of one started fault (`new_chain`) and the nodes it was put in, so that heal visits
+    each of them, also after a start that failed half-way."""
+
+    def __init__(self, kind: str) -> None:
+        self.name = new_chain(kind)
+        self._nodes: list[Node] = []
+
+    def add(self, node: Node, rules: Iterable[str]) -> None:
+        self._nodes.append(node)  # before applying: a heal after a failure here must visit it
+        add_rules(node, self.name, rules)
+
+    def remove(self) -> None:
+        """Remove the chain from every node it was put in; one FaultError naming each that failed."""
+        problems: list[str] = []
+        for node in self._nodes:
+            try:
+                remove_chain(node, self.name)
+            except FaultError as exc:
+                problems.append(str(exc))
+        if problems:
+            raise FaultError("; ".join(problems))
+        self._nodes = []
+
+
 def leftover_rules(node: Node) -> list[str]:
     """Our chains, their rules and hooks still present in `node` (empty when clean); for checks after
     a heal."""

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from faults.base import coerce_float, register
-from faults.iptables import add_rules, new_chain, remove_chain
+from faults.iptables import FaultChain
 from faults.targets import Targeted
 from harness.cluster import KafkaCluster
 from harness.docker_env import ScratchContainer
@@ -177,18 +177,14 @@ class Lossy(Targeted):
     ) -> None:
         super().__init__(target=target, topic=topic, partition=partition)
         self.probability = coerce_float("probability", probability, low=0.0, high=1.0)
-        self._chain = new_chain("LOSS")
-        self._touched: list[Node] = []
+        self._chain = FaultChain("LOSS")
 
     def start(self, cluster: KafkaCluster, rng: random.Random) -> None:
         self.detail["probability"] = self.probability
         # Loopback stays intact: the loss is on the network, not inside the broker's own host.
         rule = f"! -d 127.0.0.0/8 -m statistic --mode random --probability {self.probability:.4f} -j DROP"
         for node in self.resolve(cluster, rng):
-            self._touched.append(node)
-            add_rules(node, self._chain, [rule])
+            self._chain.add(node, [rule])
 
     def heal(self, cluster: KafkaCluster) -> None:
-        for node in self._touched:
-            remove_chain(node, self._chain)
-        self._touched = []
+        self._chain.remove()

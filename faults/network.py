@@ -21,11 +21,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from faults.base import register
-from faults.iptables import add_rules, drop_from_and_to, new_chain, remove_chain
+from faults.iptables import FaultChain, drop_from_and_to
 from faults.targets import Targeted
 from harness.cluster import KafkaCluster
 from harness.errors import FaultError
-from harness.services import Node
 
 Link = frozenset[str]
 
@@ -100,8 +99,7 @@ class Partition(Targeted):
         super().__init__(target=target, topic=topic, partition=partition)
         self.shape = shape
         self.cuts: set[Link] = set()
-        self._chain = new_chain("PART")
-        self._touched: list[Node] = []
+        self._chain = FaultChain("PART")
 
     def start(self, cluster: KafkaCluster, rng: random.Random) -> None:
         self.resolve(cluster, rng)
@@ -126,16 +124,7 @@ class Partition(Targeted):
                 if other != node.name
             )
             if peers:
-                self._touched.append(node)  # before applying: a heal after a failure here must visit it
-                add_rules(node, self._chain, drop_from_and_to(peers))
+                self._chain.add(node, drop_from_and_to(peers))
 
     def heal(self, cluster: KafkaCluster) -> None:
-        problems: list[str] = []
-        for node in self._touched:
-            try:
-                remove_chain(node, self._chain)
-            except FaultError as exc:
-                problems.append(str(exc))
-        if problems:
-            raise FaultError("; ".join(problems))
-        self._touched = []
+        self._chain.remove()
