@@ -70,9 +70,19 @@ def topic_acks(run: dict[str, Any]) -> dict[str, str]:
     return {str(topic["name"]): str(topic["acks"]) for topic in run["topics"]}
 
 
+SPARK_GLOB_CHARACTERS = "[]{}*?\\"
+"""Characters that Spark's file sources read as a glob pattern in a path, with no way to quote them."""
+
+
 def check_layout(run_dir: Path) -> dict[str, Any]:
-    """Fail fast, before Spark starts, on a missing or unknown-format run.json or history file."""
+    """Fail fast, before Spark starts, on a missing or unknown-format run.json or history file, or
+    on a run directory Spark could not name."""
     run = load_run_json(run_dir)
+    if found := sorted(set(SPARK_GLOB_CHARACTERS) & set(str(run_dir.resolve()))):
+        raise HistoryError(
+            f"Spark reads {' '.join(found)} in a path as a glob pattern: move or rename the run directory",
+            str(run_dir),
+        )
     for source in (_WRITES, _READS):
         if not (run_dir / source.name).is_file():
             raise HistoryError("missing history file", str(run_dir / source.name))
@@ -119,7 +129,9 @@ def write_result(run_dir: Path, result: dict[str, Any]) -> Path:
 
 
 def _uri(path: Path) -> str:
-    return path.resolve().as_uri()
+    """`path` as Spark and Hadoop take it: `file://` and the path unquoted (Hadoop quotes it itself;
+    `Path.as_uri`'s `my%20runs` would name another directory)."""
+    return f"file://{path.resolve()}"
 
 
 def _small_file(run_dir: Path, name: str, required: tuple[str, ...]) -> list[dict[str, Any]]:

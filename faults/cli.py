@@ -6,16 +6,16 @@ import random
 import time
 
 import typer
-from rich.console import Console
 
 from faults.base import available, make_fault, params_help
 from faults.links import kernel_capabilities
 from harness.cluster import KafkaCluster
 from harness.cluster_cli import print_state
+from harness.console import make_console
 from harness.errors import ConfigError, ReadinessTimeout
 from harness.signals import terminate_as_interrupt
 
-console = Console(highlight=False)
+console = make_console()
 
 
 def list_faults(

@@ -11,8 +11,9 @@ import sys
 from collections.abc import Sequence
 
 import typer
-from rich.console import Console
+from rich.text import Text
 
+from harness.console import make_console
 from harness.errors import HarnessError
 
 app = typer.Typer(
@@ -22,7 +23,7 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-err_console = Console(stderr=True, highlight=False)
+err_console = make_console(stderr=True)
 
 
 def _register_all() -> None:
@@ -53,7 +54,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             err_console.print("interrupted")
         return code if isinstance(code, int) else (0 if code is None else 2)
     except HarnessError as exc:
-        err_console.print(f"[bold red]error:[/] {exc}")
+        # Whole, on one line (for grep and copy), and literal: the message may quote a history file.
+        err_console.print(Text.assemble(("error:", "bold red"), " ", str(exc)), soft_wrap=True)
         return exc.exit_code
     except KeyboardInterrupt:
         err_console.print("interrupted")

@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 import typer
-from rich.console import Console
 
 from harness import docker_env
 from harness.broker_config import ConfigValue
 from harness.cluster import ClusterSpec, KafkaCluster
+from harness.console import make_console
 from harness.errors import ConfigError
 from harness.history import new_run_id
 from harness.signals import terminate_as_interrupt
 from harness.smoke import run_smoke
 from harness.zkstate import ClusterSnapshot
 
-console = Console(highlight=False)
+console = make_console()
 cluster_app = typer.Typer(help="Start, inspect and stop clusters.", no_args_is_help=True)
 
 

@@ -8,13 +8,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 import typer
-from rich.console import Console
 
 from harness import docker_env
+from harness.console import make_console
 from harness.errors import HarnessError
 from harness.images import LOCAL_BASE_IMAGE, KafkaDistribution, ensure_kafka_image
 
-console = Console(highlight=False)
+console = make_console()
 images_app = typer.Typer(help="Build the Kafka image.", no_args_is_help=True)
 
 

@@ -7,9 +7,10 @@ import time
 from pathlib import Path
 
 import typer
-from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
+from harness.console import make_console
 from harness.errors import ConfigError, HarnessError
 from harness.progress import Progress
 from harness.runner import RunOutcome, run_scenario
@@ -17,7 +18,7 @@ from harness.scenario import builtin_scenarios, load_scenario
 from harness.signals import terminate_as_interrupt
 from harness.workload import Workload
 
-console = Console(highlight=False)
+console = make_console()
 
 
 def scenarios() -> None:
@@ -142,7 +143,7 @@ def _run_matrix(
                 _print_outcome(outcome)
                 worst = max(worst, outcome.exit_code)
             except HarnessError as exc:
-                console.print(f"[red]could not run:[/] {exc}")
+                console.print(Text.assemble(("could not run:", "red"), " ", str(exc)), soft_wrap=True)
                 worst = 2
     if skipped:
         console.print(f"[yellow]{skipped} runs skipped: the {budget_s:.0f} s budget was used up[/]")

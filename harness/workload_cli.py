@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
-from rich.console import Console
 
 from harness.cluster import ClusterSpec
 from harness.cluster_cli import parse_overrides
+from harness.console import make_console
 from harness.errors import ConfigError
 from harness.experiment import ExperimentSpec, run_experiment
 from harness.history import RunDir, new_run_id
@@ -16,7 +16,7 @@ from harness.progress import Progress, summary_table
 from harness.signals import terminate_as_interrupt
 from harness.workload import Workload, WorkloadSpec
 
-console = Console(highlight=False)
+console = make_console()
 
 
 def workload(

@@ -245,6 +245,33 @@ def test_bad_input_is_one_clear_error_with_exit_2(
     assert text.strip().startswith("error:")
 
 
+def test_error_line_is_printed_whole_and_literally(
+    spark: SparkSession, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    # `:100:` is also rich's code for an emoji: it may not change what is printed, and the line is
+    # not wrapped at the terminal's width. A space in the run directory's path is just a space.
+    writes = _lines(
+        *[event for n in range(49) for event in acked(100 + n, f"p:{n}", n)], write("invoke", 900, "q:1")
+    )
+    run_dir = _bad_run(tmp_path / "nightly runs" / "run", writes=writes + '{"type": "invoke", "time_ns": 5\n')
+    code, text = kchaos_check(capfd, run_dir)
+    assert code == 2
+    assert f"error: {run_dir / WRITES}:100: malformed JSON" in text.splitlines()[0], text
+
+
+def test_run_directory_spark_would_read_as_a_glob_is_a_clear_error(
+    spark: SparkSession, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    # `[nightly]` also looks like a style tag to rich: it is printed as it is.
+    run_dir = clean_run(tmp_path / "[nightly]" / "run")
+    code, text = kchaos_check(capfd, run_dir)
+    assert code == 2
+    message = (
+        f"error: {run_dir}: Spark reads [ ] in a path as a glob pattern: move or rename the run directory"
+    )
+    assert text.strip() == message
+
+
 def test_missing_history_file_is_named(
     spark: SparkSession, tmp_path: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
