@@ -6,6 +6,7 @@ import random
 import time
 
 import typer
+from rich.text import Text
 
 from faults.base import available, make_fault, params_help
 from faults.links import kernel_capabilities
@@ -26,8 +27,8 @@ def list_faults(
     """List the faults with a one-line description and their params."""
     for name, description in available():
         params = ", ".join(f"{k}={v}" for k, v in params_help(name).items())
-        console.print(f"[bold]{name:<16}[/] {description}", soft_wrap=True)
-        console.print(f"{'':<17}[dim]params: {params}[/]", soft_wrap=True)
+        console.print(Text(f"{name:<16}", style="bold"), description, soft_wrap=True)
+        console.print(Text.assemble(" " * 17, (f"params: {params}", "dim")), soft_wrap=True)
     if run:
         cluster = KafkaCluster.attach(run)
         try:
@@ -71,17 +72,18 @@ def run_fault(
     rng = random.Random(seed)
     cluster = KafkaCluster.attach(run)
     try:
-        console.print("[bold]before[/]")
+        console.print("before", style="bold")
         print_state(cluster.state())
         with terminate_as_interrupt():
             try:
                 fault.start(cluster, rng)
                 console.print(
-                    f"[bold]{name}[/] on {', '.join(fault.targets)} {fault.detail}; "
-                    f"healing in {duration:g} s (Ctrl-C to heal now)"
+                    Text(name, style="bold"),
+                    f"on {', '.join(fault.targets)} {fault.detail};",
+                    f"healing in {duration:g} s (Ctrl-C to heal now)",
                 )
                 time.sleep(duration)  # the fault's own duration, not a readiness wait
-                console.print("[bold]during[/]")
+                console.print("during", style="bold")
                 print_state(cluster.state())
             except KeyboardInterrupt:
                 console.print("interrupted: healing")
@@ -93,8 +95,8 @@ def run_fault(
             try:
                 cluster.wait_for_isr(topics, timeout_s=settle)
             except ReadinessTimeout:
-                console.print(f"[yellow]ISR not full within {settle:g} s of healing[/]")
-        console.print("[bold]after[/]")
+                console.print(f"ISR not full within {settle:g} s of healing", style="yellow")
+        console.print("after", style="bold")
         print_state(cluster.state())
     finally:
         cluster.close()

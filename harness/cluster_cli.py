@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import typer
+from rich.text import Text
 
 from harness import docker_env
 from harness.broker_config import ConfigValue
@@ -47,8 +48,8 @@ def smoke(messages: int = typer.Option(1000, help="Writes to send with acks=all.
         result = run_smoke(messages)
     print_state(result.state)
     console.print(
-        f"sent {result.sent}, acked {result.acked}, read back {result.read_back} "
-        f"in {result.seconds:.1f} s: {'[green]OK[/]' if result.ok else '[red]FAILED[/]'}"
+        f"sent {result.sent}, acked {result.acked}, read back {result.read_back} in {result.seconds:.1f} s:",
+        Text("OK", style="green") if result.ok else Text("FAILED", style="red"),
     )
     raise typer.Exit(0 if result.ok else 1)
 

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import typer
+from rich.text import Text
 
 from harness import docker_env
 from harness.console import make_console
@@ -25,10 +26,10 @@ def doctor() -> None:
     def report(ok: bool, what: str, detail: str, fix: str = "") -> None:
         nonlocal problems
         problems += not ok
-        mark = "[green]ok[/]  " if ok else "[red]MISSING[/]"
+        mark = Text("ok  ", style="green") if ok else Text("MISSING", style="red")
         # Not wrapped at the console's width: one line per check, whole, for grep and copy.
         fix_line = f"\n        -> {fix}" if fix and not ok else ""
-        console.print(f"{mark} {what}: {detail}{fix_line}", soft_wrap=True)
+        console.print(mark, f"{what}: {detail}{fix_line}", soft_wrap=True)
 
     try:
         version = docker_env.client().version().get("Version", "?")

@@ -47,21 +47,21 @@ def _print_outcome(outcome: RunOutcome) -> None:
         table.add_row(
             str(g.get("topic", "")),
             str(g.get("promise", "")),
-            f"[{colour.get(verdict, 'white')}]{verdict}[/]",
+            Text(verdict, style=colour.get(verdict, "white")),
             str(g.get("reason", "")),
         )
     console.print(table)
     for e in outcome.expectations:
-        console.print(
-            f"  expect {e.text}: {'[green]held[/]' if e.held else '[red]FAILED[/]'} (observed {e.observed})"
-        )
+        held = Text("held", style="green") if e.held else Text("FAILED", style="red")
+        console.print(Text.assemble(f"  expect {e.text}: ", held, f" (observed {e.observed})"))
     for acks, counts in result.get("acks", {}).items():
         console.print(f"  acks={acks}: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
     console.print(f"run directory: {outcome.rundir.root}")
     if outcome.report:
         console.print(f"report: {outcome.report}")
-    verdict = "[green]PASS[/]" if outcome.exit_code == 0 else "[red]FAIL[/]"
-    console.print(f"{verdict}{' (interrupted)' if outcome.interrupted else ''}  phases {outcome.phases_s}")
+    verdict = Text("PASS", style="green") if outcome.exit_code == 0 else Text("FAIL", style="red")
+    interrupted = " (interrupted)" if outcome.interrupted else ""
+    console.print(Text.assemble(verdict, f"{interrupted}  phases {outcome.phases_s}"))
 
 
 def run(
@@ -92,7 +92,7 @@ def run(
             progress.status = lambda: status
             progress(workload, left)
 
-        console.print(f"[bold]{loaded.name}[/]: {loaded.description}")
+        console.print(Text.assemble((loaded.name, "bold"), f": {loaded.description}"))
         with terminate_as_interrupt():
             outcome = run_scenario(loaded, out, duration_s=duration, seed=seed, master=master, on_tick=tick)
         console.print()
@@ -146,7 +146,7 @@ def _run_matrix(
                 console.print(Text.assemble(("could not run:", "red"), " ", str(exc)), soft_wrap=True)
                 worst = 2
     if skipped:
-        console.print(f"[yellow]{skipped} runs skipped: the {budget_s:.0f} s budget was used up[/]")
+        console.print(f"{skipped} runs skipped: the {budget_s:.0f} s budget was used up", style="yellow")
     console.print(f"index: {write_index(out)}")
     return worst
 

@@ -26,6 +26,7 @@ from harness.broker_config import (
     validate_overrides,
 )
 from harness.cluster_cli import parse_overrides
+from harness.console import make_console
 from harness.errors import ConfigError, HistoryError
 from harness.history import FORMAT, HistoryWriter, RunDir, iter_jsonl, load_run_json
 from harness.images import KafkaDistribution
@@ -415,3 +416,13 @@ def test_wait_until_times_out_with_last_state() -> None:
         wait_until(probe, what="the thing", timeout_s=0.3, interval_s=0.05, diagnostics=lambda: "logs here")
     assert type(info.value).__name__ == "ReadinessTimeout"
     assert len(calls) >= 3
+
+
+def test_console_prints_data_as_it_is() -> None:
+    # A line number rich knows as an emoji code, a path that looks like a closing tag and a scenario
+    # text that looks like a style: all printed verbatim (once these were an emoji, a crash, nothing).
+    console = make_console()
+    console.file = io.StringIO()
+    text = "writes.jsonl:100: bad in /runs/[/nightly] [bold]x"
+    console.print(text)
+    assert console.file.getvalue() == text + "\n"
