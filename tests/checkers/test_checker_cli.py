@@ -34,7 +34,7 @@ SAMPLE = {
 
 
 def squeeze(text: str) -> str:
-    """Text without whitespace: rich wraps long error lines anywhere, even inside a path."""
+    """Text without whitespace: messages are compared whatever the spacing around them."""
     return "".join(text.split())
 
 
