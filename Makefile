@@ -19,9 +19,10 @@ test-fast: setup
 	$(VENV)/pytest -q -m "not docker"
 
 lint: setup
-	$(VENV)/ruff check harness faults checkers reports tests benchmarks
-	$(VENV)/ruff format --check harness faults checkers reports tests benchmarks
+	$(VENV)/ruff check harness faults checkers reports tests benchmarks scripts
+	$(VENV)/ruff format --check harness faults checkers reports tests benchmarks scripts
 	$(VENV)/mypy
+	$(VENV)/python scripts/check_layers.py
 
 images: setup
 	$(VENV)/kchaos images build

@@ -28,7 +28,7 @@ def main() -> None:
             [
                 sys.executable,
                 "-m",
-                "harness.cli",
+                "harness.app.cli",
                 "run",
                 args.scenario,
                 "--duration",

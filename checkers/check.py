@@ -15,7 +15,8 @@ from checkers.session import get_spark, spark_errors
 def check_run(run_dir: Path, master: str | None = None) -> dict[str, Any]:
     """Check one run directory on Spark; return the result dict, also written to check/result.json.
 
-    Raises HistoryError for unusable input and EnvironmentError_ when Spark cannot start.
+    Raises HistoryError for unusable input, EnvironmentError_ when Spark cannot start and SparkError
+    when a Spark job fails.
     """
     started = time.monotonic()
     checked_at = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

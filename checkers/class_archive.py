@@ -16,18 +16,17 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
+
+import pyspark
 
 from harness.errors import EnvironmentError_
 
 ARCHIVE_ENV = "KCHAOS_SPARK_CLASS_ARCHIVE"
 """Set to `off` to start checks without the archive (to measure what it saves, or to rule it out)."""
-_DUMP_ENV = "_KCHAOS_CLASS_ARCHIVE_DUMP"
+DUMP_ENV = "_KCHAOS_CLASS_ARCHIVE_DUMP"
 """Set in the builder's child process only: the file its JVM writes the archive to when it exits."""
-_TRAINING_EVENTS = 20_000
-_TRAINING_RATE = 0.01  # per write and anomaly kind: every kind occurs, so every checker path runs
-_BUILD_TIMEOUT_S = 600
+BUILD_TIMEOUT_S = 600
 
 
 def cache_dir() -> Path:
@@ -43,8 +42,6 @@ def _java_binary() -> Path | None:
 
 def archive_path() -> Path | None:
     """Where the archive for this Java and these Spark jars lives (None without a Java)."""
-    import pyspark
-
     java = _java_binary()
     if java is None:
         return None
@@ -74,7 +71,7 @@ def is_complete(path: Path) -> bool:
 
 def driver_options() -> str:
     """JVM options for a check's driver: use the archive if there is one, or write it (builder only)."""
-    dump_to = os.environ.get(_DUMP_ENV)
+    dump_to = os.environ.get(DUMP_ENV)
     if dump_to:
         return f"-XX:ArchiveClassesAtExit={dump_to}"
     if os.environ.get(ARCHIVE_ENV, "").lower() == "off":
@@ -91,16 +88,16 @@ def build(rebuild: bool = False) -> tuple[Path, bool]:
     if is_complete(path) and not rebuild:
         return path, False
     partial = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    env = {**os.environ, _DUMP_ENV: str(partial)}
+    env = {**os.environ, DUMP_ENV: str(partial)}
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         _size_record(path).unlink(missing_ok=True)
         child = subprocess.run(
-            [sys.executable, "-m", "checkers.class_archive"],
+            [sys.executable, "-m", "checkers.archive_training"],
             env=env,
             capture_output=True,
             text=True,
-            timeout=_BUILD_TIMEOUT_S,
+            timeout=BUILD_TIMEOUT_S,
         )
         if child.returncode != 0 or not partial.is_file() or partial.stat().st_size == 0:
             detail = (child.stderr.strip().splitlines() or ["no output"])[-1]
@@ -113,26 +110,8 @@ def build(rebuild: bool = False) -> tuple[Path, bool]:
         ) from None
     except subprocess.TimeoutExpired:
         raise EnvironmentError_(
-            f"building the Spark class archive took longer than {_BUILD_TIMEOUT_S} s"
+            f"building the Spark class archive took longer than {BUILD_TIMEOUT_S} s"
         ) from None
     finally:
         partial.unlink(missing_ok=True)
     return path, True
-
-
-def _train() -> None:
-    """The builder's child: check a small synthetic history twice, then let the JVM exit (and dump)."""
-    from checkers.check import check_run
-    from checkers.session import stop_spark
-    from checkers.synthetic import ANOMALIES, generate
-
-    with tempfile.TemporaryDirectory(prefix="kchaos-archive-") as tmp:
-        run_dir = Path(tmp) / "run"
-        generate(run_dir, _TRAINING_EVENTS, seed=1, rates=dict.fromkeys(ANOMALIES, _TRAINING_RATE))
-        check_run(run_dir)  # converts the history: JSON reader, per-value table, Parquet writer
-        check_run(run_dir)  # reads the Parquet cache
-        stop_spark(wait_s=_BUILD_TIMEOUT_S)
-
-
-if __name__ == "__main__":
-    _train()

@@ -18,11 +18,14 @@ from functools import partial
 from pathlib import Path
 from types import FrameType
 
+from py4j.protocol import Py4JError, Py4JJavaError  # type: ignore[import-untyped]
 from pyspark import SparkConf, SparkContext
+from pyspark.errors import PySparkException
+from pyspark.java_gateway import launch_gateway
 from pyspark.sql import SparkSession
 
 from checkers import class_archive
-from harness.errors import EnvironmentError_, HistoryError
+from harness.errors import EnvironmentError_, SparkError
 
 DEFAULT_MASTER = "local[*]"
 LOCAL_SHUFFLE_PARTITIONS = 8
@@ -145,7 +148,7 @@ def get_spark(
             on_interrupt = partial(_cancel_and_interrupt, context)
         signal.signal(signal.SIGINT, on_interrupt)
     # py4j logs an interrupted call's traceback, and a connection broken by the interrupt, through
-    # the root logger and its own: not for the user's terminal (errors reach it as HistoryError).
+    # the root logger and its own: not for the user's terminal (errors reach it as SparkError).
     logging.getLogger().addFilter(_not_from_py4j)
     logging.getLogger("py4j").setLevel(logging.CRITICAL)
     context.setLogLevel("ERROR")
@@ -185,8 +188,6 @@ def _not_from_py4j(record: logging.LogRecord) -> bool:
 
 
 def _launch_gateway(conf: SparkConf, log: object) -> object:
-    from pyspark.java_gateway import launch_gateway
-
     return launch_gateway(conf, popen_kwargs={"stdout": log, "stderr": log})  # type: ignore[no-untyped-call]
 
 
@@ -197,19 +198,14 @@ def _first_line(exc: BaseException) -> str:
 
 @contextmanager
 def spark_errors(what: str, path: str | None = None) -> Iterator[None]:
-    """Turn Spark and Py4J failures while doing `what` into one clear HistoryError line."""
-    from py4j.protocol import Py4JError  # type: ignore[import-untyped]
-    from pyspark.errors import PySparkException
-
+    """Turn Spark and Py4J failures while doing `what` into one clear SparkError line."""
     try:
         yield
     except (PySparkException, Py4JError) as exc:
-        raise HistoryError(f"{what} failed: {_spark_reason(exc)}", path) from None
+        raise SparkError(f"{what} failed: {_spark_reason(exc)}", path) from None
 
 
 def _spark_reason(exc: BaseException) -> str:
-    from py4j.protocol import Py4JJavaError
-
     if isinstance(exc, Py4JJavaError):
         cause = exc.java_exception
         # The innermost cause names the real problem (a missing file, a bad path), not the job.

@@ -11,6 +11,8 @@ Public API:
 - `leftover_rules(node)`: our iptables rules still in a container (empty after every heal).
 """
 
+# The built-in faults register themselves when their modules are imported, here, before any use.
+from faults import network, process  # noqa: F401
 from faults.base import Fault, available, make_fault, register
 from faults.iptables import leftover_rules
 from faults.links import KernelCapabilities, host_kernel_capabilities, kernel_capabilities

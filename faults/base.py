@@ -47,11 +47,6 @@ def register(cls: FaultClass) -> FaultClass:
     return cls
 
 
-def _load_builtin() -> None:
-    # The built-in faults register themselves on import; imported lazily so base has no cycle.
-    from faults import links, network, process  # noqa: F401
-
-
 def _params_of(cls: type[Any]) -> dict[str, inspect.Parameter]:
     signature = inspect.signature(cls.__init__)
     return {n: p for n, p in signature.parameters.items() if n != "self" and p.kind is p.KEYWORD_ONLY}
@@ -72,7 +67,6 @@ def params_help(name: str) -> dict[str, str]:
 
 
 def fault_class(name: str) -> type[Any]:
-    _load_builtin()
     try:
         return _REGISTRY[name]
     except KeyError:
@@ -100,7 +94,6 @@ def make_fault(name: str, params: Mapping[str, Any] | None = None) -> Fault:
 
 def available() -> list[tuple[str, str]]:
     """(name, one-line description) of every registered fault, sorted by name."""
-    _load_builtin()
     return sorted((name, cls.description) for name, cls in _REGISTRY.items())
 
 

@@ -1,12 +1,16 @@
 """kafka-chaos harness: real Kafka clusters in containers, the workload, and its history.
 
+Two floors. This package is the ground floor, which `faults`, `checkers` and `reports` build on;
+`harness.app` is the top floor (CLI, runner, scenarios, pytest plugin, consoles) that assembles
+them. `scripts/check_layers.py` (in `make lint` and the tests) keeps it that way.
+
 Public API (imported from its module, so `import harness.errors` stays cheap for checkers/reports):
 
 - `harness.cluster`: `KafkaCluster`, `ClusterSpec` (context manager over one Docker network).
 - `harness.services`: `KafkaBroker`, `ZooKeeperNode` (kill, start, stop, pause, resume, exec, logs, ip).
 - `harness.zkstate`: `ZkStateReader`, `ClusterSnapshot`, `ClusterSampler`.
 - `harness.workload`: `Workload`, `WorkloadSpec`; `harness.experiment`: `run_experiment`, `ExperimentSpec`.
-- `harness.scenario`: `load_scenario`, `Scenario`; `harness.runner`: `run_scenario`, `RunOutcome`.
+- `harness.app.scenario`: `load_scenario`, `Scenario`; `harness.app.runner`: `run_scenario`, `RunOutcome`.
 - `harness.history`: run-directory layout, `RunClock`, `HistoryWriter`, readers.
 - `harness.errors`: the `HarnessError` tree.
 """

@@ -1,7 +1,7 @@
 """`KafkaCluster`: ZooKeeper and N Kafka brokers on one Docker network, as a context manager.
 
 Every container and the network carry `kchaos.run=<run id>`; leaving the `with` block in any way
-(normal exit, exception, Ctrl-C, SIGTERM turned into an exception by `harness.signals`) removes
+(normal exit, exception, Ctrl-C, SIGTERM turned into an exception by `harness.app.signals`) removes
 them, and so does a failed start. Addresses are pinned per node so that two clusters can run side
 by side (no host ports are published: the host reaches container IPs directly).
 """

@@ -10,6 +10,7 @@ can print one clear message and exit 2 instead of a traceback.
     │   ├── HistoryError      a run directory or history file breaks HISTORY_FORMAT.md
     │   └── TargetError       a fault target does not exist in the live cluster
     ├── EnvironmentError_     Docker engine, image, Java or Spark is missing (exit 2)
+    ├── SparkError            a Spark job failed or its JVM died (not bad input: exit 2)
     ├── ClusterError          a container or cluster operation failed
     │   └── ReadinessTimeout  a wait condition was not met in time (shows state and logs)
     └── FaultError            a fault could not be started or healed
@@ -55,6 +56,14 @@ class EnvironmentError_(HarnessError):
     """A required part of the machine (Docker engine, image, Java, Spark) is not available."""
 
 
+class SparkError(HarnessError):
+    """A Spark job of a check failed, or its JVM died (out of memory, killed); the input may be fine."""
+
+    def __init__(self, message: str, path: str | None = None) -> None:
+        super().__init__(f"{path}: {message}" if path is not None else message)
+        self.path = path
+
+
 class ClusterError(HarnessError):
     """A container or cluster operation failed."""
 
@@ -79,5 +88,6 @@ __all__ = [
     "HistoryError",
     "InputError",
     "ReadinessTimeout",
+    "SparkError",
     "TargetError",
 ]

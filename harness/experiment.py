@@ -3,7 +3,7 @@
     cluster up -> topics -> run.json -> sampler + workload (+ chaos) for the duration
     -> stop producers -> heal (leaving the chaos context) -> settle -> final read -> cluster down
 
-A KeyboardInterrupt (Ctrl-C, or SIGTERM via harness.signals) during the chaos phase ends it early:
+A KeyboardInterrupt (Ctrl-C, or SIGTERM via harness.app.signals) during the chaos phase ends it early:
 faults are healed, the final read still runs, run.json records `interrupted`, and the
 interruption is re-raised only after the history is complete, so a caller can still check it.
 """

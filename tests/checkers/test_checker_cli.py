@@ -15,7 +15,7 @@ from pyspark.sql import SparkSession
 
 from checkers import io as checker_io
 from checkers.io import CACHE_DIR
-from harness.cli import main
+from harness.app.cli import main
 from harness.history import READS, RESULT, RUN_JSON, WRITES
 from harness.waiting import wait_until
 
@@ -298,7 +298,7 @@ def test_ctrl_c_while_converting_exits_130_quietly(tmp_path: Path) -> None:
     run_dir = make_run(tmp_path / "run", writes, [record(10**9 + i, f"p:{i}", i) for i in range(150_000)])
     # Its own process with Ctrl-C's default action, even if this one was started with it ignored.
     check = subprocess.Popen(
-        [sys.executable, "-m", "harness.cli", "check", str(run_dir)],
+        [sys.executable, "-m", "harness.app.cli", "check", str(run_dir)],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,

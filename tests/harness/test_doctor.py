@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from harness import docker_env
-from harness.cli import main
+from harness.app.cli import main
 from harness.errors import EnvironmentError_
 from harness.images import KafkaImage
 

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from harness.app.cluster_cli import parse_overrides
+from harness.app.console import make_console
 from harness.broker_config import (
     BROKER_PORT,
     KafkaVersion,
@@ -25,8 +27,6 @@ from harness.broker_config import (
     render_zookeeper_config,
     validate_overrides,
 )
-from harness.cluster_cli import parse_overrides
-from harness.console import make_console
 from harness.errors import ConfigError, HistoryError
 from harness.history import FORMAT, HistoryWriter, RunDir, iter_jsonl, load_run_json
 from harness.images import KafkaDistribution

@@ -105,7 +105,7 @@ def test_sigkill_of_the_harness_leaves_a_readable_prefix_and_cleanup_removes_the
 ) -> None:
     out = tmp_path / "runs"
     process = subprocess.Popen(
-        [sys.executable, "-m", "harness.cli", "workload", "--duration", "120", "--out", str(out)],
+        [sys.executable, "-m", "harness.app.cli", "workload", "--duration", "120", "--out", str(out)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         env={**os.environ},

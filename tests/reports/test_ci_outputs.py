@@ -14,8 +14,8 @@ from report_runs import make_failing, make_passing
 from reportpage import parse
 from typer.testing import CliRunner
 
+from harness.app.report_cli import register
 from reports import write_index, write_report
-from reports.cli import register
 
 SCHEMA = xmlschema.XMLSchema(Path(__file__).with_name("junit.xsd"))
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from harness import docker_env
-from harness.pytest_plugin import ChaosRun
+from harness.app.pytest_plugin import ChaosRun
 from harness.waiting import wait_until
 
 pytestmark = [pytest.mark.docker, pytest.mark.spark]
@@ -59,7 +59,17 @@ def test_unclean_election_is_reported_as_promising_nothing(chaos_run: ChaosRun) 
 def test_ctrl_c_heals_tears_down_and_still_checks(tmp_path: Path) -> None:
     out = tmp_path / "runs"
     process = subprocess.Popen(
-        [sys.executable, "-m", "harness.cli", "run", "leader-kill", "--duration", "60", "--out", str(out)],
+        [
+            sys.executable,
+            "-m",
+            "harness.app.cli",
+            "run",
+            "leader-kill",
+            "--duration",
+            "60",
+            "--out",
+            str(out),
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -108,7 +118,7 @@ def test_same_seed_reproduces_the_fault_schedule(chaos_run: ChaosRun) -> None:
 def test_matrix_runs_every_combination_and_writes_the_index(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from harness.cli import main
+    from harness.app.cli import main
 
     out = tmp_path / "nightly"
     code = main(

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli import main
+from harness.app.cli import main
+from harness.app.runner import build_schedule
+from harness.app.scenario import builtin_scenarios, load_scenario, parse_scenario
 from harness.errors import ConfigError
-from harness.runner import build_schedule
-from harness.scenario import builtin_scenarios, load_scenario, parse_scenario
 
 EXPECTED_BUILTINS = {
     "baseline",

@@ -7,11 +7,14 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
+import pyspark
 import typer
 from rich.text import Text
 
+from checkers.class_archive import archive_path, is_complete
+from faults import host_kernel_capabilities
 from harness import docker_env
-from harness.console import make_console
+from harness.app.console import make_console
 from harness.errors import HarnessError
 from harness.images import LOCAL_BASE_IMAGE, KafkaDistribution, ensure_kafka_image
 
@@ -59,22 +62,15 @@ def doctor() -> None:
         else "not found"
     )
     report(java is not None, "Java (for Spark)", java_version, "apt-get install openjdk-17-jre-headless")
-    try:
-        import pyspark
-
-        report(True, "PySpark", pyspark.__version__)
-        from checkers.class_archive import archive_path, is_complete
-
-        archive = archive_path()
-        present = archive is not None and is_complete(archive)
-        report(
-            present,
-            "Spark class archive (faster checks)",
-            str(archive) if present else "none",
-            "run `kchaos spark-archive` (`make setup` does)",
-        )
-    except ImportError:
-        report(False, "PySpark", "not importable", "run `make setup` to create .venv")
+    report(True, "PySpark", pyspark.__version__)
+    archive = archive_path()
+    present = archive is not None and is_complete(archive)
+    report(
+        present,
+        "Spark class archive (faster checks)",
+        str(archive) if present else "none",
+        "run `kchaos spark-archive` (`make setup` does)",
+    )
     report(
         shutil.which("npm") is not None,
         "npm (fetches the default Kafka)",
@@ -86,8 +82,6 @@ def doctor() -> None:
 
 def _report_kernel(report: Callable[[bool, str, str, str], None], image: str) -> None:
     """What the kernel lets containers do for link faults, probed in a scratch container of `image`."""
-    from faults import host_kernel_capabilities  # faults builds on harness: imported when used
-
     try:
         caps = host_kernel_capabilities(image)
     except HarnessError as exc:

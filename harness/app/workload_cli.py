@@ -6,14 +6,14 @@ from pathlib import Path
 
 import typer
 
+from harness.app.cluster_cli import parse_overrides
+from harness.app.console import make_console
+from harness.app.progress import Progress, summary_table
+from harness.app.signals import terminate_as_interrupt
 from harness.cluster import ClusterSpec
-from harness.cluster_cli import parse_overrides
-from harness.console import make_console
 from harness.errors import ConfigError
 from harness.experiment import ExperimentSpec, run_experiment
 from harness.history import RunDir, new_run_id
-from harness.progress import Progress, summary_table
-from harness.signals import terminate_as_interrupt
 from harness.workload import Workload, WorkloadSpec
 
 console = make_console()

@@ -8,6 +8,8 @@ from typing import Any
 
 import typer
 
+from checkers.check import check_run
+from checkers.class_archive import build
 from harness.history import RESULT
 
 ANOMALY_NAMES = ("lost", "divergent", "duplicated", "phantom", "reordered")
@@ -49,8 +51,6 @@ def check(
     as_json: bool = typer.Option(False, "--json", help="Print the whole result.json instead of a summary."),
 ) -> None:
     """Check a run's history on Spark: anomalies, guarantees, availability. Exit 1 if a guarantee failed."""
-    from checkers.check import check_run  # pyspark loads only when a check actually runs
-
     result = check_run(run_dir, master)
     typer.echo(json.dumps(result, indent=2) if as_json else _summary(result, run_dir))
     if not result["valid"]:
@@ -61,8 +61,6 @@ def spark_archive(
     rebuild: bool = typer.Option(False, "--rebuild", help="Build it again even if it exists."),
 ) -> None:
     """Build the class archive that lets every later check's JVM start warm (once per Java and Spark)."""
-    from checkers.class_archive import build
-
     path, built = build(rebuild)
     typer.echo(f"{'built' if built else 'present'}: {path}")
 

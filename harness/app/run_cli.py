@@ -10,13 +10,14 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from harness.console import make_console
+from harness.app.console import make_console
+from harness.app.progress import Progress
+from harness.app.runner import RunOutcome, run_scenario
+from harness.app.scenario import builtin_scenarios, load_scenario
+from harness.app.signals import terminate_as_interrupt
 from harness.errors import ConfigError, HarnessError
-from harness.progress import Progress
-from harness.runner import RunOutcome, run_scenario
-from harness.scenario import builtin_scenarios, load_scenario
-from harness.signals import terminate_as_interrupt
 from harness.workload import Workload
+from reports import write_index
 
 console = make_console()
 
@@ -110,8 +111,6 @@ def _run_matrix(
     master: str | None,
     budget_s: float,
 ) -> int:
-    from reports import write_index
-
     try:
         seed_list = [int(s) for s in seeds.split(",") if s.strip()]
     except ValueError:

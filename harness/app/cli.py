@@ -1,6 +1,6 @@
 """The `kchaos` command line.
 
-Each area registers its own commands (`register(app)` in `<area>/cli.py`), so this module only
+Each area registers its own commands (`register(app)` in `harness/app/*_cli.py`), so this module only
 assembles them and turns our errors into one clear line and an exit code: 0 fine, 1 a guarantee
 or expectation failed, 2 bad input or the experiment could not run, 130 interrupted.
 """
@@ -13,7 +13,16 @@ from collections.abc import Sequence
 import typer
 from rich.text import Text
 
-from harness.console import make_console
+from harness.app import (
+    check_cli,
+    cluster_cli,
+    env_cli,
+    fault_cli,
+    report_cli,
+    run_cli,
+    workload_cli,
+)
+from harness.app.console import make_console
 from harness.errors import HarnessError
 
 app = typer.Typer(
@@ -26,25 +35,12 @@ app = typer.Typer(
 err_console = make_console(stderr=True)
 
 
-def _register_all() -> None:
-    # Imported here so that `import harness.cli` stays cheap and import cycles cannot form.
-    from checkers import cli as checkers_cli
-    from faults import cli as faults_cli
-    from harness import cluster_cli, env_cli, workload_cli
-    from reports import cli as reports_cli
-
-    for module in (env_cli, cluster_cli, workload_cli, faults_cli, checkers_cli, reports_cli):
-        module.register(app)
-    try:
-        from harness import run_cli
-    except ImportError:  # scenarios land in a later step; the rest of the CLI works without them
-        return
-    run_cli.register(app)
+for _module in (env_cli, cluster_cli, workload_cli, fault_cli, check_cli, report_cli, run_cli):
+    _module.register(app)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI and return its exit code (also the console-script entry point)."""
-    _register_all()
     try:
         # Standalone mode: typer reports usage errors itself (exit 2) and exits via SystemExit.
         app(args=list(argv) if argv is not None else None, prog_name="kchaos")

@@ -6,13 +6,13 @@ import typer
 from rich.text import Text
 
 from harness import docker_env
+from harness.app.console import make_console
+from harness.app.signals import terminate_as_interrupt
+from harness.app.smoke import run_smoke
 from harness.broker_config import ConfigValue
 from harness.cluster import ClusterSpec, KafkaCluster
-from harness.console import make_console
 from harness.errors import ConfigError
 from harness.history import new_run_id
-from harness.signals import terminate_as_interrupt
-from harness.smoke import run_smoke
 from harness.zkstate import ClusterSnapshot
 
 console = make_console()

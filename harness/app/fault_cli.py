@@ -10,11 +10,11 @@ from rich.text import Text
 
 from faults.base import available, make_fault, params_help
 from faults.links import kernel_capabilities
+from harness.app.cluster_cli import print_state
+from harness.app.console import make_console
+from harness.app.signals import terminate_as_interrupt
 from harness.cluster import KafkaCluster
-from harness.cluster_cli import print_state
-from harness.console import make_console
 from harness.errors import ConfigError, ReadinessTimeout
-from harness.signals import terminate_as_interrupt
 
 console = make_console()
 

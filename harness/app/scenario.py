@@ -2,7 +2,7 @@
 
 Validation is strict and names the field path of every mistake (`faults.schedule[1].params.shape`),
 because a typo in a chaos experiment otherwise silently tests something else. Built-in scenarios
-live in `harness/scenarios/*.yaml`; see README "Scenario format".
+live in `harness/app/scenarios/*.yaml`; see README "Scenario format".
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from typing import Any
 
 import yaml
 
+from faults import make_fault
 from harness.cluster import ClusterSpec
 from harness.errors import ConfigError
 from harness.experiment import ExperimentSpec
@@ -131,8 +132,6 @@ def _acks_list(value: Any, path: str) -> tuple[str, ...]:
 
 
 def _fault_plan(data: Any) -> FaultPlan:
-    from faults import make_fault  # validates names and params now, not mid-run
-
     f = _Fields(data, "faults", ("mode", "faults", "schedule", "interval_s", "fault_duration_s"))
     entries: list[tuple[str, dict[str, Any]]] = []
     for i, item in enumerate(f.get("faults", list, [])):

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
+from harness.app.runner import RunOutcome, run_scenario
+from harness.app.scenario import Scenario, load_scenario
 from harness.cluster import ClusterSpec, KafkaCluster
 from harness.history import RunClock, RunDir, new_run_id
-from harness.runner import RunOutcome, run_scenario
-from harness.scenario import Scenario, load_scenario
 from harness.workload import Workload, WorkloadSpec
 
 ChaosRun = Callable[..., RunOutcome]

@@ -12,11 +12,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from checkers import check_run
+from faults.schedule import Nemesis, Schedule, ScheduleEntry
+from harness.app.scenario import FaultPlan, Scenario
 from harness.cluster import KafkaCluster
 from harness.experiment import ExperimentResult, run_experiment
 from harness.history import RESULT, HistoryWriter, RunClock, RunDir, new_run_id
-from harness.scenario import FaultPlan, Scenario
 from harness.workload import Workload
+from reports import write_report
 
 Tick = Callable[[Workload, float, str], None]
 """Progress callback: workload, seconds left, status text (active faults, leader changes)."""
@@ -48,10 +51,8 @@ class RunOutcome:
         return 0 if self.guarantees_held and all(e.held for e in self.expectations) else 1
 
 
-def build_schedule(plan: FaultPlan, seed: int, duration_s: float) -> Any:
+def build_schedule(plan: FaultPlan, seed: int, duration_s: float) -> Schedule | None:
     """The nemesis timeline for a fault plan (None when the plan has no faults)."""
-    from faults.schedule import Schedule, ScheduleEntry
-
     if plan.mode == "none":
         return None
     if plan.mode == "schedule":
@@ -79,9 +80,6 @@ def run_scenario(
     on_tick: Tick | None = None,
     report: bool = True,
 ) -> RunOutcome:
-    from checkers import check_run
-    from faults.schedule import Nemesis
-
     experiment = dataclasses.replace(
         scenario.experiment,
         duration_s=duration_s if duration_s is not None else scenario.experiment.duration_s,
@@ -124,8 +122,6 @@ def run_scenario(
     expectations = [ExpectationOutcome(e.text, *e.evaluate(checked)) for e in scenario.expectations]
     page = None
     if report:
-        from reports import write_report
-
         page = write_report(rundir.root)
     (rundir.root / RESULT).parent.mkdir(parents=True, exist_ok=True)
     (rundir.root / "check" / "expectations.json").write_text(

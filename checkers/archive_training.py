@@ -1,0 +1,32 @@
+"""The class archive builder's child process: checks a small synthetic history, then exits.
+
+Run as `python -m checkers.archive_training` by `class_archive.build`, with the environment that
+makes its JVM write the archive of every class it loaded when it exits.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+from checkers.check import check_run
+from checkers.class_archive import BUILD_TIMEOUT_S
+from checkers.session import stop_spark
+from checkers.synthetic import ANOMALIES, generate
+
+TRAINING_EVENTS = 20_000
+TRAINING_RATE = 0.01  # per write and anomaly kind: every kind occurs, so every checker path runs
+
+
+def train() -> None:
+    """Check a small synthetic history twice, then let the JVM exit (and dump)."""
+    with tempfile.TemporaryDirectory(prefix="kchaos-archive-") as tmp:
+        run_dir = Path(tmp) / "run"
+        generate(run_dir, TRAINING_EVENTS, seed=1, rates=dict.fromkeys(ANOMALIES, TRAINING_RATE))
+        check_run(run_dir)  # converts the history: JSON reader, per-value table, Parquet writer
+        check_run(run_dir)  # reads the Parquet cache
+        stop_spark(wait_s=BUILD_TIMEOUT_S)
+
+
+if __name__ == "__main__":
+    train()
