@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from checkers.frames import POSITION, acks_of, slot_topic_index
@@ -42,12 +42,6 @@ def complete_topics(reads: DataFrame, topic_partitions: Mapping[str, int]) -> Da
     expected = F.create_map(*[F.lit(x) for name, n in sorted(topic_partitions.items()) for x in (name, n)])
     per_topic = complete_partitions(reads).groupBy("topic").agg(F.count("*").alias("complete"))
     return per_topic.where(F.col("complete") >= expected[F.col("topic")]).select("topic")
-
-
-def final_values(reads: DataFrame) -> DataFrame:
-    """What the final read holds at each position (the smallest value if final reads disagree)."""
-    final = records(reads).where(F.col("phase") == "final")
-    return final.groupBy(*POSITION).agg(F.min("value").alias("final_value"))
 
 
 def reads_of(reads: DataFrame, values: DataFrame, positions: DataFrame | None = None) -> DataFrame:
@@ -142,18 +136,6 @@ def lost_writes_from(flags: DataFrame, reads: DataFrame, unsure: bool = True) ->
     return lost.unionByName(placed).unionByName(unplaced)
 
 
-def lost_writes(values: DataFrame, reads: DataFrame, topic_partitions: Mapping[str, int]) -> DataFrame:
-    """`ok` writes absent from the complete final read of their partition.
-
-    A write whose partition is unknown (-1) is judged against its whole topic, and only when every
-    partition of the topic was read completely.
-    """
-    flags = value_flags(values, reads, topic_partitions)
-    return with_final_value(lost_writes_from(flags, reads), reads, "ack_offset").select(
-        *LOST_COLUMNS, "final_value"
-    )
-
-
 def _acked_with_offset(writes: DataFrame) -> DataFrame:
     """`ok` writes whose partition and offset the broker told (not acks=0, not unplaced)."""
     return writes.where(
@@ -227,14 +209,6 @@ def with_offsets(duplicated: DataFrame, reads: DataFrame) -> DataFrame:
     return duplicated.join(offsets, "value", "left").select(*duplicated.columns, "offsets")
 
 
-def duplicates(values: DataFrame, reads: DataFrame, topic_acks: Mapping[str, str]) -> DataFrame:
-    """Values read at two or more distinct positions (re-reading one position is not a duplicate)."""
-    flags = value_flags(values, reads, {})
-    return with_offsets(duplicates_from(flags, topic_acks), reads).select(
-        "topic", "partition", "acks", "value", "offsets", *WRITE_EVIDENCE
-    )
-
-
 def with_first_read(rows: DataFrame, reads: DataFrame) -> DataFrame:
     """`rows` plus where their values were first read: `first_at`, the smallest (topic, partition,
     offset), and `first_in_partition`, the smallest (partition, offset). Meant for a few rows."""
@@ -269,11 +243,6 @@ def phantom_details(phantoms: DataFrame, reads: DataFrame) -> DataFrame:
     )
 
 
-def phantom_writes(values: DataFrame, reads: DataFrame) -> DataFrame:
-    """Writes that ended in `fail` but were read; partition and offset say where (first position)."""
-    return phantom_details(phantom_writes_from(value_flags(values, reads, {})), reads)
-
-
 def unexpected_values_from(flags: DataFrame, topic_acks: Mapping[str, str]) -> DataFrame:
     """Values read that no write invoked, with the topic first read in (see `unexpected_details`)."""
     return flags.where(F.col("unexpected")).select(
@@ -286,11 +255,6 @@ def unexpected_details(unexpected: DataFrame, reads: DataFrame) -> DataFrame:
     return with_first_read(unexpected, reads).select(
         "first_at.topic", "first_at.partition", "first_at.offset", "acks", "value"
     )
-
-
-def unexpected_values(values: DataFrame, reads: DataFrame, topic_acks: Mapping[str, str]) -> DataFrame:
-    """Values read that no write invoked, one row per value at its first position."""
-    return unexpected_details(unexpected_values_from(value_flags(values, reads, {}), topic_acks), reads)
 
 
 def reordered_writes(writes: DataFrame) -> DataFrame:
@@ -314,27 +278,4 @@ def reordered_writes(writes: DataFrame) -> DataFrame:
             F.col("earlier.value").alias("earlier_value"),
             F.col("earlier.offset").alias("earlier_offset"),
         )
-    )
-
-
-def value_summary(flags: DataFrame) -> DataFrame:
-    """`value_flags` counted in one aggregation, small enough for the driver.
-
-    One row per (written, topic, partition, outcome, second of completion `t_s`, `read_topic`):
-    `writes` values and how many of them are lost (or unsure), duplicated, phantom or unexpected.
-    `read_topic` is the first topic a duplicated or unexpected value was read in (else null).
-    """
-    second = F.floor(F.col("complete_ns") / 1_000_000_000).cast("long")
-    odd_read = F.col("duplicate") | F.col("unexpected")
-    keys: list[Column | str] = [
-        "written",
-        "topic",
-        "partition",
-        "outcome",
-        second.alias("t_s"),
-        F.when(odd_read, F.col("read_topic")).alias("read_topic"),
-    ]
-    kinds = ("lost", "lost_unsure", "duplicate", "phantom", "unexpected")
-    return flags.groupBy(*keys).agg(
-        F.count("*").alias("writes"), *[F.sum(F.col(k).cast("long")).alias(k) for k in kinds]
     )

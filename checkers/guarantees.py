@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from harness.anomaly_kinds import kind
+
 IDEMPOTENCE_SINCE = (0, 11)
 """Kafka 0.11 introduced the idempotent producer and made unclean leader election off by default."""
 
@@ -224,6 +226,23 @@ def derive_guarantees(
     return rows
 
 
-def is_valid(guarantees: list[dict[str, Any]], unexpected: int) -> bool:
+def unjudged(guarantees: list[dict[str, Any]], failed: Mapping[str, str]) -> list[dict[str, Any]]:
+    """`guarantees` with the verdicts that rest on a failed checker (`failed`: kind id -> error)
+    made `unknown`, the error in the reason: a crash never passes for a kept promise."""
+    rows = []
+    for row in guarantees:
+        errors = [
+            f"the {kind_id} checker failed ({error})"
+            for kind_id, error in failed.items()
+            if kind(kind_id).guarantee == row["id"]
+        ]
+        if errors:
+            verdict = UNKNOWN if row["promised"] else row["verdict"]
+            row = {**row, "verdict": verdict, "reason": f"{row['reason']}; {'; '.join(errors)}"}
+        rows.append(row)
+    return rows
+
+
+def is_valid(guarantees: list[dict[str, Any]], unexpected: int | None) -> bool:
     """Every promised guarantee held, and no unexpected value was read."""
     return unexpected == 0 and all(g["verdict"] == HELD for g in guarantees if g["promised"])

@@ -6,18 +6,24 @@ per-second availability series and the recovery times.
 
 from __future__ import annotations
 
+import dataclasses
 from collections import defaultdict
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from functools import partial, reduce
+from functools import reduce
 from typing import Any, TypeVar
 
 from pyspark import SparkContext
 from pyspark.sql import Column, DataFrame, Row
 from pyspark.sql import functions as F
 
-from checkers import anomalies, availability
+from checkers import (
+    anomalies,
+    availability,
+    checks,  # noqa: F401  (the built-in checkers register themselves)
+)
+from checkers.checker import Checker, CheckInputs, registered
 from checkers.evidence import (
     ClusterTimeline,
     FaultInterval,
@@ -25,22 +31,13 @@ from checkers.evidence import (
     fault_intervals,
     merged_windows,
 )
-from checkers.guarantees import derive_guarantees, is_valid
+from checkers.guarantees import derive_guarantees, is_valid, unjudged
 from checkers.io import History, topic_acks
+from harness.anomaly_kinds import COUNT_KEYS, KINDS, WRITE_COUNTS
 from harness.history import ACKS_MODES
 
 RESULT_FORMAT = 1
 EXAMPLE_CAP = 50
-COUNT_NAMES = {
-    "lost-write": "lost",
-    "divergent-offset": "divergent",
-    "duplicate": "duplicated",
-    "phantom-write": "phantom",
-    "unexpected-value": "unexpected",
-    "reordered": "reordered",
-}
-WRITE_COUNTS = ("attempted", "acked", "failed", "indeterminate")
-ANOMALY_COUNTS = ("lost", "divergent", "duplicated", "phantom", "reordered")
 _OUTCOME_COUNT = {"ok": "acked", "fail": "failed", "info": "indeterminate"}
 _EXAMPLE_ORDER = ("complete_ns", "topic", "partition", "offset", "value")
 
@@ -68,14 +65,22 @@ def _submit(
 
 @dataclass(frozen=True)
 class _Found:
-    """One anomaly kind: counts per (topic, second of the ack) and the capped examples."""
+    """One anomaly kind: counts per (topic, second of the ack) and the capped examples, or the error
+    that stopped its checker."""
 
     per_topic_second: dict[tuple[str, int | None], int]
     examples: list[dict[str, Any]]
+    error: str | None = None
 
     @property
     def count(self) -> int:
         return sum(self.per_topic_second.values())
+
+
+def _failed(exc: Exception) -> _Found:
+    return _Found(
+        {}, [], f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
+    )
 
 
 @dataclass(frozen=True)
@@ -86,40 +91,38 @@ class _Evidence:
     intervals: list[FaultInterval]
 
 
-def _collect_found(frame: DataFrame, evidence: _Evidence) -> _Found:
-    """Counts and examples of a kind whose frame holds everything (divergent, reordered)."""
-    frame = frame.persist()  # counted, then sampled: computed once
-    try:
-        second = (
-            availability.second_of(F.col("complete_ns")) if "complete_ns" in frame.columns else F.lit(None)
-        )
-        rows = frame.groupBy("topic", second.cast("long").alias("t_s")).count().collect()
-        per_topic_second = {(str(r["topic"]), r["t_s"]): int(r["count"]) for r in rows}
-        examples = _examples(frame, evidence) if per_topic_second else []
-        return _Found(per_topic_second, examples)
-    finally:
-        frame.unpersist()
+@dataclass(frozen=True)
+class _Counted:
+    """A checker's anomalous rows (persisted) and their counts per (topic, second of the ack)."""
+
+    checker: Checker
+    rows: DataFrame
+    per_topic_second: dict[tuple[str, int | None], int]
+
+    @property
+    def first(self) -> DataFrame:
+        """The EXAMPLE_CAP rows that come first in example order."""
+        return self.rows.orderBy(*_example_order(self.rows)).limit(EXAMPLE_CAP)
 
 
-def _first_rows(frame: DataFrame) -> DataFrame:
-    """The EXAMPLE_CAP rows of `frame` that come first in example order."""
-    return frame.orderBy(*_example_order(frame)).limit(EXAMPLE_CAP)
+def _count(checker: Checker, inputs: CheckInputs) -> _Counted:
+    rows = checker.find(inputs).persist()  # counted, then sampled: computed once
+    second = availability.second_of(F.col("complete_ns")) if "complete_ns" in rows.columns else F.lit(None)
+    counted = rows.groupBy("topic", second.cast("long").alias("t_s")).count().collect()
+    return _Counted(checker, rows, {(str(r["topic"]), r["t_s"]): int(r["count"]) for r in counted})
 
 
 def _example_order(frame: DataFrame) -> list[Column]:
     return [F.col(c).asc_nulls_last() for c in _EXAMPLE_ORDER if c in frame.columns]
 
 
-def _examples(
-    frame: DataFrame, evidence: _Evidence, details: Callable[[DataFrame], DataFrame] | None = None
-) -> list[dict[str, Any]]:
-    """The first EXAMPLE_CAP rows of `frame` with their evidence; `details` adds columns to those rows."""
-    first = _first_rows(frame)
-    if details is not None:
-        first = details(first).orderBy(*_example_order(frame))
-    sample = first.collect()
+def _examples(counted: _Counted, reads: DataFrame, evidence: _Evidence) -> list[dict[str, Any]]:
+    """The first EXAMPLE_CAP rows with their checker's details and the cluster's state at their ack."""
+    if not counted.per_topic_second:
+        return []
+    first = counted.checker.details(counted.first, reads).orderBy(*_example_order(counted.rows))
     examples = []
-    for row in sample:
+    for row in first.collect():
         example = row.asDict(recursive=True)
         if "complete_ns" in example:
             at = example["complete_ns"]
@@ -129,147 +132,107 @@ def _examples(
     return examples
 
 
-@dataclass
-class _ValueSummary:
-    """What one aggregation of the per-value frame tells: write counts and per-value anomaly counts."""
-
-    write_counts: dict[str, dict[str, int]]
-    unplaced: set[str]
-    written: set[tuple[str, int]]
-    per_kind: dict[str, dict[tuple[str, int | None], int]]
-    lost_unsure: int
-
-
-_VALUE_KINDS = {
-    "lost-write": "lost",
-    "duplicate": "duplicate",
-    "phantom-write": "phantom",
-    "unexpected-value": "unexpected",
-}
+def _example_reads(reads: DataFrame, counted: list[_Counted]) -> DataFrame:
+    """The reads the details of these kinds' examples look at: of their values, and at their
+    `example_positions` (`anomalies.reads_of`, one scan of the reads; a few hundred rows at most)."""
+    firsts = [c.first for c in counted]
+    values = reduce(DataFrame.unionByName, [first.select("value") for first in firsts])
+    positions = [
+        first.select("topic", "partition", F.col(column).alias("offset"))
+        for c, first in zip(counted, firsts, strict=True)
+        if (column := c.checker.example_positions) is not None
+    ]
+    return anomalies.reads_of(reads, values, reduce(DataFrame.unionByName, positions) if positions else None)
 
 
-def _summarize(history: History, flags: DataFrame) -> _ValueSummary:
-    write_counts: dict[str, dict[str, int]] = {
-        str(t["name"]): dict.fromkeys(WRITE_COUNTS, 0) for t in history.run["topics"]
+def _found(checker: Checker, inputs: CheckInputs, evidence: _Evidence) -> _Found:
+    """A kind whose rows hold their evidence: counted and sampled in one go."""
+    counted = _count(checker, inputs)
+    try:
+        return _Found(counted.per_topic_second, _examples(counted, inputs.history.reads, evidence))
+    finally:
+        counted.rows.unpersist()
+
+
+def _safely(work: Callable[[], _Found]) -> _Found:
+    try:
+        return work()
+    except Exception as exc:  # check-safe: the kind is unknown, the rest of the check stands
+        return _failed(exc)
+
+
+def _run_checkers(inputs: CheckInputs, evidence: _Evidence, pool: ThreadPoolExecutor) -> dict[str, _Found]:
+    """Every registered checker, side by side. The kinds whose details read the reads are counted
+    first, then sampled from one shared scan of the reads of their examples; the others are counted
+    and sampled at once. A checker that raises costs its own kind only."""
+    context = inputs.history.reads.sparkSession.sparkContext
+    checkers = registered()
+    whole = {
+        c.kind.id: _submit(pool, context, c.kind.id, _found, c, inputs, evidence)
+        for c in checkers
+        if not c.reads_details
     }
-    unplaced: set[str] = set()
+    counting = {
+        c.kind.id: _submit(pool, context, c.kind.id, _count, c, inputs) for c in checkers if c.reads_details
+    }
+    found: dict[str, _Found] = {}
+    counted: dict[str, _Counted] = {}
+    try:
+        for kind_id, counting_future in counting.items():
+            try:
+                counted[kind_id] = counting_future.result()
+            except Exception as exc:
+                found[kind_id] = _failed(exc)
+        occurred = [c for c in counted.values() if c.per_topic_second]
+        reads = inputs.history.reads
+        example_reads = _example_reads(reads, occurred).persist() if occurred else reads
+        try:
+            if occurred:
+                example_reads.count()  # cached once, before the kinds read it side by side
+            sampling = {
+                kind_id: _submit(pool, context, kind_id, _examples, c, example_reads, evidence)
+                for kind_id, c in counted.items()
+            }
+            for kind_id, sampling_future in sampling.items():
+                try:
+                    found[kind_id] = _Found(counted[kind_id].per_topic_second, sampling_future.result())
+                except Exception as exc:  # check-safe, as in `_safely`
+                    found[kind_id] = _failed(exc)
+        finally:
+            if occurred:
+                example_reads.unpersist()
+    finally:
+        for c in counted.values():
+            c.rows.unpersist()
+    for kind_id, whole_future in whole.items():
+        found[kind_id] = _safely(whole_future.result)
+    return found
+
+
+def _write_counts(history: History) -> tuple[dict[str, dict[str, int]], set[tuple[str, int]], set[str]]:
+    """Write counts per topic, the (topic, partition) written to, and the topics of unplaced writes."""
+    counts = {str(t["name"]): dict.fromkeys(WRITE_COUNTS, 0) for t in history.run["topics"]}
     written: set[tuple[str, int]] = set()
-    per_kind: dict[str, dict[tuple[str, int | None], int]] = {kind: defaultdict(int) for kind in _VALUE_KINDS}
-    lost_unsure = 0
+    unplaced: set[str] = set()
     for row in history.writes.groupBy("topic", "partition", "outcome").count().collect():
-        topic = write_counts[row["topic"]]
+        topic = counts[row["topic"]]
         topic["attempted"] += int(row["count"])
         topic[_OUTCOME_COUNT[row["outcome"]]] += int(row["count"])
         if row["partition"] < 0:
             unplaced.add(str(row["topic"]))
         else:
             written.add((str(row["topic"]), int(row["partition"])))
-    for row in anomalies.value_summary(flags).collect():
-        t_s = row["t_s"]
-        for kind, flag in _VALUE_KINDS.items():
-            if row[flag]:
-                topic_of = row["read_topic"] if flag in ("duplicate", "unexpected") else row["topic"]
-                per_kind[kind][(str(topic_of), None if flag == "unexpected" else t_s)] += int(row[flag])
-        lost_unsure += int(row["lost_unsure"])
-    return _ValueSummary(
-        write_counts, unplaced, written, {k: dict(v) for k, v in per_kind.items()}, lost_unsure
-    )
+    return counts, written, unplaced
 
 
 def _incomplete_partitions(
-    history: History, complete: DataFrame, summary: _ValueSummary
+    history: History, written: set[tuple[str, int]], unplaced: set[str]
 ) -> list[dict[str, Any]]:
-    done = {(r["topic"], r["partition"]) for r in complete.collect()}
-    written = set(summary.written)
+    done = {(r["topic"], r["partition"]) for r in anomalies.complete_partitions(history.ends).collect()}
     for topic in history.run["topics"]:
-        if topic["name"] in summary.unplaced:
-            written |= {(topic["name"], p) for p in range(int(topic.get("partitions") or 0))}
+        if topic["name"] in unplaced:
+            written = written | {(topic["name"], p) for p in range(int(topic.get("partitions") or 0))}
     return [{"topic": t, "partition": p} for t, p in sorted(written - done)]
-
-
-def _value_found(
-    history: History, evidence: _Evidence
-) -> tuple[dict[str, _Found], _ValueSummary, list[dict[str, Any]]]:
-    """The per-value anomaly kinds' counts and examples, the write counts and the incomplete partitions.
-
-    Lost, duplicate, phantom and unexpected values come from one pass over a per-value frame whose
-    anomalous rows (few) are cached, counted in one aggregation and sampled; examples are gathered
-    only for kinds that occurred.
-    """
-    run, reads = history.run, history.reads
-    context = reads.sparkSession.sparkContext
-    acks = topic_acks(run)
-    partitions = {str(t["name"]): int(t.get("partitions") or 0) for t in run["topics"]}
-    flags = anomalies.value_flags(history.values, history.ends, partitions)
-    flags = anomalies.anomalous_values(flags).persist()
-    try:
-        summary = _summarize(history, flags)
-        complete = anomalies.complete_partitions(history.ends)
-        incomplete = _incomplete_partitions(history, complete, summary)
-        frames: dict[str, tuple[DataFrame, Callable[[DataFrame, DataFrame], DataFrame]]] = {
-            "lost-write": (
-                anomalies.lost_writes_from(flags, reads, unsure=summary.lost_unsure > 0),
-                lambda rows, read_events: anomalies.with_final_value(rows, read_events, "ack_offset"),
-            ),
-            "duplicate": (
-                anomalies.duplicates_from(flags, acks),
-                lambda rows, read_events: anomalies.with_offsets(rows, read_events).select(
-                    "topic", "partition", "acks", "value", "offsets", *anomalies.WRITE_EVIDENCE
-                ),
-            ),
-            "phantom-write": (anomalies.phantom_writes_from(flags), anomalies.phantom_details),
-            "unexpected-value": (anomalies.unexpected_values_from(flags, acks), anomalies.unexpected_details),
-        }
-        found: dict[str, _Found] = {}
-        if summary.lost_unsure:  # settled against every final record: details for all its rows
-            frame, details = frames.pop("lost-write")
-            found["lost-write"] = _collect_found(details(frame, reads), evidence)
-        occurred = {kind: kind_frames for kind, kind_frames in frames.items() if summary.per_kind[kind]}
-        # The details of every kind's examples come from one scan of the reads, kept: the reads of
-        # the example values and at the lost examples' positions (a few hundred rows at most).
-        example_reads = _example_reads(reads, occurred).persist() if occurred else reads
-        try:
-            if occurred:
-                example_reads.count()  # cached once, before the kinds read it side by side
-            # Each kind's examples are a few small jobs, mostly planning and scheduling: side by side.
-            with ThreadPoolExecutor(max_workers=4, thread_name_prefix="kchaos-examples") as pool:
-                examples = {
-                    kind: _submit(
-                        pool,
-                        context,
-                        kind,
-                        _examples,
-                        frame,
-                        evidence,
-                        partial(_with_reads, details, example_reads),
-                    )
-                    for kind, (frame, details) in occurred.items()
-                }
-                for kind in frames:
-                    found[kind] = _Found(
-                        summary.per_kind[kind], examples[kind].result() if kind in examples else []
-                    )
-        finally:
-            if occurred:
-                example_reads.unpersist()
-    finally:
-        flags.unpersist()
-    return found, summary, incomplete
-
-
-def _with_reads(
-    details: Callable[[DataFrame, DataFrame], DataFrame], reads: DataFrame, rows: DataFrame
-) -> DataFrame:
-    return details(rows, reads)
-
-
-def _example_reads(reads: DataFrame, occurred: Mapping[str, tuple[DataFrame, Any]]) -> DataFrame:
-    """The reads that the details of these kinds' examples look at (`anomalies.reads_of`)."""
-    firsts = {kind: _first_rows(frame) for kind, (frame, _) in occurred.items()}
-    values = reduce(DataFrame.unionByName, [first.select("value") for first in firsts.values()])
-    lost = firsts.get("lost-write")
-    positions = lost.select("topic", "partition", F.col("ack_offset").alias("offset")) if lost else None
-    return anomalies.reads_of(reads, values, positions)
 
 
 def _round(value: Any) -> Any:
@@ -351,48 +314,67 @@ def _availability(
     return {"bucket_s": 1, "series": series, "latency": latency, "recovery": recovery}
 
 
+def _topic_rows(
+    history: History,
+    found: Mapping[str, _Found],
+    write_counts: dict[str, dict[str, int]],
+    incomplete: list[Any],
+) -> list[dict[str, Any]]:
+    """One row per topic: write counts, each kind's count (None where its checker failed), complete."""
+    incomplete_topics = {p["topic"] for p in incomplete}
+    rows = []
+    for topic, mode in topic_acks(history.run).items():
+        row: dict[str, Any] = {"topic": topic, "acks": mode, **write_counts[topic]}
+        for kind in KINDS:
+            kind_found = found[kind.id]
+            row[kind.count] = (
+                None
+                if kind_found.error
+                else sum(n for (t, _), n in kind_found.per_topic_second.items() if t == topic)
+            )
+        row["complete"] = topic not in incomplete_topics
+        rows.append(row)
+    return rows
+
+
+def _per_acks(topics: list[dict[str, Any]]) -> dict[str, dict[str, int | None]]:
+    per_acks: dict[str, dict[str, int | None]] = {mode: dict.fromkeys(COUNT_KEYS, 0) for mode in ACKS_MODES}
+    for row in topics:
+        counts = per_acks[row["acks"]]
+        for name in COUNT_KEYS:
+            total, more = counts[name], row[name]
+            counts[name] = None if total is None or more is None else total + more
+    return per_acks
+
+
 def build_result(history: History, checked_at: str, spark_info: dict[str, Any]) -> dict[str, Any]:
     """The result.json dict for a validated history; `spark_info` is master, version and seconds."""
     run = history.run
-    acks = topic_acks(run)
     intervals = fault_intervals(history.faults)
     evidence = _Evidence(ClusterTimeline(history.cluster), intervals)
-    writes, reads = history.writes, history.reads
-    context = reads.sparkSession.sparkContext
-    # Independent Spark jobs run side by side: each has serial stretches (planning, a last long
-    # task, driver-side collection) in which the other cores would otherwise sit idle.
-    with ThreadPoolExecutor(max_workers=4, thread_name_prefix="kchaos-check") as pool:
-        value_kinds = _submit(pool, context, "per-value", _value_found, history, evidence)
-        divergent = _submit(
-            pool,
-            context,
-            "divergent-offset",
-            _collect_found,
-            anomalies.divergent_offsets(writes, reads, acks),
-            evidence,
-        )
-        reordered = _submit(
-            pool, context, "reordered", _collect_found, anomalies.reordered_writes(writes), evidence
-        )
-        availability_rows = _submit(pool, context, "availability", _availability_rows, history, intervals)
-        found, summary, incomplete = value_kinds.result()
-        found = {**found, "divergent-offset": divergent.result(), "reordered": reordered.result()}
-    write_counts = summary.write_counts
-    incomplete_topics = {p["topic"] for p in incomplete}
-
-    topics = []
-    for topic, mode in acks.items():
-        row: dict[str, Any] = {"topic": topic, "acks": mode, **write_counts[topic]}
-        for kind, name in COUNT_NAMES.items():
-            row[name] = sum(n for (t, _), n in found[kind].per_topic_second.items() if t == topic)
-        row["complete"] = topic not in incomplete_topics
-        topics.append(row)
-    guarantees = derive_guarantees(run, {row["topic"]: row for row in topics})
-    unexpected = found["unexpected-value"].count
-    per_acks = {mode: dict.fromkeys((*WRITE_COUNTS, *ANOMALY_COUNTS), 0) for mode in ACKS_MODES}
-    for row in topics:
-        for name in (*WRITE_COUNTS, *ANOMALY_COUNTS):
-            per_acks[row["acks"]][name] += row[name]
+    context = history.reads.sparkSession.sparkContext
+    inputs = CheckInputs.of(history)
+    flags = inputs.flags.persist()
+    try:
+        inputs = dataclasses.replace(inputs, flags=flags).settled()
+        # Independent Spark jobs run side by side: each has serial stretches (planning, a last long
+        # task, driver-side collection) in which the other cores would otherwise sit idle.
+        with ThreadPoolExecutor(max_workers=8, thread_name_prefix="kchaos-check") as pool:
+            availability_rows = _submit(pool, context, "availability", _availability_rows, history, intervals)
+            counting_writes = _submit(pool, context, "writes", _write_counts, history)
+            found = _run_checkers(inputs, evidence, pool)
+            write_counts, written, unplaced = counting_writes.result()
+            availability_found = availability_rows.result()
+    finally:
+        flags.unpersist()
+    incomplete = _incomplete_partitions(history, written, unplaced)
+    topics = _topic_rows(history, found, write_counts, incomplete)
+    failed = {kind_id: f.error for kind_id, f in found.items() if f.error}
+    guarantees = unjudged(
+        derive_guarantees(run, {row["topic"]: {k: v or 0 for k, v in row.items()} for row in topics}),
+        {kind_id: error for kind_id, error in failed.items() if error},
+    )
+    unexpected = None if "unexpected-value" in failed else found["unexpected-value"].count
     return {
         "result_format": RESULT_FORMAT,
         "run_id": run.get("run_id"),
@@ -403,16 +385,20 @@ def build_result(history: History, checked_at: str, spark_info: dict[str, Any]) 
         "complete": not incomplete,
         "unexpected": unexpected,
         "incomplete_partitions": incomplete,
-        "acks": per_acks,
+        "acks": _per_acks(topics),
         "topics": [{k: v for k, v in row.items() if k != "unexpected"} for row in topics],
         "guarantees": guarantees,
-        "anomalies": {
-            kind: {
-                "count": found[kind].count,
-                "examples": found[kind].examples,
-                "examples_capped": found[kind].count > len(found[kind].examples),
-            }
-            for kind in COUNT_NAMES
-        },
-        "availability": _availability(history, intervals, found, availability_rows.result()),
+        "anomalies": {kind.id: _anomalies_entry(found[kind.id]) for kind in KINDS},
+        "errors": [{"kind": kind_id, "error": error} for kind_id, error in failed.items()],
+        "availability": _availability(history, intervals, found, availability_found),
+    }
+
+
+def _anomalies_entry(found: _Found) -> dict[str, Any]:
+    if found.error:
+        return {"count": None, "examples": [], "examples_capped": False, "error": found.error}
+    return {
+        "count": found.count,
+        "examples": found.examples,
+        "examples_capped": found.count > len(found.examples),
     }

@@ -32,18 +32,6 @@ REPORT = "report/index.html"
 HARNESS_LOG = "harness.log"
 
 ACKS_MODES = ("0", "1", "all")
-# The per-acks-mode counts of check/result.json, in HISTORY_FORMAT.md's order.
-COUNT_KEYS = (
-    "attempted",
-    "acked",
-    "failed",
-    "indeterminate",
-    "lost",
-    "divergent",
-    "duplicated",
-    "phantom",
-    "reordered",
-)
 
 
 class RunClock:

@@ -6,50 +6,7 @@ matters. Kept here so every page (run report, index, JUnit evidence) says the sa
 
 from __future__ import annotations
 
-ANOMALIES: dict[str, tuple[str, str]] = {
-    "lost-write": (
-        "Lost write",
-        "The producer was told this write succeeded, but it is not in the partition when the whole "
-        "partition is read back at the end. Data the application believed was safe is gone.",
-    ),
-    "divergent-offset": (
-        "Divergent offset",
-        "One offset of one partition held two different values: an acknowledged write was truncated "
-        "and replaced, or two leaders handed out the same offset. Consumers at that offset disagree.",
-    ),
-    "duplicate": (
-        "Duplicate",
-        "The same value sits at two or more offsets: the producer retried a write that had in fact "
-        "succeeded. Harmless with idempotent consumers, a bug for everyone else.",
-    ),
-    "phantom-write": (
-        "Phantom write",
-        "The producer was told, definitely, that this write failed, yet consumers read it. An "
-        "application that retried or compensated for the failure now has it twice.",
-    ),
-    "unexpected-value": (
-        "Unexpected value",
-        "A consumer read a value that the workload never wrote: corruption or a reader bug. "
-        "Never acceptable.",
-    ),
-    "reordered": (
-        "Reordered",
-        "Two acknowledged writes of one producer to one partition landed in the opposite order to the "
-        "one they were sent in (a retry overtook a later write).",
-    ),
-}
-
-COUNTS: dict[str, str] = {
-    "attempted": "writes the producers started",
-    "acked": "writes the broker acknowledged (ok)",
-    "failed": "writes the client was told definitely failed",
-    "indeterminate": "writes whose outcome is unknown (timeouts, lost connections)",
-    "lost": "acknowledged writes missing from the complete final read",
-    "duplicated": "values found at more than one offset",
-    "divergent": "acknowledged writes whose offset holds another value",
-    "phantom": "failed writes that were read anyway",
-    "reordered": "acknowledged writes stored out of their send order",
-}
+from harness.anomaly_kinds import BY_ID
 
 GUARANTEES: dict[str, str] = {
     "no-lost-acked-writes": "Acknowledged writes are neither lost nor overwritten.",
@@ -95,9 +52,9 @@ def fault_explanation(name: str) -> str:
     return FAULTS[max(matches, key=len)] if matches else FAULT_FALLBACK
 
 
-def anomaly_title(kind: str) -> str:
-    return ANOMALIES.get(kind, (kind, ""))[0]
+def anomaly_title(kind_id: str) -> str:
+    return BY_ID[kind_id].title if kind_id in BY_ID else kind_id
 
 
-def anomaly_explanation(kind: str) -> str:
-    return ANOMALIES.get(kind, ("", "An anomaly reported by the checker."))[1]
+def anomaly_explanation(kind_id: str) -> str:
+    return BY_ID[kind_id].explanation if kind_id in BY_ID else "An anomaly reported by the checker."

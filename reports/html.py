@@ -14,9 +14,9 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
-from harness.history import COUNT_KEYS
+from harness.anomaly_kinds import ANOMALY_COUNTS, COUNT_HELP, COUNT_KEYS, KIND_IDS
 from reports import explain, svg, timeline
-from reports.load import ANOMALY_KINDS, NS, FaultWindow, Run
+from reports.load import NS, FaultWindow, Run
 
 EXAMPLE_FIELDS = (
     "topic",
@@ -113,15 +113,19 @@ def config_rows(run: Run) -> list[tuple[str, str]]:
 @dataclass(frozen=True)
 class ScoreRow:
     acks: str
-    counts: dict[str, int]
+    counts: dict[str, int | None]
     rates: dict[str, float | None]
+
+
+def _rate(count: int | None, base: int | None) -> float | None:
+    return count / base if count is not None and base else None
 
 
 def scorecard(run: Run) -> list[ScoreRow]:
     rows = []
     for mode in timeline.acks_modes(run):
         counts = run.result.acks.get(mode, dict.fromkeys(COUNT_KEYS, 0))
-        rates = {k: (counts[k] / counts[base] if counts[base] else None) for k, base in RATE_BASE.items()}
+        rates = {k: _rate(counts[k], counts[base]) for k, base in RATE_BASE.items()}
         rows.append(ScoreRow(mode, counts, rates))
     return rows
 
@@ -145,12 +149,13 @@ def anomaly_groups(run: Run) -> list[dict[str, Any]]:
                 "title": explain.anomaly_title(a.kind),
                 "explanation": explain.anomaly_explanation(a.kind),
                 "count": a.count,
+                "error": a.error,
                 "capped": a.capped,
                 "columns": cols,
                 "rows": [[_example_cell(e.get(c)) for c in cols] for e in a.examples],
             }
         )
-    groups.sort(key=lambda g: (g["count"] == 0, ANOMALY_KINDS.index(g["kind"])))
+    groups.sort(key=lambda g: (g["count"] == 0 and not g["error"], KIND_IDS.index(g["kind"])))
     return groups
 
 
@@ -178,7 +183,8 @@ def render_report(run: Run) -> str:
         "topics": run.info.topics,
         "scorecard": scorecard(run),
         "count_keys": COUNT_KEYS,
-        "count_help": explain.COUNTS,
+        "anomaly_counts": ANOMALY_COUNTS,
+        "count_help": COUNT_HELP,
         "guarantee_help": explain.GUARANTEES,
         "verdict_help": explain.VERDICTS,
         "violated": [g for g in run.result.guarantees if g.promised and g.verdict != "held"],

@@ -12,24 +12,17 @@ import json
 import xml.etree.ElementTree as ET
 from datetime import datetime
 
+from harness.anomaly_kinds import BY_ID
 from reports import explain
 from reports.load import Anomalies, Guarantee, Run
 
-# Which anomaly kinds are the evidence for which guarantee.
-EVIDENCE = {
-    "no-lost-acked-writes": ("lost-write", "divergent-offset"),
-    "no-phantom-writes": ("phantom-write",),
-    "no-duplicates": ("duplicate",),
-    "per-partition-order": ("reordered",),
-    "no-unexpected-values": ("unexpected-value",),
-}
 MAX_EVIDENCE = 20
 
 
 def evidence(g: Guarantee, anomalies: tuple[Anomalies, ...]) -> str:
     lines = [g.reason, ""]
     for a in anomalies:
-        if a.kind not in EVIDENCE.get(g.id, ()) or not a.count:
+        if BY_ID[a.kind].guarantee != g.id or not a.count:  # the kinds that decide this guarantee
             continue
         mine = [e for e in a.examples if not g.topic or e.get("topic") in (None, g.topic)]
         lines.append(f"{a.count} {a.kind} in the run ({explain.anomaly_explanation(a.kind)})")

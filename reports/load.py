@@ -11,18 +11,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.anomaly_kinds import COUNT_KEYS, KIND_IDS
 from harness.errors import HistoryError, InputError
-from harness.history import CLUSTER, COUNT_KEYS, FAULTS, RESULT, iter_jsonl, load_run_json, read_json_object
+from harness.history import CLUSTER, FAULTS, RESULT, iter_jsonl, load_run_json, read_json_object
 
 RESULT_FORMATS = (1,)
-ANOMALY_KINDS = (
-    "lost-write",
-    "divergent-offset",
-    "duplicate",
-    "phantom-write",
-    "unexpected-value",
-    "reordered",
-)
 NS = 1_000_000_000
 
 
@@ -63,9 +56,10 @@ class Guarantee:
 @dataclass(frozen=True)
 class Anomalies:
     kind: str
-    count: int
+    count: int | None  # None: its checker failed
     examples: tuple[dict[str, Any], ...]
     capped: bool
+    error: str | None = None
 
 
 @dataclass(frozen=True)
@@ -89,13 +83,14 @@ class Result:
     unexpected: int
     checked_at: str
     incomplete_partitions: tuple[tuple[str, int], ...]
-    acks: dict[str, dict[str, int]]
+    acks: dict[str, dict[str, int | None]]
     topics: tuple[dict[str, Any], ...]
     guarantees: tuple[Guarantee, ...]
     anomalies: tuple[Anomalies, ...]
     series: tuple[SeriesRow, ...]
     latency: tuple[dict[str, Any], ...]
     recovery: tuple[dict[str, Any], ...]
+    errors: tuple[tuple[str, str], ...] = ()  # (kind, error) of each checker that failed
 
 
 @dataclass(frozen=True)
@@ -198,7 +193,7 @@ def load_result(root: Path) -> Result:
         )
     acks_raw = _need(raw, "acks", dict, path, "result")
     acks = {
-        str(mode): {k: int(counts.get(k, 0)) for k in COUNT_KEYS}
+        str(mode): {k: _opt_int(counts[k]) if k in counts else 0 for k in COUNT_KEYS}
         for mode, counts in acks_raw.items()
         if isinstance(counts, dict)
     }
@@ -216,11 +211,15 @@ def load_result(root: Path) -> Result:
     )
     anomalies_raw = _obj(raw.get("anomalies"))
     anomalies = []
-    for kind in ANOMALY_KINDS:
+    for kind in KIND_IDS:
         a = _obj(anomalies_raw.get(kind))
         examples = tuple(e for e in a.get("examples", []) if isinstance(e, dict))
+        error = a.get("error")
+        count = _opt_int(a.get("count")) if error else int(a.get("count", 0))
         anomalies.append(
-            Anomalies(kind, int(a.get("count", 0)), examples, bool(a.get("examples_capped", False)))
+            Anomalies(
+                kind, count, examples, bool(a.get("examples_capped", False)), str(error) if error else None
+            )
         )
     avail = _obj(raw.get("availability"))
     series = tuple(
@@ -256,6 +255,9 @@ def load_result(root: Path) -> Result:
         series=series,
         latency=tuple(r for r in avail.get("latency", []) if isinstance(r, dict)),
         recovery=tuple(r for r in avail.get("recovery", []) if isinstance(r, dict)),
+        errors=tuple(
+            (str(e.get("kind")), str(e.get("error"))) for e in raw.get("errors", []) if isinstance(e, dict)
+        ),
     )
 
 

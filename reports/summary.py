@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from reports.load import ANOMALY_KINDS, Result, RunInfo
+from harness.anomaly_kinds import KIND_IDS
+from reports.load import Result, RunInfo
 
 SUMMARY_FORMAT = 1
 
@@ -48,6 +49,6 @@ def build_summary(info: RunInfo, result: Result) -> dict[str, Any]:
         "violated": sorted({g.id for g in result.guarantees if g.promised and g.verdict != "held"}),
         "guarantees": guarantees,
         "acks": result.acks,
-        "anomalies": {a.kind: a.count for a in result.anomalies if a.kind in ANOMALY_KINDS},
+        "anomalies": {a.kind: a.count for a in result.anomalies if a.kind in KIND_IDS},
         "p99_ack_latency_ms": p99_by_acks(result),
     }

@@ -10,9 +10,9 @@ import typer
 
 from checkers.check import check_run
 from checkers.class_archive import build
+from harness.anomaly_kinds import ANOMALY_COUNTS
+from harness.errors import SparkError
 from harness.history import RESULT
-
-ANOMALY_NAMES = ("lost", "divergent", "duplicated", "phantom", "reordered")
 
 
 def _summary(result: dict[str, Any], run_dir: Path) -> str:
@@ -27,8 +27,10 @@ def _summary(result: dict[str, Any], run_dir: Path) -> str:
             lines.append(
                 f"  acks={mode}: {counts['acked']}/{counts['attempted']} acked, {counts['failed']} failed, "
                 f"{counts['indeterminate']} indeterminate; "
-                + ", ".join(f"{name} {counts[name]}" for name in ANOMALY_NAMES)
+                + ", ".join(f"{name} {counts[name]}" for name in ANOMALY_COUNTS)
             )
+    for error in result["errors"]:
+        lines.append(f"  CHECKER FAILED: {error['kind']}: {error['error']}")
     if result["unexpected"]:
         lines.append(f"  unexpected values: {result['unexpected']}")
     for guarantee in result["guarantees"]:
@@ -53,6 +55,9 @@ def check(
     """Check a run's history on Spark: anomalies, guarantees, availability. Exit 1 if a guarantee failed."""
     result = check_run(run_dir, master)
     typer.echo(json.dumps(result, indent=2) if as_json else _summary(result, run_dir))
+    if result["errors"]:  # could not judge every guarantee: not a verdict
+        kinds = ", ".join(error["kind"] for error in result["errors"])
+        raise SparkError(f"could not judge everything; checkers failed: {kinds} (see {run_dir / RESULT})")
     if not result["valid"]:
         raise typer.Exit(1)
 

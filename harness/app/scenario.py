@@ -18,10 +18,11 @@ from typing import Any
 import yaml
 
 from faults import make_fault
+from harness.anomaly_kinds import COUNT_KEYS
 from harness.cluster import ClusterSpec
 from harness.errors import ConfigError
 from harness.experiment import ExperimentSpec
-from harness.history import ACKS_MODES, COUNT_KEYS
+from harness.history import ACKS_MODES
 from harness.workload import WorkloadSpec
 
 BUILTIN_DIR = Path(__file__).resolve().parent / "scenarios"

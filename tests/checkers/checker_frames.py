@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from checker_rundirs import TOPICS
+from checker_rundirs import TOPICS, run_json
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.testing import assertDataFrameEqual
 
+from checkers.checker import Checker, CheckInputs
 from checkers.frames import (
     NAME_KINDS,
     READ_SCHEMA,
@@ -19,6 +20,7 @@ from checkers.frames import (
     value_table,
     writes_of,
 )
+from checkers.io import History
 
 TOPIC_ACKS = {str(t["name"]): str(t["acks"]) for t in TOPICS}
 TOPIC_PARTITIONS = {str(t["name"]): int(t["partitions"]) for t in TOPICS}
@@ -53,6 +55,29 @@ def per_value_writes(write_events: DataFrame) -> DataFrame:
     """One row per written value (no reads needed for the write columns)."""
     no_reads = write_events.sparkSession.createDataFrame([], READ_SCHEMA)
     return writes_of(values_of(write_events, no_reads))
+
+
+def inputs_of(write_events: DataFrame, read_events: DataFrame) -> CheckInputs:
+    """Checker inputs for these events, as a check builds them from a converted history."""
+    values = values_of(write_events, read_events)
+    history = History(
+        run_json(),
+        values,
+        writes_of(values),
+        read_events.where(read_events.type == "record"),
+        read_events.where(read_events.type == "end"),
+        [],
+        [],
+        {},
+    )
+    return CheckInputs.of(history).settled()
+
+
+def anomalies_found(checker: type[Checker], write_events: DataFrame, read_events: DataFrame) -> DataFrame:
+    """Every anomaly `checker` finds in these events, with the details a check gives its examples."""
+    found: Checker = checker()
+    inputs = inputs_of(write_events, read_events)
+    return found.details(found.find(inputs), inputs.history.reads)
 
 
 def assert_frame(frame: DataFrame, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:

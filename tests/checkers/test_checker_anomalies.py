@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import pytest
 from checker_frames import (
-    TOPIC_ACKS,
-    TOPIC_PARTITIONS,
+    anomalies_found,
     assert_frame,
-    per_value_writes,
     read_frame,
     values_of,
     write_frame,
@@ -16,7 +14,16 @@ from checker_rundirs import acked, all_ends, end, record, write
 from pyspark.sql import SparkSession
 from pyspark.testing import assertDataFrameEqual
 
-from checkers import anomalies
+from checkers.checker import registered
+from checkers.checks import (
+    DivergentOffsets,
+    Duplicates,
+    LostWrites,
+    PhantomWrites,
+    ReorderedWrites,
+    UnexpectedValues,
+)
+from harness.anomaly_kinds import KIND_IDS
 
 pytestmark = pytest.mark.spark
 
@@ -38,14 +45,14 @@ def test_lost_write_is_an_ok_write_missing_from_the_complete_final_read(spark: S
     reads = read_frame(
         spark, [record(900, "p:1", 0), record(901, "other:9", 1), record(902, "p:3", 2), end(950)]
     )
-    lost = anomalies.lost_writes(values_of(writes, reads), reads, TOPIC_PARTITIONS)
+    lost = anomalies_found(LostWrites, writes, reads)
     assert_frame(lost, LOST, [("t-all", 0, "all", "p:2", "p", 200, 210, 1, "other:9")])
 
 
 def test_live_reads_do_not_decide_loss(spark: SparkSession) -> None:
     writes = write_frame(spark, acked(100, "p:1", 0))
     reads = read_frame(spark, [record(500, "p:1", 0, phase="live"), end(950)])
-    lost = anomalies.lost_writes(values_of(writes, reads), reads, TOPIC_PARTITIONS)
+    lost = anomalies_found(LostWrites, writes, reads)
     assert_frame(lost, LOST, [("t-all", 0, "all", "p:1", "p", 100, 110, 0, None)])
 
 
@@ -61,13 +68,13 @@ def test_indeterminate_and_failed_writes_are_never_lost(spark: SparkSession) -> 
         ],
     )
     reads = read_frame(spark, [end(950)])
-    assert_frame(anomalies.lost_writes(values_of(writes, reads), reads, TOPIC_PARTITIONS), LOST, [])
+    assert_frame(anomalies_found(LostWrites, writes, reads), LOST, [])
 
 
 def test_nothing_on_an_incompletely_read_partition_is_lost(spark: SparkSession) -> None:
     writes = write_frame(spark, [*acked(100, "p:1", 0, partition=0), *acked(200, "p:2", 0, partition=1)])
     reads = read_frame(spark, [end(950, partition=0)])  # partition 1 has no final end
-    lost = anomalies.lost_writes(values_of(writes, reads), reads, TOPIC_PARTITIONS)
+    lost = anomalies_found(LostWrites, writes, reads)
     assert_frame(lost, LOST, [("t-all", 0, "all", "p:1", "p", 100, 110, 0, None)])
 
 
@@ -76,9 +83,9 @@ def test_acks0_writes_without_offsets_can_be_lost_but_never_divergent(spark: Spa
         spark, [*acked(100, "z:1", None, topic="t-0"), *acked(200, "z:2", None, topic="t-0")]
     )
     reads = read_frame(spark, [record(900, "z:2", 0, topic="t-0"), end(950, topic="t-0")])
-    lost = anomalies.lost_writes(values_of(writes, reads), reads, TOPIC_PARTITIONS)
+    lost = anomalies_found(LostWrites, writes, reads)
     assert_frame(lost, LOST, [("t-0", 0, "0", "z:1", "z", 100, 110, None, None)])
-    assert anomalies.divergent_offsets(per_value_writes(writes), reads, TOPIC_ACKS).count() == 0
+    assert anomalies_found(DivergentOffsets, writes, reads).count() == 0
 
 
 def test_write_of_unknown_partition_is_judged_against_its_whole_topic(spark: SparkSession) -> None:
@@ -86,9 +93,9 @@ def test_write_of_unknown_partition_is_judged_against_its_whole_topic(spark: Spa
         spark, [write("invoke", 100, "p:1", partition=-1), write("ok", 110, "p:1", partition=-1, offset=None)]
     )
     half_read = read_frame(spark, [end(950, partition=0)])
-    assert anomalies.lost_writes(values_of(writes, half_read), half_read, TOPIC_PARTITIONS).count() == 0
+    assert anomalies_found(LostWrites, writes, half_read).count() == 0
     fully_read = read_frame(spark, [end(950, partition=0), end(950, partition=1)])
-    lost = anomalies.lost_writes(values_of(writes, fully_read), fully_read, TOPIC_PARTITIONS)
+    lost = anomalies_found(LostWrites, writes, fully_read)
     assert_frame(lost, LOST, [("t-all", -1, "all", "p:1", "p", 100, 110, None, None)])
 
 
@@ -110,7 +117,7 @@ DIVERGENT = [
 def test_divergent_offset_between_an_ack_and_the_final_read(spark: SparkSession) -> None:
     writes = write_frame(spark, [*acked(100, "p:1", 0), *acked(200, "q:1", 0)])
     reads = read_frame(spark, [record(900, "q:1", 0), end(950)])
-    divergent = anomalies.divergent_offsets(per_value_writes(writes), reads, TOPIC_ACKS)
+    divergent = anomalies_found(DivergentOffsets, writes, reads)
     row = ("t-all", 0, 0, "all", ["p:1", "q:1"], "p:1", "p", 100, 110, 0, "q:1")
     assert_frame(divergent, DIVERGENT, [row])
 
@@ -118,7 +125,7 @@ def test_divergent_offset_between_an_ack_and_the_final_read(spark: SparkSession)
 def test_divergent_offset_between_two_reads_without_an_ack(spark: SparkSession) -> None:
     writes = write_frame(spark, [write("invoke", 100, "p:1"), write("invoke", 200, "p:2")])
     reads = read_frame(spark, [record(500, "p:1", 7, phase="live"), record(900, "p:2", 7), end(950)])
-    divergent = anomalies.divergent_offsets(per_value_writes(writes), reads, TOPIC_ACKS)
+    divergent = anomalies_found(DivergentOffsets, writes, reads)
     row = ("t-all", 0, 7, "all", ["p:1", "p:2"], None, None, None, None, None, "p:2")
     assert_frame(divergent, DIVERGENT, [row])
 
@@ -148,7 +155,7 @@ def test_divergent_offsets_count_each_value_once_per_position(spark: SparkSessio
             end(950),
         ],
     )
-    divergent = anomalies.divergent_offsets(per_value_writes(writes), reads, TOPIC_ACKS)
+    divergent = anomalies_found(DivergentOffsets, writes, reads)
     row = ("t-all", 0, 4, "all", ["p:1", "p:2"], "p:2", "p", 200, 210, 4, "p:1")
     assert_frame(divergent, DIVERGENT, [row])
 
@@ -164,7 +171,7 @@ def test_divergent_offset_at_a_duplicate_copy_and_at_two_unread_acks(spark: Spar
         ],
     )
     reads = read_frame(spark, [record(900, "p:1", 3), record(901, "p:1", 8), record(902, "q:1", 8), end(950)])
-    divergent = anomalies.divergent_offsets(per_value_writes(writes), reads, TOPIC_ACKS)
+    divergent = anomalies_found(DivergentOffsets, writes, reads)
     rows = [
         ("t-all", 0, 8, "all", ["p:1", "q:1"], None, None, None, None, None, "p:1"),
         ("t-all", 0, 12, "all", ["s:1", "s:2"], "s:1", "s", 300, 310, 12, None),
@@ -191,7 +198,7 @@ def test_rereading_one_position_is_not_a_duplicate(spark: SparkSession) -> None:
         spark,
         [record(500, "p:1", 0, phase="live"), record(600, "p:1", 0, phase="live"), record(900, "p:1", 0)],
     )
-    assert_frame(anomalies.duplicates(values_of(writes, reads), reads, TOPIC_ACKS), DUPLICATE, [])
+    assert_frame(anomalies_found(Duplicates, writes, reads), DUPLICATE, [])
 
 
 def test_one_value_at_two_offsets_is_a_duplicate(spark: SparkSession) -> None:
@@ -205,7 +212,7 @@ def test_one_value_at_two_offsets_is_a_duplicate(spark: SparkSession) -> None:
         ],
     )
     row = ("t-1", 0, "1", "p:1", [[0, 3], [0, 4]], "p", 100, 110, 3)
-    assert_frame(anomalies.duplicates(values_of(writes, reads), reads, TOPIC_ACKS), DUPLICATE, [row])
+    assert_frame(anomalies_found(Duplicates, writes, reads), DUPLICATE, [row])
 
 
 PHANTOM = [
@@ -232,7 +239,7 @@ def test_phantom_write_is_a_failed_write_that_was_read(spark: SparkSession) -> N
     writes = write_frame(spark, events)
     reads = read_frame(spark, [record(900, "p:1", 5), record(901, "p:2", 6), end(950)])
     row = ("t-all", 0, 5, "all", "p:1", "p", 100, 150, None, "NOT_ENOUGH_REPLICAS")
-    assert_frame(anomalies.phantom_writes(values_of(writes, reads), reads), PHANTOM, [row])
+    assert_frame(anomalies_found(PhantomWrites, writes, reads), PHANTOM, [row])
 
 
 def test_names_joined_or_looked_up_give_the_same_values(spark: SparkSession) -> None:
@@ -259,7 +266,7 @@ def test_unexpected_value_was_never_invoked(spark: SparkSession) -> None:
         spark, [record(900, "p:1", 0), record(901, "ghost", 2, phase="live"), record(902, "ghost", 1)]
     )
     columns = ["topic", "partition", "offset", "acks", "value"]
-    unexpected = anomalies.unexpected_values(values_of(writes, reads), reads, TOPIC_ACKS)
+    unexpected = anomalies_found(UnexpectedValues, writes, reads)
     assert_frame(unexpected, columns, [("t-all", 0, 1, "all", "ghost")])
 
 
@@ -284,7 +291,9 @@ def test_reordered_write_has_a_lower_offset_than_an_earlier_invoked_one(spark: S
         "earlier_offset",
     ]
     row = ("t-all", 0, "all", "p:2", "p", 200, 210, 3, "p:1", 5)
-    assert_frame(anomalies.reordered_writes(per_value_writes(write_frame(spark, events))), columns, [row])
+    assert_frame(
+        anomalies_found(ReorderedWrites, write_frame(spark, events), read_frame(spark, [])), columns, [row]
+    )
 
 
 def test_a_clean_history_has_no_anomalies(spark: SparkSession) -> None:
@@ -293,12 +302,7 @@ def test_a_clean_history_has_no_anomalies(spark: SparkSession) -> None:
         spark,
         [record(500, "p:1", 0, phase="live"), record(900, "p:1", 0), record(901, "p:2", 1), *all_ends()],
     )
-    found = [
-        anomalies.lost_writes(values_of(writes, reads), reads, TOPIC_PARTITIONS),
-        anomalies.divergent_offsets(per_value_writes(writes), reads, TOPIC_ACKS),
-        anomalies.duplicates(values_of(writes, reads), reads, TOPIC_ACKS),
-        anomalies.phantom_writes(values_of(writes, reads), reads),
-        anomalies.unexpected_values(values_of(writes, reads), reads, TOPIC_ACKS),
-        anomalies.reordered_writes(per_value_writes(writes)),
-    ]
-    assert [frame.count() for frame in found] == [0] * 6
+    found = {
+        checker.kind.id: anomalies_found(type(checker), writes, reads).count() for checker in registered()
+    }
+    assert found == dict.fromkeys(KIND_IDS, 0)

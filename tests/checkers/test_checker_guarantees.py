@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from checkers.guarantees import derive_guarantees, is_valid, parse_version
+from checkers.guarantees import derive_guarantees, is_valid, parse_version, unjudged
 
 CLEAN = {
     "lost": 0,
@@ -149,3 +149,17 @@ def test_version_parsing() -> None:
     assert parse_version("0.9.0.1") == (0, 9, 0, 1)
     assert parse_version("3.7.0-SNAPSHOT") == (3, 7, 0)
     assert parse_version(None) is None
+
+
+def test_verdicts_resting_on_a_failed_checker_are_unknown() -> None:
+    run = run_with(broker={"min.insync.replicas": "2", "unclean.leader.election.enable": "false"})
+    guarantees = derive_guarantees(run, {"t": CLEAN})
+    marked = unjudged(guarantees, {"divergent-offset": "SparkError: out of memory"})
+    by_id = {g["id"]: g for g in marked}
+    assert by_id["no-lost-acked-writes"]["verdict"] == "unknown"
+    assert by_id["no-lost-acked-writes"]["reason"].endswith(
+        "; the divergent-offset checker failed (SparkError: out of memory)"
+    )
+    assert by_id["no-phantom-writes"]["verdict"] == "held"
+    assert not is_valid(marked, 0)
+    assert is_valid(guarantees, 0)

@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from harness.history import COUNT_KEYS
+from harness.anomaly_kinds import COUNT_KEYS
 
 S = 1_000_000_000
 HOSTILE = '<script>alert("x")</script><img src="https://evil.example/x.png">'

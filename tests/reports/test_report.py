@@ -212,3 +212,25 @@ def test_run_without_history_files_still_renders(passing_run: Path) -> None:
     page, _, _ = render(passing_run)
     assert not page.find("tr", "fault")
     assert load_run(passing_run).end_ns == 60 * S
+
+
+def test_a_failed_checker_shows_as_not_judged(failing_run: Path) -> None:
+    result_path = failing_run / "check/result.json"
+    result = json.loads(result_path.read_text())
+    result["anomalies"]["reordered"] = {
+        "count": None,
+        "examples": [],
+        "examples_capped": False,
+        "error": "SparkError: the JVM died",
+    }
+    result["errors"] = [{"kind": "reordered", "error": "SparkError: the JVM died"}]
+    for counts in result["acks"].values():
+        counts["reordered"] = None
+    result_path.write_text(json.dumps(result))
+    page, _, _ = render(failing_run)
+    group = page.find("details", data_kind="reordered")[0]
+    assert "open" in group.attrs
+    assert "Not judged: the checker of this kind failed (SparkError: the JVM died)" in " ".join(group.text)
+    cells = page.find("td", data_count="reordered")
+    assert cells and all(c.attrs["data-value"] == "None" and "?" in "".join(c.text) for c in cells)
+    assert all("bad" in c.classes for c in cells)

@@ -1,0 +1,81 @@
+"""The `Checker` protocol and its registry: one checker per anomaly kind of `harness.anomaly_kinds`.
+
+A checker finds the anomalous rows of its kind (one row per anomaly, with the columns of result.json's
+examples) and adds evidence to the few rows that become examples. `checkers.result` runs every
+registered checker the same way: counted, capped, annotated; a checker that raises costs only its
+own kind (Jepsen's check-safe).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Protocol, TypeVar
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from checkers import anomalies
+from checkers.io import History, topic_acks
+from harness.anomaly_kinds import KIND_IDS, AnomalyKind
+
+
+@dataclass(frozen=True)
+class CheckInputs:
+    """What checkers read: the history, and the per-value flags computed once for every kind.
+
+    `flags` holds only the anomalous rows of `anomalies.value_flags` (few); `lost_unsure` says
+    whether some of them still need settling against the final records.
+    """
+
+    history: History
+    topic_acks: Mapping[str, str]
+    flags: DataFrame
+    lost_unsure: bool
+
+    @classmethod
+    def of(cls, history: History) -> CheckInputs:
+        """Inputs for `history`; the caller persists and releases `flags` around a check."""
+        partitions = {str(t["name"]): int(t.get("partitions") or 0) for t in history.run["topics"]}
+        flags = anomalies.anomalous_values(anomalies.value_flags(history.values, history.ends, partitions))
+        return cls(history, topic_acks(history.run), flags, lost_unsure=True)
+
+    def settled(self) -> CheckInputs:
+        """The same inputs, knowing whether any loss is unsure (one small job over the cached flags)."""
+        unsure = bool(self.flags.where(F.col("lost_unsure")).limit(1).count())
+        return CheckInputs(self.history, self.topic_acks, self.flags, unsure)
+
+
+class Checker(Protocol):
+    kind: AnomalyKind
+    reads_details: bool
+    """True when `details` reads the reads of the examples' values (and `example_positions`)."""
+    example_positions: str | None
+    """An offset column of the rows whose (topic, partition, offset) positions `details` reads at."""
+
+    def find(self, inputs: CheckInputs) -> DataFrame:
+        """One row per anomaly: `topic` first, `complete_ns` where a write is behind it."""
+        ...
+
+    def details(self, examples: DataFrame, reads: DataFrame) -> DataFrame:
+        """`examples` (a few rows of `find`) with their evidence columns, from `reads`."""
+        ...
+
+
+_REGISTRY: dict[str, Checker] = {}
+CheckerT = TypeVar("CheckerT", bound=type)
+
+
+def register(cls: CheckerT) -> CheckerT:
+    """Class decorator: run this checker for its kind (one checker per kind of the table)."""
+    checker: Checker = cls()
+    kind_id = checker.kind.id
+    if kind_id in _REGISTRY:
+        raise ValueError(f"a checker for {kind_id!r} is registered twice")
+    _REGISTRY[kind_id] = checker
+    return cls
+
+
+def registered() -> list[Checker]:
+    """Every registered checker, in the table's order of kinds."""
+    return [_REGISTRY[kind_id] for kind_id in KIND_IDS if kind_id in _REGISTRY]

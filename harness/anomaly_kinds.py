@@ -1,0 +1,106 @@
+"""The anomaly kinds of the run-directory contract (docs/HISTORY_FORMAT.md), in one table.
+
+Each kind's id (as in result.json's `anomalies`), the name of its count (per acks mode in
+result.json, and in scenario expectations), its title and plain-words explanation (reports), and
+the guarantee it bears on. Checkers (`checkers.checks`), reports and the CLI all read this table;
+adding a kind is one row here plus one checker class.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class AnomalyKind:
+    id: str
+    count: str
+    """The count's name in result.json and in expectations (`acks=all lost == 0`)."""
+    title: str
+    explanation: str
+    """What it means, for a Kafka operator who has never seen the history format."""
+    count_help: str
+    """One line: what the count counts."""
+    guarantee: str
+    """The id of the guarantee (checkers.guarantees) whose verdict this kind decides."""
+    per_acks: bool = True
+    """Counted per acks mode; False for kinds with no write behind them (unexpected values)."""
+
+
+KINDS: tuple[AnomalyKind, ...] = (
+    AnomalyKind(
+        "lost-write",
+        "lost",
+        "Lost write",
+        "The producer was told this write succeeded, but it is not in the partition when the whole "
+        "partition is read back at the end. Data the application believed was safe is gone.",
+        "acknowledged writes missing from the complete final read",
+        "no-lost-acked-writes",
+    ),
+    AnomalyKind(
+        "divergent-offset",
+        "divergent",
+        "Divergent offset",
+        "One offset of one partition held two different values: an acknowledged write was truncated "
+        "and replaced, or two leaders handed out the same offset. Consumers at that offset disagree.",
+        "acknowledged writes whose offset holds another value",
+        "no-lost-acked-writes",
+    ),
+    AnomalyKind(
+        "duplicate",
+        "duplicated",
+        "Duplicate",
+        "The same value sits at two or more offsets: the producer retried a write that had in fact "
+        "succeeded. Harmless with idempotent consumers, a bug for everyone else.",
+        "values found at more than one offset",
+        "no-duplicates",
+    ),
+    AnomalyKind(
+        "phantom-write",
+        "phantom",
+        "Phantom write",
+        "The producer was told, definitely, that this write failed, yet consumers read it. An "
+        "application that retried or compensated for the failure now has it twice.",
+        "failed writes that were read anyway",
+        "no-phantom-writes",
+    ),
+    AnomalyKind(
+        "unexpected-value",
+        "unexpected",
+        "Unexpected value",
+        "A consumer read a value that the workload never wrote: corruption or a reader bug. "
+        "Never acceptable.",
+        "values read that no write invoked",
+        "no-unexpected-values",
+        per_acks=False,
+    ),
+    AnomalyKind(
+        "reordered",
+        "reordered",
+        "Reordered",
+        "Two acknowledged writes of one producer to one partition landed in the opposite order to the "
+        "one they were sent in (a retry overtook a later write).",
+        "acknowledged writes stored out of their send order",
+        "per-partition-order",
+    ),
+)
+
+BY_ID = {kind.id: kind for kind in KINDS}
+KIND_IDS = tuple(BY_ID)
+
+WRITE_COUNTS = ("attempted", "acked", "failed", "indeterminate")
+WRITE_COUNT_HELP = {
+    "attempted": "writes the producers started",
+    "acked": "writes the broker acknowledged (ok)",
+    "failed": "writes the client was told definitely failed",
+    "indeterminate": "writes whose outcome is unknown (timeouts, lost connections)",
+}
+ANOMALY_COUNTS = tuple(kind.count for kind in KINDS if kind.per_acks)
+COUNT_KEYS = (*WRITE_COUNTS, *ANOMALY_COUNTS)
+"""The per-acks-mode counts of check/result.json, in docs/HISTORY_FORMAT.md's order."""
+COUNT_HELP = {**WRITE_COUNT_HELP, **{kind.count: kind.count_help for kind in KINDS}}
+
+
+def kind(kind_id: str) -> AnomalyKind:
+    """The kind with this id (KeyError for an unknown one: the table is the authority)."""
+    return BY_ID[kind_id]
