@@ -1,13 +1,16 @@
-"""Recording overhead and sustained acked writes/s per acks mode, measured side by side on one cluster.
+"""Recording overhead against a bare confluent-kafka loop, side by side on one real cluster.
 
-For each acks mode the same number of writes goes through (a) a bare confluent-kafka loop that
-only counts deliveries and (b) a recording `ProducerProcess` that writes every invoke and completion
-to a history file; rounds alternate a/b to share the machine's noise. Prints the ratio b/a
-(target: recording costs at most 20%, i.e. ratio <= 1.20), and the CPU this process spent per write
-on each side (Python, the recorder, librdkafka's threads; not the brokers'): the recorder's loop runs
-in C, so at saturation it can beat the bare loop's interpreter, and the CPU column shows by how much.
+For each acks mode and paced rate (writes/s per producer), the same number of writes goes through
+(a) a bare confluent-kafka loop that only counts deliveries and (b) a recording `ProducerProcess`
+that appends every invoke and completion to a history file, one write(2) per event. Both pace
+alike (`harness.producer.paced_wait_s`) and are timed from client creation; rounds alternate a/b
+to share the machine's noise, and medians are printed. Per cell: acked writes/s on each side and
+the wall ratio b/a, and the CPU this process spent per write on each side (Python, librdkafka's
+threads; not the brokers') and its ratio b/a. Target: recording costs at most 20%, i.e. both
+ratios <= 1.20, at up to 20,000 writes/s per producer. A rate of 0 writes as fast as the client
+goes (`--unpaced-writes` writes).
 
-    .venv/bin/python benchmarks/bench_workload.py [--writes 20000] [--rounds 2]
+    .venv/bin/python benchmarks/bench_workload.py [--rates 5000,10000,20000] [--seconds 2] [--rounds 3]
 """
 
 from __future__ import annotations
@@ -18,19 +21,29 @@ import statistics
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
+from typing import Any
 
-from confluent_kafka import Producer
+from confluent_kafka import KafkaError, Message, Producer
 
 from harness.clients import client_config
 from harness.cluster import ClusterSpec, KafkaCluster
 from harness.history import HistoryWriter, RunClock
-from harness.producer import DEFAULT_PRODUCER_CONFIG, ProducerProcess
+from harness.producer import DEFAULT_PRODUCER_CONFIG, ProducerProcess, paced_wait_s
+
+PARTITIONS = 3
 
 
-def measured(run: Callable[[], float]) -> tuple[float, float]:
-    """(wall seconds `run` reports, CPU seconds this process spent meanwhile, every thread's)."""
+@dataclass(frozen=True)
+class Measured:
+    wall_s: float
+    cpu_s: float  # this process, every thread
+
+
+def measured(run: Callable[[], float]) -> Measured:
+    """The wall seconds `run` reports, and the CPU seconds this process spent meanwhile."""
 
     def cpu_s() -> float:
         usage = resource.getrusage(resource.RUSAGE_SELF)
@@ -38,26 +51,37 @@ def measured(run: Callable[[], float]) -> tuple[float, float]:
 
     before = cpu_s()
     wall = run()
-    return wall, cpu_s() - before
+    return Measured(wall, cpu_s() - before)
 
 
-def bare(config: dict[str, object], topic: str, writes: int) -> float:
+def bare(config: dict[str, Any], topic: str, writes: int, rate_per_s: float) -> float:
+    """The loop of `ProducerProcess` without recording: produce, poll(0), paced the same way."""
     delivered = 0
 
-    def done(err: object, msg: object) -> None:
+    def done(err: KafkaError | None, msg: Message | None) -> None:
         nonlocal delivered
         delivered += err is None
 
-    # Timed from client creation, like the recording process (which creates its client in its thread).
+    interval_s = 1.0 / rate_per_s if rate_per_s > 0 else 0.0
     started = time.perf_counter()
     producer = Producer(config)
-    for i in range(writes):
+    next_send = time.monotonic()
+    sequence = 0
+    while sequence < writes:
+        if interval_s:
+            delay_s = next_send - time.monotonic()
+            if delay_s > 0:
+                producer.poll(paced_wait_s(delay_s))
+                continue
+            next_send += interval_s
+        payload = f"bare:{sequence}".encode()
         while True:
             try:
-                producer.produce(topic, value=f"bare:{i}".encode(), partition=i % 3, on_delivery=done)
+                producer.produce(topic, payload, None, sequence % PARTITIONS, done)
                 break
             except BufferError:
                 producer.poll(0.1)
+        sequence += 1
         producer.poll(0)
     producer.flush(60)
     elapsed = time.perf_counter() - started
@@ -65,16 +89,18 @@ def bare(config: dict[str, object], topic: str, writes: int) -> float:
     return elapsed
 
 
-def recorded(config: dict[str, object], topic: str, acks: str, writes: int, directory: Path, n: int) -> float:
-    with HistoryWriter(directory / f"writes-{acks}-{n}.jsonl") as writer:
+def recorded(
+    config: dict[str, Any], topic: str, acks: str, writes: int, rate_per_s: float, history: Path
+) -> float:
+    with HistoryWriter(history) as writer:
         process = ProducerProcess(
-            f"p-{acks}-{n}", topic, 3, acks, config, writer, RunClock(), max_writes=writes
+            history.stem, topic, PARTITIONS, acks, config, writer, RunClock(), rate_per_s, max_writes=writes
         )
-        started = time.perf_counter()
+        started = time.perf_counter()  # the process creates its client in its thread
         process.start()
         process.join(300)
         elapsed = time.perf_counter() - started
-    assert process.counts.acked == writes, f"recorded: {process.counts}"
+    assert process.error is None and process.counts.acked == writes, f"recorded: {process.counts}"
     return elapsed
 
 
@@ -82,38 +108,50 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--writes", type=int, default=20000)
-    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--rates", default="5000,10000,20000", help="writes/s per producer; 0: unpaced")
+    parser.add_argument("--acks", default="0,1,all")
+    parser.add_argument("--seconds", type=float, default=2.0, help="length of a paced run")
+    parser.add_argument("--unpaced-writes", type=int, default=100_000)
+    parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
+    rates = [float(r) for r in args.rates.split(",")]
     with (
         KafkaCluster(ClusterSpec(broker_config={"min.insync.replicas": 2})) as cluster,
         tempfile.TemporaryDirectory() as tmp,
     ):
         print(
-            f"{'acks':>5} {'bare s':>8} {'recorded s':>11} {'ratio':>6} "
-            f"{'acked/s bare':>13} {'acked/s recorded':>17} {'CPU us/write bare':>18} {'recorded':>9}"
+            f"{'acks':>4} {'rate/s':>7} {'writes':>7} | {'acked/s bare':>12} {'recorded':>9} {'wall x':>7} | "
+            f"{'CPU us/write bare':>17} {'recorded':>9} {'CPU x':>6}"
         )
-        for acks in ("0", "1", "all"):
+        for acks in args.acks.split(","):
             topic = f"bench-acks-{acks}"
-            cluster.create_topic(topic, 3, 3)
+            cluster.create_topic(topic, PARTITIONS, 3)
             config = client_config(
                 cluster.bootstrap_servers, cluster.kafka_version, **{**DEFAULT_PRODUCER_CONFIG, "acks": acks}
             )
-            bare_runs, recorded_runs = [], []
-            for n in range(args.rounds):
-                bare_runs.append(measured(partial(bare, config, topic, args.writes)))
-                recorded_runs.append(
-                    measured(partial(recorded, config, topic, acks, args.writes, Path(tmp), n))
+            for rate in rates:
+                writes = int(rate * args.seconds) if rate else args.unpaced_writes
+                bare_runs: list[Measured] = []
+                recorded_runs: list[Measured] = []
+                for n in range(args.rounds):
+                    bare_runs.append(measured(partial(bare, config, topic, writes, rate)))
+                    history = Path(tmp) / f"p-{acks}-{rate:.0f}-{n}.jsonl"
+                    recorded_runs.append(
+                        measured(partial(recorded, config, topic, acks, writes, rate, history))
+                    )
+                b_wall, r_wall = (
+                    statistics.median(m.wall_s for m in runs) for runs in (bare_runs, recorded_runs)
                 )
-            b, r = (statistics.median(wall for wall, _ in runs) for runs in (bare_runs, recorded_runs))
-            b_cpu, r_cpu = (
-                statistics.median(cpu for _, cpu in runs) / args.writes * 1e6
-                for runs in (bare_runs, recorded_runs)
-            )
-            print(
-                f"{acks:>5} {b:8.2f} {r:11.2f} {r / b:6.2f} {args.writes / b:13.0f} {args.writes / r:17.0f} "
-                f"{b_cpu:18.2f} {r_cpu:9.2f}"
-            )
+                b_cpu, r_cpu = (
+                    statistics.median(m.cpu_s for m in runs) / writes * 1e6
+                    for runs in (bare_runs, recorded_runs)
+                )
+                label = f"{rate:.0f}" if rate else "max"
+                print(
+                    f"{acks:>4} {label:>7} {writes:>7} | {writes / b_wall:12.0f} {writes / r_wall:9.0f} "
+                    f"{r_wall / b_wall:7.2f} | {b_cpu:17.2f} {r_cpu:9.2f} {r_cpu / b_cpu:6.2f}",
+                    flush=True,
+                )
 
 
 if __name__ == "__main__":

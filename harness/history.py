@@ -69,7 +69,7 @@ class HistoryWriter:
     def write_bytes(self, data: bytes) -> None:
         """Events already encoded as JSON lines, each ending in a newline, in one write(2), in order.
 
-        For a producer's recorder, which formats its lines itself (see `harness.producer`)."""
+        For a producer's recorder, which formats its lines itself (see `harness.recorder`)."""
         with self._lock:
             if self._fd is None:
                 raise HistoryError("history file is already closed", str(self.path))

@@ -2,14 +2,8 @@
 
 Each process is one thread with one librdkafka producer. Delivery callbacks run inside `poll()`
 on that same thread, so a process's completions are written after its invokes and in the order
-the client reported them. Values are `<process>:<sequence>`, unique in the run.
-
-The per-write work runs in C (`harness._recorder`, see its header for why): the recorder formats a
-write's invoke line, produces it, and its delivery callback formats the completion. Lines gather in
-the recorder and go to the history file in one write(2) per WRITE_BATCH events or WRITE_DELAY_NS,
-whichever comes first, so a line reaches the file about a millisecond after it happened at most,
-without a system call per write; a paced (rate-limited) process writes every turn. Python keeps
-the rare and slow parts: pacing, error classification (`harness.outcomes`) and error lines.
+the client reported them. Values are `<process>:<sequence>`, unique in the run. The recording
+itself (history lines, counters) is `harness.recorder`.
 """
 
 from __future__ import annotations
@@ -20,12 +14,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import orjson
-from confluent_kafka import KafkaError, KafkaException, Producer
+from confluent_kafka import KafkaException, Producer
 
-from harness._recorder import Recorder
 from harness.history import HistoryWriter, RunClock
-from harness.outcomes import classify, error_name
+from harness.recorder import Recorder
 
 # Settings that decide durability and ordering; recorded in run.json. Timeouts are short so
 # that every write completes (as `info` at worst) well within a chaos run.
@@ -39,26 +31,16 @@ DEFAULT_PRODUCER_CONFIG: dict[str, Any] = {
     "queue.buffering.max.messages": 10000,
 }
 
-WRITE_BATCH = 256
-WRITE_DELAY_NS = 1_000_000
+# librdkafka's poll() waits in whole milliseconds: a shorter timeout returns at once, so waiting out
+# a sub-millisecond remainder with it would spin. A paced loop waits at least this long and then
+# sends the writes that came due meanwhile.
+MIN_WAIT_S = 0.001
+MAX_WAIT_S = 0.1  # how soon stop() is seen by a paced loop between writes
 
 
-class WriteLines:
-    """Parts of one producer process's history lines (HISTORY_FORMAT.md write events), encoded once.
-
-    The recorder formats invoke and ok lines from `fields` and `value_prefix`; error lines, rare and
-    carrying an error name to escape, are formatted here."""
-
-    def __init__(self, process: str, topic: str) -> None:
-        encoded = orjson.dumps({"process": process, "topic": topic}).decode()
-        self.fields = encoded[1:-1] + ","  # '"process":...,"topic":...,'
-        self.value_prefix = orjson.dumps(f"{process}:").decode()[:-1]  # '"<process>:' (value minus sequence)
-
-    def error(self, kind: str, time_ns: int, partition: int, error: str, value: str) -> str:
-        return (
-            f'{{"type":"{kind}","time_ns":{time_ns},{self.fields}"partition":{partition},'
-            f'"offset":null,"error":{orjson.dumps(error).decode()},"value":{value}}}\n'
-        )
+def paced_wait_s(delay_s: float) -> float:
+    """How long a paced loop polls the client for while the next write is `delay_s` away (> 0)."""
+    return min(max(delay_s, MIN_WAIT_S), MAX_WAIT_S)
 
 
 @dataclass(frozen=True)
@@ -96,8 +78,9 @@ class ProducerProcess:
         self.process, self.topic, self.partitions, self.acks = process, topic, partitions, acks
         self.config = {**DEFAULT_PRODUCER_CONFIG, **client_config, "acks": acks}
         self.retries = int(self.config.get("retries", 0))
-        self._clock = clock
         self._interval_s = 1.0 / rate_per_s if rate_per_s > 0 else 0.0
+        # Padding goes after a "|" that no value contains, so readers can recover the value.
+        self._padding = "|" + "x" * (message_size - 1) if message_size > 0 else ""
         self._max_writes = max_writes
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"producer-{process}", daemon=True)
@@ -105,26 +88,12 @@ class ProducerProcess:
         # Kept until `close()`: librdkafka calls an acks=0 write delivered once it is handed to the
         # socket, and destroying the client right after flush() can drop that tail unsent.
         self._producer: Producer | None = None
-        self._lines = WriteLines(process, topic)
-        self._recorder = Recorder(
-            fields=self._lines.fields.encode(),
-            value_prefix=self._lines.value_prefix.encode(),
-            payload_prefix=f"{process}:".encode(),
-            # Padding goes after a "|" that no value contains, so readers can recover the value.
-            padding=("|" + "x" * (message_size - 1)).encode() if message_size > 0 else b"",
-            topic=topic,
-            partitions=partitions,
-            clock_start_ns=clock.origin_ns,
-            sink=writer.write_bytes,
-            on_error=self._error_line,
-            batch_events=WRITE_BATCH,
-            delay_ns=WRITE_DELAY_NS,
-        )
+        self._recorder = Recorder(process, topic, self.retries, writer, clock)
 
     @property
     def counts(self) -> ProcessCounts:
         r = self._recorder
-        return ProcessCounts(r.attempted, r.acked, r.failed, r.indeterminate, r.latencies())
+        return ProcessCounts(r.attempted, r.acked, r.failed, r.indeterminate, list(r.latencies_ns))
 
     def start(self) -> None:
         self._thread.start()
@@ -132,7 +101,6 @@ class ProducerProcess:
     def stop(self) -> None:
         """Stop sending; pending writes still complete (bounded by message.timeout.ms)."""
         self._stop.set()
-        self._recorder.stop()
 
     def join(self, timeout_s: float) -> None:
         self._thread.join(timeout_s)
@@ -146,8 +114,6 @@ class ProducerProcess:
             self._produce_loop()
         except BaseException as exc:  # surfaced by the workload, which owns the thread
             self.error = exc
-        finally:
-            self._recorder.flush()
 
     def close(self) -> None:
         """Release the client (after the final read, so acks=0 writes had time to arrive)."""
@@ -155,41 +121,36 @@ class ProducerProcess:
 
     def _produce_loop(self) -> None:
         producer = self._producer = Producer(self.config)
-        recorder = self._recorder
-        if self._interval_s:
-            self._paced_loop(producer)
-        else:  # as fast as possible: the whole loop runs in the recorder
-            recorder.run(producer, -1 if self._max_writes is None else self._max_writes)
-        recorder.flush()
+        sequence = 0
+        next_send = time.monotonic()
+        while not self._stop.is_set() and (self._max_writes is None or sequence < self._max_writes):
+            if self._interval_s:
+                delay_s = next_send - time.monotonic()
+                if delay_s > 0:
+                    producer.poll(paced_wait_s(delay_s))
+                    continue
+                next_send += self._interval_s
+            self._send(producer, sequence)
+            sequence += 1
+            producer.poll(0)
         # Every invoked write gets its completion: flush until the queue drains
         # (message.timeout.ms bounds how long that can take).
         deadline = time.monotonic() + int(self.config["message.timeout.ms"]) / 1000 + 10
         while len(producer) and time.monotonic() < deadline:
             producer.flush(1.0)
-            recorder.flush()
 
-    def _paced_loop(self, producer: Producer) -> None:
-        """One write per interval; every line goes to the history file in the turn it happened."""
-        recorder = self._recorder
-        next_send = time.monotonic()
-        while not self._stop.is_set() and (self._max_writes is None or recorder.attempted < self._max_writes):
-            delay = next_send - time.monotonic()
-            if delay > 0:
-                producer.poll(min(delay, 0.1))
-            else:
-                next_send += self._interval_s
-                recorder.turn(producer)
-            recorder.flush()
-
-    def _error_line(self, value_json: str, partition: int, error: object) -> tuple[str, bool]:
-        """The history line of a failed write, and whether it is definite (`fail`, not `info`).
-
-        Called by the recorder with a delivery report's KafkaError, or with the exception produce()
-        raised when it refused the write synchronously (anything else is a bug and propagates)."""
-        if isinstance(error, KafkaException):
-            error = error.args[0]
-        if not isinstance(error, KafkaError):
-            raise error if isinstance(error, BaseException) else TypeError(f"not a Kafka error: {error!r}")
-        kind = classify(error.code(), self.retries)
-        line = self._lines.error(kind, self._clock.now_ns(), partition, error_name(error), value_json)
-        return line, kind == "fail"
+    def _send(self, producer: Producer, sequence: int) -> None:
+        """Record write `sequence`'s invoke and produce it; a full local queue is drained and the
+        same write offered again."""
+        partition = sequence % self.partitions
+        on_delivery = self._recorder.invoke(sequence, partition)
+        payload = f"{self.process}:{sequence}{self._padding}".encode()
+        while True:
+            try:
+                producer.produce(self.topic, payload, None, partition, on_delivery)
+                return
+            except BufferError:  # local queue full: let deliveries drain, then try the same write again
+                producer.poll(0.1)
+            except KafkaException as exc:  # refused synchronously: never sent, completed at once
+                on_delivery(exc.args[0], None)
+                return

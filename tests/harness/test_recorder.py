@@ -1,21 +1,26 @@
-"""The producer's recorder (harness/_recorder.c) against an in-process fake client: the exact history
-lines for every way a write can end, in order, and the counters. The real client is exercised by
-tests/harness/test_workload.py on a real cluster; this pins the C code's formatting and error paths,
-which a healthy cluster rarely reaches."""
+"""The producer's recording (harness/recorder.py, harness/producer.py) against an in-process fake
+client: the exact history lines for every way a write can end, in order, each in the file as soon as
+it happened, the counters, stopping and pacing. The real client is exercised by
+tests/harness/test_workload.py on a real cluster; this pins the formatting and error paths, which a
+healthy cluster rarely reaches."""
 
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 
 import harness.producer
 from harness.history import HistoryWriter, RunClock
-from harness.producer import ProducerProcess
+from harness.producer import ProducerProcess, paced_wait_s
+from harness.recorder import Recorder
+from harness.waiting import wait_until
 
 Callback = Callable[[KafkaError | None, Any], None]
 
@@ -30,12 +35,14 @@ class FakeMessage:
 
 class FakeProducer:
     """Accepts writes by sequence number and scripts their fate: queue full once, refused at once,
-    delivered with an offset, with none (acks=0), with -1, or failed later."""
+    delivered with an offset, with none (acks=0), with -1, or failed later. Remembers every poll's
+    timeout."""
 
     def __init__(self, config: dict[str, Any]) -> None:
         self.accepted: list[tuple[int, Callback]] = []  # in flight
         self.sent: list[tuple[int, bytes]] = []  # (partition, value) of every accepted write
         self.queue_full_once = {3}
+        self.poll_timeouts: list[float] = []
 
     def produce(
         self, topic: str, value: bytes, key: bytes | None, partition: int, on_delivery: Callback
@@ -50,6 +57,7 @@ class FakeProducer:
         self.sent.append((partition, value))
 
     def poll(self, timeout: float) -> int:
+        self.poll_timeouts.append(timeout)
         delivered = self.accepted[:]
         self.accepted.clear()
         for sequence, callback in delivered:
@@ -68,7 +76,7 @@ class FakeProducer:
         return len(self.accepted)
 
 
-@pytest.mark.parametrize("process", ["p-all-0", 'odd "name" \\ é'])
+@pytest.mark.parametrize("process", ["p-all-0", 'odd "name" \\ é %d %%'])
 def test_recorder_writes_the_format_s_write_events_for_every_outcome(
     process: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -85,8 +93,8 @@ def test_recorder_writes_the_format_s_write_events_for_every_outcome(
         producer.join(10)
     assert not producer.running and producer.error is None
 
-    events = [json.loads(line) for line in path.read_text().splitlines()]
-    times = [e.pop("time_ns") for e in events]
+    lines = path.read_bytes().splitlines()
+    times = [json.loads(line)["time_ns"] for line in lines]
     assert times == sorted(times) and times[0] >= 0
 
     def head(sequence: int) -> dict[str, Any]:
@@ -118,7 +126,11 @@ def test_recorder_writes_the_format_s_write_events_for_every_outcome(
             expected.append(error("fail", sequence, "NOT_ENOUGH_REPLICAS"))
         else:  # 2 and 4: no offset told (acks=0): null; 3 was offered again after a full queue
             expected.append(ok(sequence, {2: None, 4: None}.get(sequence, sequence * 10)))
-    assert events == expected
+    # Byte for byte: the fields in this order, compact JSON, UTF-8 unescaped, as orjson writes it.
+    assert lines == [
+        orjson.dumps({"type": event.pop("type"), "time_ns": time_ns, **event})
+        for event, time_ns in zip(expected, times, strict=True)
+    ]
 
     counts = producer.counts
     assert (counts.attempted, counts.acked, counts.failed, counts.indeterminate) == (10, 7, 2, 1)
@@ -157,3 +169,80 @@ def test_recorder_propagates_a_bug_in_the_client_call(
     assert [json.loads(line)["type"] for line in (tmp_path / "writes.jsonl").read_text().splitlines()] == [
         "invoke"
     ]
+
+
+def test_each_event_is_in_the_file_as_soon_as_it_happened(tmp_path: Path) -> None:
+    path = tmp_path / "writes.jsonl"
+
+    def types() -> list[str]:
+        return [json.loads(line)["type"] for line in path.read_text().splitlines()]
+
+    with HistoryWriter(path) as writer:
+        recorder = Recorder("p-1-0", "t-1", 0, writer, RunClock())
+        first = recorder.invoke(0, 0)
+        assert types() == ["invoke"]  # before the write is handed to the client
+        second = recorder.invoke(1, 1)
+        first(None, FakeMessage(41))
+        assert types() == ["invoke", "invoke", "ok"]
+        second(KafkaError(KafkaError.NOT_ENOUGH_REPLICAS), None)
+        assert types() == ["invoke", "invoke", "ok", "fail"]
+    assert (recorder.attempted, recorder.acked, recorder.failed, recorder.indeterminate) == (2, 1, 1, 0)
+
+
+def test_a_stopped_process_completes_every_write_it_invoked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    client = FakeProducer({})
+    client.queue_full_once.clear()
+    monkeypatch.setattr(harness.producer, "Producer", lambda config: client)
+    path = tmp_path / "writes.jsonl"
+    with HistoryWriter(path) as writer:
+        producer = ProducerProcess("p-1-0", "t-1", 2, "1", {"retries": 0}, writer, RunClock())
+        producer.start()
+        wait_until(
+            lambda: (producer.counts.attempted >= 1000, str(producer.counts)),
+            what="1000 writes",
+            timeout_s=10,
+            interval_s=0.01,
+        )
+        producer.stop()
+        producer.join(10)
+    assert not producer.running and producer.error is None
+    counts = producer.counts
+    assert counts.completed == counts.attempted >= 1000
+    recorded = Counter(json.loads(line)["type"] for line in path.read_text().splitlines())
+    # 5, 7 and 8 end in errors (see FakeProducer); everything else is ok.
+    assert recorded == {"invoke": counts.attempted, "ok": counts.attempted - 3, "fail": 2, "info": 1}
+
+
+def test_a_paced_process_spaces_its_writes_without_spinning(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    client = FakeProducer({})
+    monkeypatch.setattr(harness.producer, "Producer", lambda config: client)
+    path = tmp_path / "writes.jsonl"
+    with HistoryWriter(path) as writer:
+        producer = ProducerProcess(
+            "p-1-0", "t-1", 2, "1", {}, writer, RunClock(), rate_per_s=2000, max_writes=40
+        )
+        producer.start()
+        producer.join(10)
+    assert producer.error is None and producer.counts.attempted == 40
+    invoked = [e["time_ns"] for e in map(json.loads, path.read_text().splitlines()) if e["type"] == "invoke"]
+    # Write k is not sent before k intervals (0.5 ms) after the loop started, which was after
+    # the run clock's origin.
+    assert invoked == sorted(invoked) and invoked[-1] >= 39 * 500_000
+    # Between writes the loop waits in poll() for at least a millisecond: librdkafka would
+    # return at once from a shorter wait, and the loop would spin. After each write: poll(0).
+    waits = [t for t in client.poll_timeouts if t > 0]
+    assert waits and all(harness.producer.MIN_WAIT_S <= t <= harness.producer.MAX_WAIT_S for t in waits)
+    assert client.poll_timeouts.count(0) == 40
+
+
+@pytest.mark.parametrize(
+    ("delay_s", "wait_s"), [(1e-6, 0.001), (0.0009, 0.001), (0.004, 0.004), (0.1, 0.1), (3.0, 0.1)]
+)
+def test_a_paced_wait_lasts_at_least_a_millisecond_and_at_most_a_tenth_of_a_second(
+    delay_s: float, wait_s: float
+) -> None:
+    assert paced_wait_s(delay_s) == wait_s

@@ -1,0 +1,109 @@
+"""One producer process's write events (HISTORY_FORMAT.md), each appended to the history as it happens.
+
+A write's `invoke` line is appended before the write is handed to the client, and its completion
+(`ok`, `fail` or `info`) when the client reports it: one write(2) per event, so a run cut short
+leaves every event that happened before the cut. Lines are filled into byte templates holding the
+process's JSON-encoded parts (`WriteLines`): one `%` of a few integers per line, no dict and no
+encoder, as this is most of the recording's Python per write.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from functools import partial
+from time import monotonic_ns
+
+import orjson
+from confluent_kafka import KafkaError, Message
+
+from harness.history import HistoryWriter, RunClock
+from harness.outcomes import classify, error_name
+
+# Recent ack latencies kept for the live display; the checker computes the real statistics.
+LATENCY_WINDOW = 10_000
+
+# What the client calls with a write's delivery report (error or None, message or None).
+DeliveryCallback = Callable[[KafkaError | None, Message | None], None]
+
+
+class WriteLines:
+    """Byte templates of one producer process's write events, its process, topic and value prefix
+    encoded once. Fill with `%`: invoke (time_ns, partition, sequence), ok (time_ns, partition,
+    offset, sequence), ok_without_offset (time_ns, partition, sequence)."""
+
+    def __init__(self, process: str, topic: str) -> None:
+        # '"process":...,"topic":...,' and '"<process>:' (a value's JSON string minus sequence and
+        # closing quote), with any '%' in them doubled so the templates keep only their own.
+        fields = orjson.dumps({"process": process, "topic": topic})[1:-1].replace(b"%", b"%%") + b","
+        value = orjson.dumps(f"{process}:")[:-1].replace(b"%", b"%%")
+        head = b',"time_ns":%d,' + fields + b'"partition":%d,'
+        self.invoke = b'{"type":"invoke"' + head + b'"value":' + value + b'%d"}\n'
+        self.ok = b'{"type":"ok"' + head + b'"offset":%d,"value":' + value + b'%d"}\n'
+        self.ok_without_offset = b'{"type":"ok"' + head + b'"offset":null,"value":' + value + b'%d"}\n'
+        self._error = head + b'"offset":null,"error":%b,"value":' + value + b'%d"}\n'
+
+    def error(self, kind: str, time_ns: int, partition: int, error: str, sequence: int) -> bytes:
+        """A `fail` or `info` line (rare: the error name is encoded here)."""
+        return b'{"type":"%b"' % kind.encode() + self._error % (
+            time_ns,
+            partition,
+            orjson.dumps(error),
+            sequence,
+        )
+
+
+class Recorder:
+    """Records one producer process's writes and counts them (counters are read by other threads).
+
+    Used from the process's own thread only: `invoke` before each write is produced, and the
+    callback it returns from the client's poll() (or at once, for a write the client refused)."""
+
+    def __init__(
+        self, process: str, topic: str, retries: int, writer: HistoryWriter, clock: RunClock
+    ) -> None:
+        self._lines = WriteLines(process, topic)
+        self._retries = retries
+        self._append = writer.write_bytes
+        self._origin_ns = clock.origin_ns  # times are RunClock's, read without a method call
+        self.attempted = 0
+        self.acked = 0
+        self.failed = 0
+        self.indeterminate = 0
+        self.latencies_ns: deque[int] = deque(maxlen=LATENCY_WINDOW)
+
+    def invoke(self, sequence: int, partition: int) -> DeliveryCallback:
+        """Record the invoke of write `sequence`; returns the callback that records its completion."""
+        invoked_ns = monotonic_ns() - self._origin_ns
+        self._append(self._lines.invoke % (invoked_ns, partition, sequence))
+        self.attempted += 1
+        # A partial, not a closure: fewer objects for the cyclic garbage collector to walk with
+        # thousands of writes in flight.
+        return partial(self._completed, sequence, partition, invoked_ns)
+
+    def _completed(
+        self,
+        sequence: int,
+        partition: int,
+        invoked_ns: int,
+        error: KafkaError | None,
+        message: Message | None,
+    ) -> None:
+        now_ns = monotonic_ns() - self._origin_ns
+        if error is None:
+            # Written where it was sent (partitions are chosen explicitly). acks=0 is told no
+            # offset: None, or -1 from some client versions; either is null.
+            offset = message.offset() if message is not None else None
+            if offset is not None and offset >= 0:
+                self._append(self._lines.ok % (now_ns, partition, offset, sequence))
+            else:
+                self._append(self._lines.ok_without_offset % (now_ns, partition, sequence))
+            self.acked += 1
+            self.latencies_ns.append(now_ns - invoked_ns)
+            return
+        kind = classify(error.code(), self._retries)
+        self._append(self._lines.error(kind, now_ns, partition, error_name(error), sequence))
+        if kind == "fail":
+            self.failed += 1
+        else:
+            self.indeterminate += 1
