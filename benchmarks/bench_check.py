@@ -35,9 +35,10 @@ from pathlib import Path
 from typing import Any
 
 from checkers.class_archive import ARCHIVE_ENV, archive_path
-from checkers.evidence import fault_intervals, merged_windows
-from checkers.result import WRITE_COUNTS
+from checkers.evidence import merged_windows
 from checkers.synthetic import ANOMALIES, DEFAULT_RATE, generate
+from harness.anomaly_kinds import WRITE_COUNTS
+from harness.events import fault_windows
 from harness.history import iter_jsonl
 
 KINDS = ("lost-write", "divergent-offset", "duplicate", "phantom-write", "unexpected-value", "reordered")
@@ -145,8 +146,8 @@ def python_availability(history: _PythonHistory, run_dir: Path) -> dict[str, Any
     acks_of = {t["name"]: t["acks"] for t in history.run["topics"]}
     topics = {name: dict.fromkeys(WRITE_COUNTS, 0) for name in acks_of}
     outcome_count = {"ok": "acked", "fail": "failed", "info": "indeterminate"}
-    faults = [event for _, event in iter_jsonl(run_dir / "history/faults.jsonl", required=False)]
-    intervals = fault_intervals(faults)
+    faults_path = run_dir / "history/faults.jsonl"
+    intervals = fault_windows(iter_jsonl(faults_path, required=False), str(faults_path))
     windows = merged_windows(intervals)
     window_starts = [start for start, _ in windows]
     per_second: dict[tuple[str, int], dict[str, Any]] = {}

@@ -1,46 +1,19 @@
 """Cluster state and active faults at a moment of the run, for the few example anomalies.
 
 faults.jsonl and cluster.jsonl are small (a sample every few hundred milliseconds), so this is
-plain Python over the lists `checkers.io` loaded; it is only asked about capped example rows.
+plain Python over what `checkers.io` loaded (faults paired into `harness.events.FaultWindow`s);
+it is only asked about capped example rows.
 """
 
 from __future__ import annotations
 
 import bisect
-from collections import defaultdict, deque
-from dataclasses import dataclass
 from typing import Any
 
-
-@dataclass(frozen=True)
-class FaultInterval:
-    """One fault from its start to its stop (`stop_ns` None: still active when the history ends)."""
-
-    fault: str
-    targets: tuple[str, ...]
-    start_ns: int
-    stop_ns: int | None
-
-    def active_at(self, time_ns: int) -> bool:
-        return self.start_ns <= time_ns and (self.stop_ns is None or self.stop_ns > time_ns)
+from harness.events import FaultWindow
 
 
-def fault_intervals(fault_events: list[dict[str, Any]]) -> list[FaultInterval]:
-    """Pair each start with the next stop of the same fault name and targets (in order)."""
-    open_starts: dict[tuple[str, tuple[str, ...]], deque[int]] = defaultdict(deque)
-    intervals: list[FaultInterval] = []
-    for event in sorted(fault_events, key=lambda e: int(e["time_ns"])):
-        key = (str(event["fault"]), tuple(str(t) for t in event.get("targets") or []))
-        if event["phase"] == "start":
-            open_starts[key].append(int(event["time_ns"]))
-        elif event["phase"] == "stop" and open_starts[key]:
-            intervals.append(FaultInterval(key[0], key[1], open_starts[key].popleft(), int(event["time_ns"])))
-    for (fault, targets), starts in open_starts.items():
-        intervals.extend(FaultInterval(fault, targets, start, None) for start in starts)
-    return sorted(intervals, key=lambda i: (i.start_ns, i.fault))
-
-
-def merged_windows(intervals: list[FaultInterval]) -> list[tuple[int, int | None]]:
+def merged_windows(intervals: list[FaultWindow]) -> list[tuple[int, int | None]]:
     """The union of the fault intervals as disjoint [start, stop) windows (stop None: open-ended)."""
     windows: list[tuple[int, int | None]] = []
     for interval in sorted(intervals, key=lambda i: i.start_ns):
@@ -75,7 +48,7 @@ class ClusterTimeline:
         return state
 
 
-def active_fault_names(intervals: list[FaultInterval], time_ns: int | None) -> list[str]:
+def active_fault_names(intervals: list[FaultWindow], time_ns: int | None) -> list[str]:
     if time_ns is None:
         return []
     return [interval.fault for interval in intervals if interval.active_at(time_ns)]

@@ -11,40 +11,24 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from harness.events import READ_FIELDS, READ_PHASES, READ_TYPES, WRITE_FIELDS, WRITE_TYPES, Field, FieldType
+
 CORRUPT = "_corrupt"
 """Column holding the raw text of a line Spark could not parse into the schema."""
 
-WRITE_TYPES = ("invoke", "ok", "fail", "info")
-READ_TYPES = ("record", "end")
-READ_PHASES = ("live", "final")
+_SPARK_TYPES: dict[FieldType, T.DataType] = {
+    "string": T.StringType(),
+    "int": T.IntegerType(),
+    "long": T.LongType(),
+}
 
-WRITE_SCHEMA = T.StructType(
-    [
-        T.StructField("type", T.StringType()),
-        T.StructField("time_ns", T.LongType()),
-        T.StructField("process", T.StringType()),
-        T.StructField("topic", T.StringType()),
-        T.StructField("partition", T.IntegerType()),
-        T.StructField("offset", T.LongType()),
-        T.StructField("value", T.StringType()),
-        T.StructField("error", T.StringType()),
-    ]
-)
 
-READ_SCHEMA = T.StructType(
-    [
-        T.StructField("type", T.StringType()),
-        T.StructField("time_ns", T.LongType()),
-        T.StructField("process", T.StringType()),
-        T.StructField("phase", T.StringType()),
-        T.StructField("topic", T.StringType()),
-        T.StructField("partition", T.IntegerType()),
-        T.StructField("offset", T.LongType()),
-        T.StructField("value", T.StringType()),
-        T.StructField("log_start", T.LongType()),
-        T.StructField("high_watermark", T.LongType()),
-    ]
-)
+def _schema(fields: tuple[Field, ...]) -> T.StructType:
+    return T.StructType([T.StructField(f.name, _SPARK_TYPES[f.type]) for f in fields])
+
+
+WRITE_SCHEMA = _schema(WRITE_FIELDS)
+READ_SCHEMA = _schema(READ_FIELDS)
 
 
 RECORD_COLUMNS = ["phase", "topic", "partition", "offset", "value"]

@@ -27,9 +27,9 @@ from pyspark.sql import types as T
 from checkers import frames, problems
 from checkers.session import spark_errors
 from harness.errors import HistoryError
-from harness.history import CLUSTER, FAULTS, READS, RESULT, WRITES, iter_jsonl, load_run_json
+from harness.events import FaultWindow, fault_windows
+from harness.history import CHECK_CACHE, CLUSTER, FAULTS, READS, RESULT, WRITES, iter_jsonl, load_run_json
 
-CACHE_DIR = "check/parquet"
 CACHE_VERSION = 10
 _FINGERPRINT = "fingerprint.json"
 _VALID = "_valid"
@@ -49,7 +49,7 @@ class History:
     writes: DataFrame
     reads: DataFrame
     ends: DataFrame
-    faults: list[dict[str, Any]]
+    faults: list[FaultWindow]
     cluster: list[dict[str, Any]]
     event_counts: dict[str, int]
 
@@ -97,9 +97,10 @@ def history_bytes(run_dir: Path) -> int:
 def load_history(spark: SparkSession, run_dir: Path) -> History:
     """Validate the run directory and return its history, converting JSONL to Parquet if needed."""
     run = check_layout(run_dir)
-    faults = _small_file(run_dir, FAULTS, ("time_ns", "fault", "phase"))
+    fault_events = list(iter_jsonl(run_dir / FAULTS, required=False))
+    faults = fault_windows(fault_events, str(run_dir / FAULTS))
     cluster = _small_file(run_dir, CLUSTER, ("time_ns",))
-    cache = run_dir / CACHE_DIR
+    cache = run_dir / CHECK_CACHE
     fingerprint = {
         "cache_version": CACHE_VERSION,
         "sources": {src.name: _file_status(spark, run_dir / src.name) for src in (_WRITES, _READS)},
@@ -114,7 +115,7 @@ def load_history(spark: SparkSession, run_dir: Path) -> History:
         values = frames.named(spark.read.parquet(_uri(cache / "values")), _name_tables(spark, cache))
         reads = _read_records(spark, cache)
         ends = spark.read.schema(frames.END_SCHEMA).json(_uri(cache / _ENDS))
-    counts = {**counts, "faults": len(faults), "cluster": len(cluster)}
+    counts = {**counts, "faults": len(fault_events), "cluster": len(cluster)}
     return History(run, values, frames.writes_of(values), reads, ends, faults, cluster, counts)
 
 
@@ -195,7 +196,7 @@ def _convert(spark: SparkSession, run_dir: Path, run: dict[str, Any]) -> dict[st
     them; the other fields are validated, not stored); writes.jsonl goes straight, with the read
     records, into the per-value table (`values`, `frames.value_table`) without an events copy.
     """
-    cache = run_dir / CACHE_DIR
+    cache = run_dir / CHECK_CACHE
     shutil.rmtree(cache, ignore_errors=True)  # a stale cache, perhaps of another layout
     cache.mkdir(parents=True)
     known_topics = sorted(topic_acks(run))

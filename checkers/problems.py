@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from checkers.frames import READ_PHASES, READ_TYPES, WRITE_TYPES
+from harness.events import READ_FIELDS, READ_PHASES, READ_TYPES, WRITE_FIELDS, WRITE_TYPES
 
-_INTEGER_FIELDS = ("time_ns", "partition", "offset", "log_start", "high_watermark")
-_STRING_FIELDS = ("type", "process", "phase", "topic", "value", "error")
+_FIELDS = {field.name: field.type for field in (*WRITE_FIELDS, *READ_FIELDS)}
+_INTEGER_FIELDS = tuple(name for name, kind in _FIELDS.items() if kind != "string")
+_STRING_FIELDS = tuple(name for name, kind in _FIELDS.items() if kind == "string")
 
 
 def _typed_problem(event: dict[str, Any]) -> str | None:

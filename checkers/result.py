@@ -24,16 +24,11 @@ from checkers import (
     checks,  # noqa: F401  (the built-in checkers register themselves)
 )
 from checkers.checker import Checker, CheckInputs, registered
-from checkers.evidence import (
-    ClusterTimeline,
-    FaultInterval,
-    active_fault_names,
-    fault_intervals,
-    merged_windows,
-)
+from checkers.evidence import ClusterTimeline, active_fault_names, merged_windows
 from checkers.guarantees import derive_guarantees, is_valid, unjudged
 from checkers.io import History, topic_acks
 from harness.anomaly_kinds import COUNT_KEYS, KINDS, WRITE_COUNTS
+from harness.events import FaultWindow
 from harness.history import ACKS_MODES
 
 RESULT_FORMAT = 1
@@ -88,7 +83,7 @@ class _Evidence:
     """What an example is annotated with: the cluster's state and the faults active at its ack."""
 
     timeline: ClusterTimeline
-    intervals: list[FaultInterval]
+    intervals: list[FaultWindow]
 
 
 @dataclass(frozen=True)
@@ -248,7 +243,7 @@ class _AvailabilityRows:
     first_oks: dict[str, Row]
 
 
-def _availability_rows(history: History, intervals: list[FaultInterval]) -> _AvailabilityRows:
+def _availability_rows(history: History, intervals: list[FaultWindow]) -> _AvailabilityRows:
     writes = history.writes
     series = availability.per_second(writes).orderBy("acks", "t_s").collect()
     latency = (
@@ -266,7 +261,7 @@ def _availability_rows(history: History, intervals: list[FaultInterval]) -> _Ava
 
 
 def _availability(
-    history: History, intervals: list[FaultInterval], found: Mapping[str, _Found], rows: _AvailabilityRows
+    history: History, intervals: list[FaultWindow], found: Mapping[str, _Found], rows: _AvailabilityRows
 ) -> dict[str, Any]:
     acks = topic_acks(history.run)
     marks: dict[tuple[str, int | None], dict[str, int]] = defaultdict(lambda: {"lost": 0, "divergent": 0})
@@ -350,7 +345,7 @@ def _per_acks(topics: list[dict[str, Any]]) -> dict[str, dict[str, int | None]]:
 def build_result(history: History, checked_at: str, spark_info: dict[str, Any]) -> dict[str, Any]:
     """The result.json dict for a validated history; `spark_info` is master, version and seconds."""
     run = history.run
-    intervals = fault_intervals(history.faults)
+    intervals = history.faults
     evidence = _Evidence(ClusterTimeline(history.cluster), intervals)
     context = history.reads.sparkSession.sparkContext
     inputs = CheckInputs.of(history)

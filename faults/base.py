@@ -32,6 +32,11 @@ class Fault(Protocol):
 
     def heal(self, cluster: KafkaCluster) -> None: ...
 
+    def describe(self) -> str:
+        """What this fault does and why it matters, in plain words: recorded with its start in
+        faults.jsonl, where reports read it."""
+        ...
+
 
 FaultClass = TypeVar("FaultClass", bound=type[Any])
 

@@ -165,7 +165,10 @@ class Slow(Targeted):
 @register
 class Lossy(Targeted):
     name = "lossy"
-    description = "Drop a share of the target's packets at random, each direction (iptables statistic match)."
+    description = (
+        "Drop a share of the target's packets at random, each direction (iptables statistic "
+        "match): retries, timeouts, ISR churn."
+    )
 
     def __init__(
         self,

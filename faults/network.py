@@ -37,6 +37,17 @@ SHAPES = {
     "bridge": "one",
 }
 """Shape -> default target."""
+SHAPE_EFFECTS = {
+    "isolate": "The target is cut off from every other node (brokers and ZooKeeper) but keeps running.",
+    "isolate-from-zookeeper": "The target still reaches the other brokers but not ZooKeeper: its "
+    "session expires and the controller moves its leaderships elsewhere.",
+    "isolate-from-followers": "The leader keeps ZooKeeper but cannot reach its followers: the ISR "
+    "shrinks to the leader alone, and acks=all with min.insync.replicas=1 acknowledges on one copy.",
+    "halves": "The cluster is split in two halves that cannot reach each other.",
+    "ring": "Each node reaches only its neighbours in a ring: no two nodes see the same majority.",
+    "bridge": "Two halves that cannot reach each other, joined by one node that reaches both.",
+}
+"""Shape -> what it does, in plain words (reports show it)."""
 
 
 def link(a: str, b: str) -> Link:
@@ -100,6 +111,9 @@ class Partition(Targeted):
         self.shape = shape
         self.cuts: set[Link] = set()
         self._chain = FaultChain("PART")
+
+    def describe(self) -> str:
+        return f"{SHAPE_EFFECTS[self.shape]} (iptables DROP rules; heal restores every link)"
 
     def start(self, cluster: KafkaCluster, rng: random.Random) -> None:
         self.resolve(cluster, rng)

@@ -62,7 +62,10 @@ class _ProcessFault(Targeted):
 @register
 class Kill(_ProcessFault):
     name = "kill"
-    description = "Crash the target (SIGKILL of its container); heal restarts it with its log dirs."
+    description = (
+        "Crash the target (SIGKILL of its container): no clean shutdown, no leadership handover. "
+        "Heal restarts it with its log dirs."
+    )
 
     def start(self, cluster: KafkaCluster, rng: random.Random) -> None:
         for node in self.resolve(cluster, rng):
@@ -72,7 +75,10 @@ class Kill(_ProcessFault):
 @register
 class Stop(_ProcessFault):
     name = "stop"
-    description = "Shut the target down cleanly (SIGTERM, controlled shutdown); heal restarts it."
+    description = (
+        "Shut the target down cleanly (SIGTERM, controlled shutdown): it hands over its leaderships "
+        "before it exits. Heal restarts it."
+    )
 
     def __init__(
         self,
@@ -94,8 +100,9 @@ class Stop(_ProcessFault):
 class Pause(_ProcessFault):
     name = "pause"
     description = (
-        "Freeze the target (cgroup freezer) like a long GC pause; held past the "
-        "ZooKeeper session timeout it wakes as a zombie leader. Heal resumes it."
+        "Freeze every process of the target (cgroup freezer), like a long GC pause; held past the "
+        "ZooKeeper session timeout, its leaderships move, and it wakes believing it is still leader. "
+        "Heal resumes it."
     )
 
     def start(self, cluster: KafkaCluster, rng: random.Random) -> None:
@@ -107,8 +114,8 @@ class Pause(_ProcessFault):
 class RollingRestart(_ProcessFault):
     name = "rolling-restart"
     description = (
-        "Restart the brokers one by one (clean stop, or kill), waiting for the ISR "
-        "to be full again before the next."
+        "Restart the brokers one by one (clean stop, or kill), as in an upgrade, waiting for the "
+        "ISR to be full again before the next: every leadership moves."
     )
     default_target = "all"
 

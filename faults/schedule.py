@@ -21,6 +21,7 @@ from typing import Any
 from faults.base import Fault, make_fault
 from harness.cluster import KafkaCluster
 from harness.errors import ConfigError, FaultError, HarnessError
+from harness.events import fault_event
 from harness.history import HistoryWriter, RunClock
 
 MODES = ("mix", "sequence")
@@ -190,10 +191,10 @@ class Nemesis:
         except Exception as exc:  # a runner thread must record and go on, not die silently
             exc = _as_harness_error(exc)
             self.errors.append(f"{entry.fault} could not start: {exc}")
-            self._record(began, entry.fault, "start", fault, {"error": str(exc)})
+            self._record(began, index, entry.fault, "start", fault, {"error": str(exc)})
             self._heal(index)
             return
-        self._record(began, entry.fault, "start", fault, fault.detail)
+        self._record(began, index, entry.fault, "start", fault, fault.detail)
 
     def _heal(self, index: int) -> None:
         with self._lock:
@@ -210,7 +211,7 @@ class Nemesis:
         finally:
             with self._lock:
                 del self._active[index]
-            self._record(self.clock.now_ns(), name, "stop", fault, detail)
+            self._record(self.clock.now_ns(), index, name, "stop", fault, detail)
 
     def heal_all(self) -> None:
         """Heal every active fault, newest first (each attempted even if another fails)."""
@@ -219,16 +220,12 @@ class Nemesis:
         for index in newest_first:
             self._heal(index)
 
-    def _record(self, time_ns: int, name: str, phase: str, fault: Fault, detail: Mapping[str, Any]) -> None:
-        self.writer.write(
-            {
-                "time_ns": time_ns,
-                "fault": name,
-                "phase": phase,
-                "targets": list(fault.targets),
-                "detail": dict(detail),
-            }
-        )
+    def _record(
+        self, time_ns: int, index: int, name: str, phase: str, fault: Fault, detail: Mapping[str, Any]
+    ) -> None:
+        """A start (with what the fault does) or stop; the schedule index is the fault's id."""
+        description = fault.describe() if phase == "start" else None
+        self.writer.write(fault_event(time_ns, index, name, phase, fault.targets, detail, description))
 
 
 def _as_harness_error(exc: Exception) -> HarnessError:

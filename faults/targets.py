@@ -161,10 +161,13 @@ class Targeted:
         self.detail: dict[str, Any] = {}
         self._nodes: list[Node] = []
 
+    def describe(self) -> str:
+        return str(getattr(self, "description", ""))
+
     def resolve(self, cluster: KafkaCluster, rng: random.Random) -> list[Node]:
         """Resolve from live state and record `targets` and `detail` before anything is applied,
         so a heal after a partial start knows every node the fault may have touched."""
         self._nodes, detail = resolve(cluster, self.target, rng, self.topic, self.partition)
         self.targets = [n.name for n in self._nodes]
-        self.detail = {"target": self.target, **detail}
+        self.detail = {**self.detail, "target": self.target, **detail}  # keeps what start already set
         return self._nodes

@@ -16,6 +16,7 @@ from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
 
+from harness.events import read_end, read_record
 from harness.history import HistoryWriter, RunClock
 
 WATERMARK_ROUND_S = 1.0  # longer than a follower's fetch wait (replica.fetch.wait.max.ms, 500 ms)
@@ -31,17 +32,9 @@ _CONSUMER_CONFIG: dict[str, Any] = {
 
 def _record(writer: HistoryWriter, clock: RunClock, process: str, phase: str, msg: Any) -> None:
     value = msg.value()
+    text = value.decode(errors="replace").split("|", 1)[0] if value is not None else None
     writer.write(
-        {
-            "type": "record",
-            "time_ns": clock.now_ns(),
-            "process": process,
-            "phase": phase,
-            "topic": msg.topic(),
-            "partition": msg.partition(),
-            "offset": msg.offset(),
-            "value": value.decode(errors="replace").split("|", 1)[0] if value is not None else None,
-        }
+        read_record(clock.now_ns(), process, phase, msg.topic(), msg.partition(), msg.offset(), text)
     )
 
 
@@ -161,18 +154,7 @@ def final_read(
 def _end(
     writer: HistoryWriter, clock: RunClock, process: str, key: tuple[str, int], low: int, high: int
 ) -> None:
-    writer.write(
-        {
-            "type": "end",
-            "time_ns": clock.now_ns(),
-            "process": process,
-            "phase": "final",
-            "topic": key[0],
-            "partition": key[1],
-            "log_start": low,
-            "high_watermark": high,
-        }
-    )
+    writer.write(read_end(clock.now_ns(), process, key[0], key[1], low, high))
 
 
 def partition_counts(topics: Sequence[Mapping[str, Any]]) -> dict[str, int]:

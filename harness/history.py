@@ -28,7 +28,11 @@ READS = "history/reads.jsonl"
 FAULTS = "history/faults.jsonl"
 CLUSTER = "history/cluster.jsonl"
 RESULT = "check/result.json"
+EXPECTATIONS = "check/expectations.json"
+CHECK_CACHE = "check/parquet"
 REPORT = "report/index.html"
+JUNIT = "report/junit.xml"
+SUMMARY = "report/summary.json"
 HARNESS_LOG = "harness.log"
 
 ACKS_MODES = ("0", "1", "all")

@@ -3,8 +3,9 @@
 A write's `invoke` line is appended before the write is handed to the client, and its completion
 (`ok`, `fail` or `info`) when the client reports it: one write(2) per event, so a run cut short
 leaves every event that happened before the cut. Lines are filled into byte templates holding the
-process's JSON-encoded parts (`WriteLines`): one `%` of a few integers per line, no dict and no
-encoder, as this is most of the recording's Python per write.
+process's JSON-encoded parts (`WriteLines`; a test holds them equal to `harness.events.write_event`):
+one `%` of a few integers per line, no dict and no encoder, as this is most of the recording's
+Python per write.
 """
 
 from __future__ import annotations

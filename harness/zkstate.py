@@ -18,6 +18,7 @@ from kazoo.exceptions import KazooException, NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError
 
 from harness.errors import ClusterError
+from harness.events import cluster_sample, partition_state
 from harness.history import HistoryWriter, RunClock
 
 logging.getLogger("kazoo").setLevel(logging.CRITICAL)  # it logs every reconnect attempt as a warning
@@ -37,13 +38,7 @@ class PartitionState:
         return self.leader >= 0 and set(self.isr) == set(self.replicas)
 
     def to_event(self) -> dict[str, Any]:
-        return {
-            "topic": self.topic,
-            "partition": self.partition,
-            "leader": self.leader,
-            "leader_epoch": self.leader_epoch,
-            "isr": list(self.isr),
-        }
+        return partition_state(self.topic, self.partition, self.leader, self.leader_epoch, self.isr)
 
 
 @dataclass(frozen=True)
@@ -58,13 +53,8 @@ class ClusterSnapshot:
 
     def to_event(self, time_ns: int) -> dict[str, Any]:
         """One line of history/cluster.jsonl."""
-        return {
-            "time_ns": time_ns,
-            "controller": self.controller,
-            "controller_epoch": self.controller_epoch,
-            "live_brokers": list(self.live_brokers),
-            "partitions": [p.to_event() for p in self.partitions],
-        }
+        partitions = [p.to_event() for p in self.partitions]
+        return cluster_sample(time_ns, self.controller, self.controller_epoch, self.live_brokers, partitions)
 
     def describe(self) -> str:
         parts = [f"controller={self.controller}", f"live_brokers={list(self.live_brokers)}"]

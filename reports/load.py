@@ -13,6 +13,7 @@ from typing import Any
 
 from harness.anomaly_kinds import COUNT_KEYS, KIND_IDS
 from harness.errors import HistoryError, InputError
+from harness.events import FaultWindow, fault_windows
 from harness.history import CLUSTER, FAULTS, RESULT, iter_jsonl, load_run_json, read_json_object
 
 RESULT_FORMATS = (1,)
@@ -91,15 +92,6 @@ class Result:
     latency: tuple[dict[str, Any], ...]
     recovery: tuple[dict[str, Any], ...]
     errors: tuple[tuple[str, str], ...] = ()  # (kind, error) of each checker that failed
-
-
-@dataclass(frozen=True)
-class FaultWindow:
-    fault: str
-    targets: tuple[str, ...]
-    start_ns: int
-    stop_ns: int | None  # None: never healed before the history ended
-    detail: dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -262,29 +254,8 @@ def load_result(root: Path) -> Result:
 
 
 def load_faults(root: Path) -> tuple[FaultWindow, ...]:
-    """Pair each fault start with the next stop of the same fault and targets (first in, first out)."""
     path = root / FAULTS
-    open_: dict[tuple[str, tuple[str, ...]], list[tuple[int, dict[str, Any]]]] = {}
-    windows: list[FaultWindow] = []
-    for line, ev in iter_jsonl(path, required=False):
-        t, fault, phase = ev.get("time_ns"), ev.get("fault"), ev.get("phase")
-        if not isinstance(t, int) or not isinstance(fault, str) or phase not in ("start", "stop"):
-            raise HistoryError(
-                "a fault event needs integer time_ns, string fault and phase start|stop", str(path), line
-            )
-        targets = tuple(str(x) for x in ev.get("targets", []) or [])
-        key = (fault, targets)
-        if phase == "start":
-            detail = _obj(ev.get("detail"))
-            open_.setdefault(key, []).append((t, detail))
-        elif open_.get(key):
-            start, detail = open_[key].pop(0)
-            windows.append(FaultWindow(fault, targets, start, t, detail))
-        else:
-            raise HistoryError(f"stop of fault {fault!r} {list(targets)} that never started", str(path), line)
-    for (fault, targets), starts in open_.items():
-        windows.extend(FaultWindow(fault, targets, start, None, detail) for start, detail in starts)
-    return tuple(sorted(windows, key=lambda w: (w.start_ns, w.fault)))
+    return tuple(fault_windows(iter_jsonl(path, required=False), str(path)))
 
 
 def _sample(ev: dict[str, Any], path: Path, line: int) -> ClusterSample:

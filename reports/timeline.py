@@ -13,8 +13,9 @@ import math
 from collections import defaultdict
 from collections.abc import Callable
 
+from harness.events import FaultWindow
 from reports import svg
-from reports.load import NS, ClusterSample, FaultWindow, Run
+from reports.load import NS, ClusterSample, Run
 from reports.svg import Frame
 
 ACKS_ORDER = ("all", "1", "0")

@@ -6,14 +6,11 @@ import json
 import os
 from pathlib import Path
 
-from harness.history import REPORT
+from harness.history import JUNIT, REPORT, SUMMARY
 from reports.html import render_report
 from reports.junit import render_junit
 from reports.load import load_run
 from reports.summary import build_summary
-
-JUNIT = "report/junit.xml"
-SUMMARY = "report/summary.json"
 
 
 def write_atomic(path: Path, text: str) -> None:

@@ -15,9 +15,8 @@ from pyspark.sql import SparkSession
 
 from checkers import io as checker_io
 from checkers.checks import PhantomWrites, ReorderedWrites
-from checkers.io import CACHE_DIR
 from harness.app.cli import main
-from harness.history import READS, RESULT, RUN_JSON, WRITES
+from harness.history import CHECK_CACHE, READS, RESULT, RUN_JSON, WRITES
 from harness.waiting import wait_until
 
 pytestmark = pytest.mark.spark
@@ -337,8 +336,8 @@ def test_ctrl_c_while_converting_exits_130_quietly(tmp_path: Path) -> None:
     try:
         wait_until(
             lambda: (
-                (run_dir / CACHE_DIR).is_dir(),
-                f"no {CACHE_DIR} yet (check running: {check.poll() is None})",
+                (run_dir / CHECK_CACHE).is_dir(),
+                f"no {CHECK_CACHE} yet (check running: {check.poll() is None})",
             ),
             what="the check to start converting the history",
             timeout_s=120,

@@ -17,9 +17,10 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException
 
 import harness.producer
+from harness.events import write_event
 from harness.history import HistoryWriter, RunClock
 from harness.producer import ProducerProcess, paced_wait_s
-from harness.recorder import Recorder
+from harness.recorder import Recorder, WriteLines
 from harness.waiting import wait_until
 
 Callback = Callable[[KafkaError | None, Any], None]
@@ -246,3 +247,22 @@ def test_a_paced_wait_lasts_at_least_a_millisecond_and_at_most_a_tenth_of_a_seco
     delay_s: float, wait_s: float
 ) -> None:
     assert paced_wait_s(delay_s) == wait_s
+
+
+@pytest.mark.parametrize("process", ["p-all-0", 'odd "%d" \\ name'])
+def test_the_recorder_s_byte_templates_are_the_history_s_write_events(process: str) -> None:
+    lines = WriteLines(process, "chaos-acks-all")
+    value = f"{process}:17"
+    expected = [
+        write_event("invoke", 5, process, "chaos-acks-all", 1, value),
+        write_event("ok", 6, process, "chaos-acks-all", 1, value, offset=41),
+        write_event("ok", 7, process, "chaos-acks-all", -1, value, offset=None),
+        write_event("fail", 8, process, "chaos-acks-all", 2, value, error="NOT_ENOUGH_REPLICAS"),
+    ]
+    filled = [
+        lines.invoke % (5, 1, 17),
+        lines.ok % (6, 1, 41, 17),
+        lines.ok_without_offset % (7, -1, 17),
+        lines.error("fail", 8, 2, "NOT_ENOUGH_REPLICAS", 17),
+    ]
+    assert filled == [orjson.dumps(event) + b"\n" for event in expected]  # the same bytes, in order

@@ -1,0 +1,214 @@
+"""The events of a run's history files (docs/HISTORY_FORMAT.md): their fields, one constructor per
+event, and the pairing of fault starts and stops into windows.
+
+Every writer builds its lines here (the producer's recorder fills byte templates for speed; a test
+holds them equal to `write_event`), and the checkers' Spark schemas are built from `WRITE_FIELDS`
+and `READ_FIELDS`, so a field is named and typed in one place.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from harness.errors import HistoryError
+
+WRITE_TYPES = ("invoke", "ok", "fail", "info")
+READ_TYPES = ("record", "end")
+READ_PHASES = ("live", "final")
+FAULT_PHASES = ("start", "stop")
+
+FieldType = Literal["string", "int", "long"]
+"""JSON strings, and integers that fit 32 bits (partitions) or 64 bits (times, offsets)."""
+
+
+@dataclass(frozen=True)
+class Field:
+    name: str
+    type: FieldType
+
+
+WRITE_FIELDS = (
+    Field("type", "string"),
+    Field("time_ns", "long"),
+    Field("process", "string"),
+    Field("topic", "string"),
+    Field("partition", "int"),
+    Field("offset", "long"),
+    Field("value", "string"),
+    Field("error", "string"),
+)
+READ_FIELDS = (
+    Field("type", "string"),
+    Field("time_ns", "long"),
+    Field("process", "string"),
+    Field("phase", "string"),
+    Field("topic", "string"),
+    Field("partition", "int"),
+    Field("offset", "long"),
+    Field("value", "string"),
+    Field("log_start", "long"),
+    Field("high_watermark", "long"),
+)
+
+
+def write_event(
+    kind: str,
+    time_ns: int,
+    process: str,
+    topic: str,
+    partition: int,
+    value: str,
+    *,
+    offset: int | None = None,
+    error: str | None = None,
+) -> dict[str, Any]:
+    """An `invoke` (no offset, no error), `ok` (offset, or None under acks=0), `fail` or `info` line."""
+    event: dict[str, Any] = {"type": kind, "time_ns": time_ns, "process": process, "topic": topic}
+    event["partition"] = partition
+    if kind != "invoke":
+        event["offset"] = offset
+    if error is not None:
+        event["error"] = error
+    event["value"] = value
+    return event
+
+
+def read_record(
+    time_ns: int, process: str, phase: str, topic: str, partition: int, offset: int, value: str | None
+) -> dict[str, Any]:
+    """A record read by a `live` or `final` reader."""
+    return {
+        "type": "record",
+        "time_ns": time_ns,
+        "process": process,
+        "phase": phase,
+        "topic": topic,
+        "partition": partition,
+        "offset": offset,
+        "value": value,
+    }
+
+
+def read_end(
+    time_ns: int, process: str, topic: str, partition: int, log_start: int, high_watermark: int
+) -> dict[str, Any]:
+    """The final read of a partition reached its high watermark: the partition was read whole."""
+    return {
+        "type": "end",
+        "time_ns": time_ns,
+        "process": process,
+        "phase": "final",
+        "topic": topic,
+        "partition": partition,
+        "log_start": log_start,
+        "high_watermark": high_watermark,
+    }
+
+
+def fault_event(
+    time_ns: int,
+    fault_id: int,
+    fault: str,
+    phase: str,
+    targets: Sequence[str],
+    detail: Mapping[str, Any],
+    description: str | None = None,
+) -> dict[str, Any]:
+    """A fault's `start` (with what it does, in plain words) or `stop`; `id` pairs the two."""
+    event: dict[str, Any] = {"time_ns": time_ns, "id": fault_id, "fault": fault, "phase": phase}
+    event |= {"targets": list(targets), "detail": dict(detail)}
+    if description is not None:
+        event["description"] = description
+    return event
+
+
+def partition_state(
+    topic: str, partition: int, leader: int, leader_epoch: int, isr: Sequence[int]
+) -> dict[str, Any]:
+    """One partition's leader, leader epoch and ISR in a cluster sample."""
+    return {
+        "topic": topic,
+        "partition": partition,
+        "leader": leader,
+        "leader_epoch": leader_epoch,
+        "isr": list(isr),
+    }
+
+
+def cluster_sample(
+    time_ns: int,
+    controller: int | None,
+    controller_epoch: int | None,
+    live_brokers: Sequence[int],
+    partitions: Sequence[Mapping[str, Any]],
+) -> dict[str, Any]:
+    """One line of cluster.jsonl: controller, live brokers and `partition_state`s read from ZooKeeper."""
+    return {
+        "time_ns": time_ns,
+        "controller": controller,
+        "controller_epoch": controller_epoch,
+        "live_brokers": list(live_brokers),
+        "partitions": [dict(p) for p in partitions],
+    }
+
+
+@dataclass(frozen=True)
+class FaultWindow:
+    """One fault from its start to its stop (`stop_ns` None: still active when the history ends)."""
+
+    fault: str
+    targets: tuple[str, ...]
+    start_ns: int
+    stop_ns: int | None
+    detail: dict[str, Any]
+    description: str | None = None
+
+    def active_at(self, time_ns: int) -> bool:
+        return self.start_ns <= time_ns and (self.stop_ns is None or self.stop_ns > time_ns)
+
+
+def fault_windows(events: Iterable[tuple[int, Mapping[str, Any]]], path: str) -> list[FaultWindow]:
+    """Pair the (line, event) of faults.jsonl into windows, by `id`; histories written before fault
+    ids pair a stop with the oldest open start of the same fault and targets. A stop without its
+    start is a HistoryError naming the line."""
+    open_starts: dict[object, list[tuple[int, Mapping[str, Any]]]] = {}
+    windows: list[FaultWindow] = []
+    for line, event in sorted(events, key=lambda pair: (_time(pair[1], path, pair[0]), pair[0])):
+        fault, phase = event.get("fault"), event.get("phase")
+        if not isinstance(fault, str) or phase not in FAULT_PHASES:
+            raise HistoryError("a fault event needs a string fault and phase start|stop", path, line)
+        targets = tuple(str(t) for t in event.get("targets") or [])
+        key = event.get("id", (fault, targets))
+        if "id" in event and (not isinstance(key, int) or isinstance(key, bool)):
+            raise HistoryError("field 'id' must be an integer", path, line)
+        if phase == "start":
+            open_starts.setdefault(key, []).append((line, event))
+        elif open_starts.get(key):
+            _, start = open_starts[key].pop(0)
+            windows.append(_window(start, _time(event, path, line)))
+        else:
+            raise HistoryError(f"stop of fault {fault!r} {list(targets)} that never started", path, line)
+    windows.extend(_window(start, None) for starts in open_starts.values() for _, start in starts)
+    return sorted(windows, key=lambda w: (w.start_ns, w.fault))
+
+
+def _time(event: Mapping[str, Any], path: str, line: int) -> int:
+    time_ns = event.get("time_ns")
+    if not isinstance(time_ns, int) or isinstance(time_ns, bool):
+        raise HistoryError("field 'time_ns' must be an integer", path, line)
+    return time_ns
+
+
+def _window(start: Mapping[str, Any], stop_ns: int | None) -> FaultWindow:
+    detail = start.get("detail")
+    description = start.get("description")
+    return FaultWindow(
+        str(start["fault"]),
+        tuple(str(t) for t in start.get("targets") or []),
+        int(start["time_ns"]),
+        stop_ns,
+        dict(detail) if isinstance(detail, dict) else {},
+        str(description) if isinstance(description, str) else None,
+    )
