@@ -19,11 +19,17 @@ class _NoDetails:
         return examples
 
 
-@register
-class LostWrites:
-    kind = kind("lost-write")
+class _ReadDetails:
+    """For kinds whose examples are completed from the reads of their values."""
+
     reads_details = True
-    example_positions = "ack_offset"
+    example_positions: str | None = None
+
+
+@register
+class LostWrites(_ReadDetails):
+    kind = kind("lost-write")
+    example_positions = "ack_offset"  # and what the final read holds at each one
 
     def find(self, inputs: CheckInputs) -> DataFrame:
         return anomalies.lost_writes_from(inputs.flags, inputs.history.reads, unsure=inputs.lost_unsure)
@@ -43,10 +49,8 @@ class DivergentOffsets(_NoDetails):
 
 
 @register
-class Duplicates:
+class Duplicates(_ReadDetails):
     kind = kind("duplicate")
-    reads_details = True
-    example_positions = None
 
     def find(self, inputs: CheckInputs) -> DataFrame:
         return anomalies.duplicates_from(inputs.flags, inputs.topic_acks)
@@ -58,10 +62,8 @@ class Duplicates:
 
 
 @register
-class PhantomWrites:
+class PhantomWrites(_ReadDetails):
     kind = kind("phantom-write")
-    reads_details = True
-    example_positions = None
 
     def find(self, inputs: CheckInputs) -> DataFrame:
         return anomalies.phantom_writes_from(inputs.flags)
@@ -71,10 +73,8 @@ class PhantomWrites:
 
 
 @register
-class UnexpectedValues:
+class UnexpectedValues(_ReadDetails):
     kind = kind("unexpected-value")
-    reads_details = True
-    example_positions = None
 
     def find(self, inputs: CheckInputs) -> DataFrame:
         return anomalies.unexpected_values_from(inputs.flags, inputs.topic_acks)
