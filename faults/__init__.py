@@ -9,12 +9,14 @@ Public API:
 - `kernel_capabilities(cluster)` -> `KernelCapabilities`: what the kernel offers for link faults;
   `host_kernel_capabilities(image)`: the same without a cluster (a scratch container of `image`).
 - `leftover_rules(node)`: our iptables rules still in a container (empty after every heal).
+- `heal_leftovers(cluster, healed)`: undo whatever faults are found on a live cluster (`kchaos heal`).
 """
 
 # The built-in faults register themselves when their modules are imported, here, before any use.
 from faults import network, process  # noqa: F401
 from faults.base import Fault, available, make_fault, register
 from faults.iptables import leftover_rules
+from faults.leftovers import heal_leftovers
 from faults.links import KernelCapabilities, host_kernel_capabilities, kernel_capabilities
 from faults.schedule import Nemesis, Schedule, ScheduleEntry
 
@@ -25,6 +27,7 @@ __all__ = [
     "Schedule",
     "ScheduleEntry",
     "available",
+    "heal_leftovers",
     "host_kernel_capabilities",
     "kernel_capabilities",
     "leftover_rules",

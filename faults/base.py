@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import inspect
 import random
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, Protocol, TypeVar, runtime_checkable
 
 from harness.cluster import KafkaCluster
-from harness.errors import ConfigError
+from harness.errors import ClusterError, ConfigError, FaultError
+from harness.retrying import bounded, kinds
 
 
 @runtime_checkable
@@ -39,6 +40,20 @@ class Fault(Protocol):
 
 
 FaultClass = TypeVar("FaultClass", bound=type[Any])
+T = TypeVar("T")
+
+HEAL_STEP_ATTEMPTS = 3
+HEAL_STEP_WITHIN_S = 30.0
+
+
+def retry_heal_step(step: Callable[..., T], *args: Any) -> T:
+    """`step(*args)`, an idempotent part of a heal, tried again when it fails (a container busy, an
+    exec that timed out): 3 attempts within 30 s, then its last error."""
+    retrying = bounded(
+        kinds(FaultError, ClusterError), attempts=HEAL_STEP_ATTEMPTS, within_s=HEAL_STEP_WITHIN_S, wait_s=1.0
+    )
+    return retrying(step, *args)
+
 
 _REGISTRY: dict[str, type[Any]] = {}
 

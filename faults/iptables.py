@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import itertools
 import os
+import shlex
 from collections.abc import Iterable
 
-from harness.errors import ClusterError, FaultError
+from faults.base import retry_heal_step
+from harness.errors import ClusterError, Failures, FaultError
 from harness.services import Node
 
 CHAIN_PREFIX = "KCHAOS"
@@ -78,22 +80,62 @@ class FaultChain:
         add_rules(node, self.name, rules)
 
     def remove(self) -> None:
-        """Remove the chain from every node it was put in; one FaultError naming each that failed."""
-        problems: list[str] = []
+        """Remove the chain from every node it was put in (each tried again when it fails); one
+        FaultError naming each that still failed."""
+        failures = Failures(FaultError)
         for node in self._nodes:
-            try:
-                remove_chain(node, self.name)
-            except FaultError as exc:
-                problems.append(str(exc))
-        if problems:
-            raise FaultError("; ".join(problems))
+            with failures.attempt():
+                retry_heal_step(remove_chain, node, self.name)
+        failures.raise_if_any()
         self._nodes = []
 
 
 def leftover_rules(node: Node) -> list[str]:
     """Our chains, their rules and hooks still present in `node` (empty when clean); for checks after
     a heal."""
-    code, output = node.exec(["bash", "-c", f"iptables -S | grep -e {CHAIN_PREFIX} || true"], timeout_s=20)
+    return [line for line in _rules(node).splitlines() if CHAIN_PREFIX in line]
+
+
+def _rules(node: Node) -> str:
+    try:
+        code, output = node.exec(["iptables", "-S"], timeout_s=20)
+    except ClusterError as exc:
+        raise FaultError(f"cannot list iptables rules in {node.name}: {exc}") from None
     if code != 0:
         raise FaultError(f"cannot list iptables rules in {node.name} (exit {code}): {output.strip()[-300:]}")
-    return [line for line in output.splitlines() if line.strip()]
+    return output
+
+
+def removal_commands(rules: str) -> tuple[list[str], list[list[str]]]:
+    """From `iptables -S` output: our chains, and the commands removing them, whichever fault or
+    process made them: every rule of another chain that jumps to one of ours, then each chain
+    flushed and deleted."""
+    chains: list[str] = []
+    unhooks: list[list[str]] = []
+    for line in rules.splitlines():
+        words = shlex.split(line)
+        if len(words) >= 2 and words[0] == "-N" and words[1].startswith(CHAIN_PREFIX):
+            chains.append(words[1])
+        elif len(words) >= 2 and words[0] == "-A" and not words[1].startswith(CHAIN_PREFIX):
+            targets = [words[i + 1] for i, w in enumerate(words[:-1]) if w in ("-j", "-g")]
+            if any(t.startswith(CHAIN_PREFIX) for t in targets):
+                unhooks.append(["iptables", "-D", *words[1:]])
+    flushes = [["iptables", "-F", chain] for chain in chains]
+    deletes = [["iptables", "-X", chain] for chain in chains]
+    return chains, unhooks + flushes + deletes
+
+
+def remove_all_chains(node: Node) -> list[str]:
+    """Remove every chain of ours, with its rules and the jumps to it, from the running `node`;
+    return the chains removed. FaultError when any of our rules is left."""
+    chains, commands = removal_commands(_rules(node))
+    if commands:
+        script = "; ".join(shlex.join(command) for command in commands)
+        try:
+            node.exec(["bash", "-c", script], timeout_s=20)
+        except ClusterError as exc:
+            raise FaultError(f"cannot remove iptables chains in {node.name}: {exc}") from None
+    left = leftover_rules(node)
+    if left:
+        raise FaultError(f"iptables rules of ours still in {node.name}: {'; '.join(left[:5])}")
+    return chains

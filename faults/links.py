@@ -12,12 +12,12 @@ import random
 from dataclasses import dataclass
 from typing import Protocol
 
-from faults.base import coerce_float, register
+from faults.base import coerce_float, register, retry_heal_step
 from faults.iptables import FaultChain
 from faults.targets import Targeted
 from harness.cluster import KafkaCluster
 from harness.docker_env import ScratchContainer
-from harness.errors import ClusterError, FaultError
+from harness.errors import ClusterError, Failures, FaultError
 from harness.services import Node
 
 DEVICE = "eth0"  # the container's interface on the cluster network (Docker names it so)
@@ -92,17 +92,27 @@ def _tc(node: Node, script: str) -> None:
         raise FaultError(f"tc in {node.name} failed (exit {code}): {output.strip()[-400:]}")
 
 
-def _clear_qdisc(node: Node) -> None:
-    """Back to the default qdisc; a stopped container lost its qdiscs with its network namespace."""
+_OUR_QDISCS = ("netem", "tbf")
+
+
+def clear_qdisc(node: Node) -> str | None:
+    """Back to the default root qdisc on the cluster interface; the kind of ours removed (netem,
+    tbf), or None when there was none. A stopped container lost its qdiscs with its network
+    namespace."""
     if node.status() in ("exited", "created", "dead", "missing"):
-        return
+        return None
+    code, output = node.exec(["tc", "qdisc", "show", "dev", DEVICE, "root"], timeout_s=20)
+    found = next((kind for kind in _OUR_QDISCS if kind in output), None) if code == 0 else None
+    if code == 0 and found is None:
+        return None
     # `del` fails when only the default qdisc is left, which is the state we want: check that instead.
     code, output = node.exec(
         ["bash", "-c", f"tc qdisc del dev {DEVICE} root 2>/dev/null; tc qdisc show dev {DEVICE} root"],
         timeout_s=20,
     )
-    if code != 0 or "tbf" in output or "netem" in output:
+    if code != 0 or any(kind in output for kind in _OUR_QDISCS):
         raise FaultError(f"cannot remove the qdisc on {node.name}: {output.strip()[-300:]}")
+    return found
 
 
 @register
@@ -157,8 +167,11 @@ class Slow(Targeted):
             _tc(node, self._script(caps.netem))
 
     def heal(self, cluster: KafkaCluster) -> None:
+        failures = Failures(FaultError)
         for node in self._touched:
-            _clear_qdisc(node)
+            with failures.attempt():
+                retry_heal_step(clear_qdisc, node)
+        failures.raise_if_any()
         self._touched = []
 
 

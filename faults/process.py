@@ -11,32 +11,52 @@ import random
 from faults.base import coerce_float, register
 from faults.targets import Targeted
 from harness.cluster import KafkaCluster
-from harness.errors import ClusterError, FaultError
+from harness.errors import ClusterError, Failures, FaultError, ReadinessTimeout
+from harness.retrying import bounded
 from harness.services import KafkaBroker, Node
 from harness.waiting import wait_until
 
 REJOIN_TIMEOUT_S = 90.0
+RESTART_ATTEMPTS = 3
+STOPPED = ("exited", "created", "dead")
 
 
-def _restart(cluster: KafkaCluster, nodes: list[Node], timeout_s: float = REJOIN_TIMEOUT_S) -> None:
-    """Start every node that is not running (resume paused ones); wait for brokers to re-register."""
-    problems: list[str] = []
+def restart(cluster: KafkaCluster, nodes: list[Node], timeout_s: float = REJOIN_TIMEOUT_S) -> list[str]:
+    """Start every node that is not running (resume paused ones) and wait for the brokers among them
+    to re-register; all again (3 attempts, none begun after `timeout_s`) when one fails, e.g. a
+    broker that exits at startup. Returns what was done, one line per node."""
+    done: dict[str, str] = {}
+
+    def attempt() -> None:
+        _bring_back(cluster, nodes, timeout_s, done)
+        broker_ids = [n.broker_id for n in nodes if isinstance(n, KafkaBroker)]
+        if broker_ids:
+            cluster.wait_for_brokers(timeout_s=timeout_s, broker_ids=broker_ids)
+
+    bounded(_worth_another_start, attempts=RESTART_ATTEMPTS, within_s=timeout_s, wait_s=1.0)(attempt)
+    return [f"{name}: {what}" for name, what in done.items()]
+
+
+def _worth_another_start(exc: BaseException) -> bool:
+    """A failed start or a broker that exited at startup; not a wait that used up its time already."""
+    return isinstance(exc, ClusterError | FaultError) and not isinstance(exc, ReadinessTimeout)
+
+
+def _bring_back(cluster: KafkaCluster, nodes: list[Node], timeout_s: float, done: dict[str, str]) -> None:
+    failures = Failures(FaultError)
     for node in nodes:
-        status = node.status()
-        try:
+        with failures.attempt():
+            status = node.status()
             if status == "paused":
                 node.resume()
-            elif status in ("exited", "created", "dead"):
+                done[node.name] = "resumed (was paused)"
+            elif status in STOPPED:
                 if isinstance(node, KafkaBroker):
                     _wait_unregistered(cluster, node, timeout_s)
+                exit_code = node.exit_code()
                 node.start()
-        except ClusterError as exc:
-            problems.append(str(exc))
-    if problems:
-        raise FaultError("; ".join(problems))
-    broker_ids = [n.broker_id for n in nodes if isinstance(n, KafkaBroker)]
-    if broker_ids:
-        cluster.wait_for_brokers(timeout_s=timeout_s, broker_ids=broker_ids)
+                done[node.name] = f"started again (was {status}, exit code {exit_code})"
+    failures.raise_if_any()
 
 
 def _wait_unregistered(cluster: KafkaCluster, broker: KafkaBroker, timeout_s: float) -> None:
@@ -44,7 +64,10 @@ def _wait_unregistered(cluster: KafkaCluster, broker: KafkaBroker, timeout_s: fl
     at startup if it finds its id still registered, so a restart has to wait that out."""
 
     def probe() -> tuple[bool, str]:
-        live = cluster.state([]).live_brokers
+        try:
+            live = cluster.state([]).live_brokers
+        except ClusterError as exc:
+            return False, str(exc)
         return broker.broker_id not in live, f"registered brokers {list(live)}"
 
     wait_until(
@@ -56,7 +79,7 @@ def _wait_unregistered(cluster: KafkaCluster, broker: KafkaBroker, timeout_s: fl
 
 class _ProcessFault(Targeted):
     def heal(self, cluster: KafkaCluster) -> None:
-        _restart(cluster, self._nodes)
+        restart(cluster, self._nodes)
 
 
 @register
@@ -134,7 +157,7 @@ class RollingRestart(_ProcessFault):
                 broker.kill()
             else:
                 broker.stop()
-            _restart(cluster, [broker])
+            restart(cluster, [broker])
             self._wait_isr_full(cluster)
 
     def _wait_isr_full(self, cluster: KafkaCluster) -> None:

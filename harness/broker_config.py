@@ -4,6 +4,10 @@ Kafka 0.9 has one listener per broker, named by `advertised.host.name`, which cl
 brokers alike use; 0.10.2 and later are configured through `listeners`/`advertised.listeners`.
 Either way the advertised address is the broker container's IP on the project's network, which the
 host reaches directly.
+
+Overrides are data: `render_properties` writes one `key=value` line per setting, escaped the way
+java.util.Properties reads it back (backslashes doubled, non-ASCII as \\uXXXX), and refuses control
+characters, so no value can add or cut a line and Kafka reads exactly the value run.json records.
 """
 
 from __future__ import annotations
@@ -94,12 +98,68 @@ class KafkaVersion:
         return ".".join(str(p) for p in self.parts)
 
 
+# A property name as Kafka spells them; nothing in it needs escaping in a properties file.
+_KEY_SHAPE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+
+
 def format_value(value: ConfigValue) -> str:
+    """The text of a setting, as rendered for the brokers and recorded in run.json."""
     return str(value).lower() if isinstance(value, bool) else str(value)
 
 
+def format_settings(settings: Mapping[str, ConfigValue]) -> dict[str, str]:
+    return {key: format_value(value) for key, value in settings.items()}
+
+
+def check_override_syntax(overrides: Mapping[str, ConfigValue]) -> None:
+    """Reject keys that are not property names and values with control characters, naming the key.
+
+    Needs no image, so a scenario or CLI option fails before anything is built or started."""
+    for key, value in overrides.items():
+        if not isinstance(key, str) or not _KEY_SHAPE.fullmatch(key):
+            raise ConfigError(
+                f"broker config key {key!r} is not a property name "
+                "(letters, digits, '.', '_' and '-', e.g. min.insync.replicas)"
+            )
+        _check_value_text(key, format_value(value))
+
+
+def _check_value_text(key: str, text: str) -> None:
+    bad = next((c for c in text if ord(c) < 0x20 or ord(c) == 0x7F), None)
+    if bad is not None:
+        raise ConfigError(
+            f"broker config {key!r}: the value {text!r} contains the control character {bad!r}; "
+            "a properties file would read it as a line break or drop it"
+        )
+
+
+def escape_value(key: str, text: str) -> str:
+    """`text` as a java.util.Properties value: read back by Kafka as exactly `text`."""
+    _check_value_text(key, text)
+    escaped: list[str] = []
+    for i, char in enumerate(text):
+        if char == "\\":
+            escaped.append("\\\\")
+        elif char == " " and i == 0:  # Properties drops the whitespace before a value
+            escaped.append("\\ ")
+        elif ord(char) > 0x7E:  # Properties reads files as ISO-8859-1: anything else as \uXXXX
+            units = char.encode("utf-16-be")
+            escaped += [f"\\u{units[j]:02x}{units[j + 1]:02x}" for j in range(0, len(units), 2)]
+        else:
+            escaped.append(char)
+    return "".join(escaped)
+
+
+def render_properties(settings: Mapping[str, ConfigValue]) -> str:
+    """One `key=value` line per setting, values escaped (`escape_value`); ConfigError names a bad key."""
+    check_override_syntax(settings)
+    return "".join(f"{key}={escape_value(key, format_value(value))}\n" for key, value in settings.items())
+
+
 def validate_overrides(overrides: Mapping[str, ConfigValue], known_keys: Iterable[str], version: str) -> None:
-    """Reject overrides that cannot work, naming the key: managed, unknown to this version, or mistyped."""
+    """Reject overrides that cannot work, naming the key: not a property name, a value with control
+    characters, managed, unknown to this version, or mistyped."""
+    check_override_syntax(overrides)
     known = set(known_keys)
     for key, value in overrides.items():
         if key in MANAGED_KEYS:
@@ -127,6 +187,19 @@ def render_broker_config(
     broker_count: int,
     overrides: Mapping[str, ConfigValue],
 ) -> str:
+    """server.properties of one broker: the layout, the harness's defaults, then `overrides`."""
+    return render_properties(broker_settings(version, broker_id, ip, zookeeper_ips, broker_count, overrides))
+
+
+def broker_settings(
+    version: KafkaVersion,
+    broker_id: int,
+    ip: str,
+    zookeeper_ips: list[str],
+    broker_count: int,
+    overrides: Mapping[str, ConfigValue],
+) -> dict[str, str]:
+    """Every setting of one broker as text, in file order (overrides last, replacing defaults)."""
     internal_rf = min(3, broker_count)
     settings: dict[str, ConfigValue] = {
         "broker.id": broker_id,
@@ -152,18 +225,18 @@ def render_broker_config(
         settings["transaction.state.log.replication.factor"] = internal_rf
         settings["transaction.state.log.min.isr"] = min(2, internal_rf)
     settings.update(overrides)
-    return "".join(f"{key}={format_value(value)}\n" for key, value in settings.items())
+    return format_settings(settings)
 
 
 def render_zookeeper_config(zookeeper_ips: list[str]) -> str:
-    lines = [
-        "dataDir=/var/lib/zookeeper",
-        f"clientPort={ZK_CLIENT_PORT}",
-        "tickTime=2000",
-        "initLimit=10",
-        "syncLimit=5",
-        "maxClientCnxns=0",
-    ]
+    settings: dict[str, ConfigValue] = {
+        "dataDir": "/var/lib/zookeeper",
+        "clientPort": ZK_CLIENT_PORT,
+        "tickTime": 2000,
+        "initLimit": 10,
+        "syncLimit": 5,
+        "maxClientCnxns": 0,
+    }
     if len(zookeeper_ips) > 1:
-        lines += [f"server.{i}={ip}:2888:3888" for i, ip in enumerate(zookeeper_ips, start=1)]
-    return "\n".join(lines) + "\n"
+        settings |= {f"server.{i}": f"{ip}:2888:3888" for i, ip in enumerate(zookeeper_ips, start=1)}
+    return render_properties(settings)

@@ -24,13 +24,17 @@ from harness.broker_config import (
     ZK_CLIENT_PORT,
     ConfigValue,
     KafkaVersion,
+    check_override_syntax,
+    format_settings,
+    format_value,
     render_broker_config,
     render_zookeeper_config,
     validate_overrides,
 )
-from harness.errors import ClusterError, ConfigError
+from harness.errors import ClusterError, ConfigError, Failures
 from harness.history import new_run_id
 from harness.images import LOCAL_BASE_IMAGE, KafkaDistribution, KafkaImage, ensure_kafka_image
+from harness.retrying import bounded
 from harness.services import KafkaBroker, Node, ZooKeeperNode
 from harness.waiting import wait_until
 from harness.zkstate import ClusterSnapshot, ZkStateReader
@@ -57,6 +61,7 @@ class ClusterSpec:
             raise ConfigError(f"cluster.brokers must be between 1 and 9, got {self.brokers}")
         if self.zookeepers not in (1, 3, 5):
             raise ConfigError(f"cluster.zookeepers must be 1, 3 or 5, got {self.zookeepers}")
+        check_override_syntax(self.broker_config)
 
     def resolve_image(self) -> KafkaImage:
         if self.image:
@@ -69,7 +74,7 @@ class KafkaCluster:
         self, spec: ClusterSpec | None = None, *, run_id: str | None = None, start_timeout_s: float = 120.0
     ) -> None:
         self.spec = spec or ClusterSpec()
-        self.run_id = run_id or new_run_id("cluster")
+        self.run_id = docker_env.check_run_id(run_id) if run_id is not None else new_run_id("cluster")
         self.start_timeout_s = start_timeout_s
         self.image: KafkaImage | None = None
         self.zookeepers: list[ZooKeeperNode] = []
@@ -79,14 +84,15 @@ class KafkaCluster:
         self._owns_containers = True
 
     @classmethod
-    def attach(cls, run_id: str) -> KafkaCluster:
+    def attach(cls, run_id: str, *, connect: bool = True) -> KafkaCluster:
         """A handle on a running cluster started by an earlier command (`kchaos cluster up`).
 
         Leaving its `with` block closes only the ZooKeeper session; `kchaos cluster down` removes it.
+        With `connect=False` no ZooKeeper session is opened (`connect_zookeeper` opens it later):
+        for acting on containers whose ZooKeeper may be unreachable.
         """
-        containers = docker_env.client().containers.list(
-            all=True, filters={"label": f"{docker_env.RUN_LABEL}={run_id}"}
-        )
+        runs = docker_env.labelled_runs(run_id)
+        containers = runs[0].containers if runs else []
         if not containers:
             raise ConfigError(f"no cluster with run id {run_id!r} is running (see `kchaos cluster list`)")
         cluster = cls(run_id=run_id)
@@ -109,8 +115,14 @@ class KafkaCluster:
         cluster.spec = ClusterSpec(
             brokers=len(cluster.brokers), zookeepers=len(cluster.zookeepers), image=cluster.image.tag
         )
-        cluster._zk = ZkStateReader(cluster.zk_connect).__enter__()
+        if connect:
+            cluster.connect_zookeeper()
         return cluster
+
+    def connect_zookeeper(self, timeout_s: float = 10.0) -> None:
+        """Open the ZooKeeper session `state()` and the waits read through (once)."""
+        if self._zk is None:
+            self._zk = ZkStateReader(self.zk_connect, timeout_s=timeout_s).__enter__()
 
     # -- lifecycle -------------------------------------------------------------------------------
     def __enter__(self) -> KafkaCluster:
@@ -118,8 +130,8 @@ class KafkaCluster:
             self.start()
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: object) -> None:
+        self._close_after(exc)
 
     def start(self) -> None:
         image = self.image = self.spec.resolve_image()
@@ -131,43 +143,63 @@ class KafkaCluster:
             zk_ips = [str(hosts + 10 + i) for i in range(1, self.spec.zookeepers + 1)]
             broker_ips = [str(hosts + 100 + i) for i in range(1, self.spec.brokers + 1)]
             zk_config = render_zookeeper_config(zk_ips)
+            broker_configs = [
+                render_broker_config(version, i, ip, zk_ips, self.spec.brokers, self.spec.broker_config)
+                for i, ip in enumerate(broker_ips, start=1)
+            ]
+            if not image.verbatim_config and any("\\" in config for config in broker_configs):
+                raise ConfigError(
+                    f"image {image.tag} predates configs written as they are: its entrypoint would "
+                    "expand the backslashes of these broker settings; rebuild it with `kchaos images build`"
+                )
             self.zookeepers = [
                 ZooKeeperNode(i, image.tag, self.run_id, self._network, ip, zk_config)
                 for i, ip in enumerate(zk_ips, start=1)
             ]
             self.brokers = [
-                KafkaBroker(
-                    i,
-                    image.tag,
-                    self.run_id,
-                    self._network,
-                    ip,
-                    render_broker_config(version, i, ip, zk_ips, self.spec.brokers, self.spec.broker_config),
-                    self.spec.heap,
-                )
-                for i, ip in enumerate(broker_ips, start=1)
+                KafkaBroker(i, image.tag, self.run_id, self._network, ip, config, self.spec.heap)
+                for i, (ip, config) in enumerate(zip(broker_ips, broker_configs, strict=True), start=1)
             ]
             for zk in self.zookeepers:
                 zk.start()
-            self._zk = ZkStateReader(self.zk_connect, timeout_s=self.start_timeout_s).__enter__()
+            self.connect_zookeeper(timeout_s=self.start_timeout_s)
             for broker in self.brokers:
                 broker.start()
             self.wait_for_brokers(timeout_s=self.start_timeout_s)
-        except BaseException:
-            self.close()
+        except BaseException as exc:
+            self._close_after(exc)
             raise
 
     def close(self) -> None:
-        """Remove every container and the network of this run. Safe to call more than once."""
+        """Remove every container and the network of this run. Safe to call more than once.
+
+        Every step is tried: one ClusterError names each that failed, one line each, joined by '; '."""
+        failures = Failures()
         if self._zk is not None:
-            self._zk.__exit__(None, None, None)
-            self._zk = None
-        if not self._owns_containers:
+            zk, self._zk = self._zk, None
+            with failures.attempt("cannot close the ZooKeeper session"):
+                zk.__exit__(None, None, None)
+        if self._owns_containers:
+            # By label: the nodes, and anything a crashed start left behind (the probe network).
+            with failures.attempt(f"cannot remove run {self.run_id}"):
+                docker_env.remove_labelled(self.run_id)
+            self._network = None
+        failures.raise_if_any()
+
+    def _close_after(self, exc: BaseException | None) -> None:
+        """Close; when `exc` is on its way out, a failing close is noted on it instead of hiding it."""
+        if exc is None:
+            self.close()
             return
-        for node in self.nodes:
-            node.remove()
-        docker_env.remove_labelled(self.run_id)  # anything a crashed start left behind
-        self._network = None
+        try:
+            self.close()
+        except ClusterError as close_error:
+            exc.add_note(f"removing the cluster afterwards failed too: {close_error}")
+
+    @property
+    def recorded_broker_config(self) -> dict[str, str]:
+        """The overrides as every broker's server.properties holds them (for run.json)."""
+        return format_settings(self.spec.broker_config)
 
     # -- nodes -----------------------------------------------------------------------------------
     @property
@@ -217,9 +249,9 @@ class KafkaCluster:
             for node in self.nodes
         )
 
-    def _fail_on_exited_brokers(self) -> None:
+    def _fail_on_exited_brokers(self, broker_ids: list[int]) -> None:
         for broker in self.brokers:
-            if broker.status() in ("exited", "dead"):
+            if broker.broker_id in broker_ids and broker.status() in ("exited", "dead"):
                 logs = broker.logs(200)
                 rejected = _CONFIG_REJECTED.search(logs)
                 if rejected:
@@ -235,7 +267,7 @@ class KafkaCluster:
         expected = sorted(broker_ids or [b.broker_id for b in self.brokers])
 
         def probe() -> tuple[bool, str]:
-            self._fail_on_exited_brokers()
+            self._fail_on_exited_brokers(expected)
             try:
                 live = self.zk.live_brokers()
             except Exception as exc:
@@ -307,7 +339,7 @@ class KafkaCluster:
             str(replication_factor),
         ]
         for key, value in (config or {}).items():
-            command += ["--config", f"{key}={str(value).lower() if isinstance(value, bool) else value}"]
+            command += ["--config", f"{key}={format_value(value)}"]
         code, output = broker.exec(command, timeout_s=int(timeout_s))
         if code != 0 or "Error while executing" in output or "Exception" in output:
             detail = "\n".join(line for line in output.splitlines() if "log4j" not in line)[-1500:]
@@ -334,32 +366,36 @@ _NO_NETWORK = _NoNetwork()
 def _create_network(run_id: str) -> tuple[Network, ipaddress.IPv4Network]:
     """A labelled network with an explicit subnet (Docker pins container IPs only on those).
 
-    Docker picks a free subnet for a probe network; the real one is then created on it.
+    Docker picks a free subnet for a probe network; the real one is then created on it, again (up
+    to 3 times) when another network took that subnet in between.
     """
+    taken = bounded(_subnet_taken, attempts=3, within_s=60.0, wait_s=0.0)
+    try:
+        return taken(_create_network_once, run_id)
+    except APIError as exc:
+        raise ClusterError(f"cannot create the cluster network: {exc.explanation or exc}") from None
+
+
+def _subnet_taken(exc: BaseException) -> bool:
+    return isinstance(exc, APIError) and "overlap" in str(exc).lower()
+
+
+def _create_network_once(run_id: str) -> tuple[Network, ipaddress.IPv4Network]:
     client = docker_env.client()
-    for _attempt in range(3):
-        probe = client.networks.create(f"{run_id}-probe", labels=docker_env.run_labels(run_id))
-        try:
-            probe.reload()
-            config = probe.attrs["IPAM"]["Config"][0]
-        finally:
-            probe.remove()
-        subnet = ipaddress.ip_network(config["Subnet"])
-        network = Network(
-            docker_network_kw={
-                "labels": docker_env.run_labels(run_id),
-                "ipam": IPAMConfig(
-                    pool_configs=[IPAMPool(subnet=str(subnet), gateway=config.get("Gateway"))]
-                ),
-            }
-        )
-        network.name = f"{run_id}-net"
-        try:
-            network.create()
-        except APIError as exc:  # another network took the subnet in between: try again
-            if "overlap" in str(exc).lower():
-                continue
-            raise ClusterError(f"cannot create the cluster network: {exc.explanation or exc}") from None
-        assert isinstance(subnet, ipaddress.IPv4Network)
-        return network, subnet
-    raise ClusterError("cannot create the cluster network: every free subnet was taken concurrently")
+    probe = client.networks.create(f"{run_id}-probe", labels=docker_env.run_labels(run_id))
+    try:
+        probe.reload()
+        config = probe.attrs["IPAM"]["Config"][0]
+    finally:
+        probe.remove()
+    subnet = ipaddress.ip_network(config["Subnet"])
+    network = Network(
+        docker_network_kw={
+            "labels": docker_env.run_labels(run_id),
+            "ipam": IPAMConfig(pool_configs=[IPAMPool(subnet=str(subnet), gateway=config.get("Gateway"))]),
+        }
+    )
+    network.name = f"{run_id}-net"
+    network.create()
+    assert isinstance(subnet, ipaddress.IPv4Network)
+    return network, subnet

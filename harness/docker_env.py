@@ -9,7 +9,10 @@ label ``kchaos.run=<run id>``, and `remove_labelled` removes them by that label.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+import re
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from functools import cache
 from types import TracebackType
 from typing import Any
@@ -20,7 +23,8 @@ os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
 import docker
 from docker.errors import APIError, DockerException, ImageNotFound, NotFound
 
-from harness.errors import EnvironmentError_
+from harness.errors import ClusterError, ConfigError, EnvironmentError_, Failures
+from harness.retrying import docker_call
 
 RUN_LABEL = "kchaos.run"
 
@@ -43,33 +47,109 @@ def run_labels(run_id: str) -> dict[str, str]:
     return {RUN_LABEL: run_id}
 
 
+# What `harness.history.new_run_id` makes (20260101-120000-cluster-1a2b), and any other word Docker
+# accepts in a container name (`compose`, scratch ids): never empty, no spaces, no wildcards.
+RUN_ID_SHAPE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
+
+# A run with a container in one of these states is a live cluster (or a command still using it).
+LIVE_STATES = frozenset({"running", "paused", "restarting"})
+
+
+def check_run_id(run_id: str) -> str:
+    """`run_id` if it can be one, else ConfigError: an empty or wildcard id must never select runs."""
+    if not RUN_ID_SHAPE.fullmatch(run_id):
+        raise ConfigError(
+            f"{run_id!r} is not a run id: expected letters, digits, '.', '_' and '-', "
+            "like 20260101-120000-cluster-1a2b (see `kchaos cluster list`)"
+        )
+    return run_id
+
+
+@dataclass
+class Run:
+    """The containers and networks Docker holds with one run's label."""
+
+    run_id: str
+    containers: list[Any] = field(default_factory=list)
+    networks: list[Any] = field(default_factory=list)
+
+    @property
+    def live(self) -> bool:
+        return any(c.status in LIVE_STATES for c in self.containers)
+
+    def describe(self) -> str:
+        """e.g. `3 containers (running 2, exited 1), 1 network`."""
+        states = Counter(str(c.status) for c in self.containers)
+        by_state = ", ".join(f"{state} {n}" for state, n in sorted(states.items()))
+        containers = f"{len(self.containers)} container{'s' * (len(self.containers) != 1)}"
+        networks = f"{len(self.networks)} network{'s' * (len(self.networks) != 1)}"
+        return f"{containers} ({by_state}), {networks}" if by_state else f"{containers}, {networks}"
+
+
+def labelled_runs(run_id: str | None = None) -> list[Run]:
+    """Every run Docker holds something of (or only `run_id`), sorted by run id."""
+    selector = f"{RUN_LABEL}={check_run_id(run_id)}" if run_id is not None else RUN_LABEL
+    filters = {"label": selector}
+    docker_client = client()
+    runs: dict[str, Run] = {}
+    for container in docker_call(lambda: docker_client.containers.list(all=True, filters=filters)):
+        label = container.labels[RUN_LABEL]
+        runs.setdefault(label, Run(label)).containers.append(container)
+    for network in docker_call(lambda: docker_client.networks.list(filters=filters)):
+        label = network.attrs.get("Labels", {}).get(RUN_LABEL, "")
+        runs.setdefault(label, Run(label)).networks.append(network)
+    return [runs[r] for r in sorted(runs)]
+
+
 @dataclass(frozen=True)
 class Removed:
     containers: list[str]
     networks: list[str]
+    failures: list[str]
+    """One line per object that could not be removed (after retries); the rest were still tried."""
 
 
-def remove_labelled(run_id: str | None = None) -> Removed:
-    """Remove containers, then networks, labelled with `run_id` (or with any kchaos run)."""
-    docker_client = client()
-    selector = f"{RUN_LABEL}={run_id}" if run_id else RUN_LABEL
+def remove_run(run: Run) -> Removed:
+    """Remove the containers, then the networks, of `run`, going on past any that fails."""
     containers: list[str] = []
-    for container in docker_client.containers.list(all=True, filters={"label": selector}):
-        try:
-            if container.status == "paused":
-                container.unpause()
-            container.remove(force=True, v=True)
-            containers.append(container.name)
-        except NotFound:
-            pass  # removed concurrently: the goal is reached
     networks: list[str] = []
-    for network in docker_client.networks.list(filters={"label": selector}):
-        try:
-            network.remove()
-            networks.append(network.name)
-        except NotFound:
-            pass
-    return Removed(containers, networks)
+    failures = Failures()
+    for container in run.containers:
+        with failures.attempt(f"cannot remove container {container.name}"):
+            if _removed(_remove_container, container):
+                containers.append(container.name)
+    for network in run.networks:
+        with failures.attempt(f"cannot remove network {network.name}"):
+            if _removed(docker_call, network.remove):
+                networks.append(network.name)
+    return Removed(containers, networks, failures.lines)
+
+
+def _remove_container(container: Any) -> None:
+    if container.status == "paused":  # an engine may refuse to remove a frozen container
+        docker_call(container.unpause)
+    docker_call(lambda: container.remove(force=True, v=True))
+
+
+def _removed(remove: Callable[[Any], object], target: Any) -> bool:
+    """`remove(target)`; False when it was gone already (removed concurrently: the goal is reached)."""
+    try:
+        remove(target)
+    except NotFound:
+        return False
+    return True
+
+
+def remove_labelled(run_id: str) -> Removed:
+    """Remove every container, then network, labelled with `run_id`; ClusterError naming each one
+    that could not be removed, after trying them all."""
+    removed: list[Removed] = [remove_run(run) for run in labelled_runs(run_id)]
+    failures = [line for r in removed for line in r.failures]
+    if failures:
+        raise ClusterError("; ".join(failures))
+    return Removed(
+        [name for r in removed for name in r.containers], [name for r in removed for name in r.networks], []
+    )
 
 
 def exec_run(container: Any, command: list[str], timeout_s: int | None = None) -> tuple[int, str]:

@@ -18,6 +18,9 @@ can print one clear message and exit 2 instead of a traceback.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+
 
 class HarnessError(Exception):
     """Root of every error raised by kafka-chaos."""
@@ -79,10 +82,33 @@ class FaultError(HarnessError):
     """A fault could not be started or healed."""
 
 
+class Failures:
+    """Steps that must all be tried (cleanup, healing): each failing one becomes a line, and
+    `raise_if_any` raises them together as one error, joined with '; '."""
+
+    def __init__(self, error_class: type[HarnessError] = ClusterError) -> None:
+        self.error_class = error_class
+        self.lines: list[str] = []
+
+    @contextlib.contextmanager
+    def attempt(self, what: str = "") -> Iterator[None]:
+        """Run the `with` body; an Exception (not an interrupt) is recorded as `what: error` (or as
+        the error alone, when its message names the object already)."""
+        try:
+            yield
+        except Exception as exc:
+            self.lines.append(f"{what}: {exc}" if what else str(exc))
+
+    def raise_if_any(self) -> None:
+        if self.lines:
+            raise self.error_class("; ".join(self.lines))
+
+
 __all__ = [
     "ClusterError",
     "ConfigError",
     "EnvironmentError_",
+    "Failures",
     "FaultError",
     "HarnessError",
     "HistoryError",

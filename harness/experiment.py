@@ -89,38 +89,38 @@ def run_experiment(
     interrupted = False
     final: FinalReadResult | None = None
     with _harness_log(rundir.path(HARNESS_LOG)), KafkaCluster(spec.cluster, run_id=run_id) as cluster:
-        workload = Workload(cluster, spec.workload, rundir, clock)
-        workload.create_topics()
-        rundir.write_run_json(_run_json(spec, run_id, cluster))
-        phase("setup")
-        topics = [t["name"] for t in spec.workload.topics()]
-        with (
-            rundir.writer(CLUSTER) as cluster_writer,
-            rundir.writer(FAULTS) as fault_writer,
-            ClusterSampler(cluster.zk, cluster_writer, clock, topics),
-        ):
-            try:
-                workload.start()
-                with chaos(cluster, fault_writer, clock) if chaos else contextlib.nullcontext():
-                    deadline = time.monotonic() + spec.duration_s
-                    while (left := deadline - time.monotonic()) > 0:
-                        time.sleep(min(1.0, left))
-                        if on_tick:
-                            on_tick(workload, max(0.0, deadline - time.monotonic()))
-            except KeyboardInterrupt:
-                interrupted = True
-                log.warning("interrupted: healing, then reading what was written")
-            finally:
-                workload.stop()  # every in-flight write gets its completion before the final read
-            phase("chaos")
-            try:
-                cluster.wait_for_isr(topics, timeout_s=spec.settle_timeout_s)
-            except ReadinessTimeout as exc:  # read anyway: incomplete partitions are reported as such
-                log.warning("cluster did not settle: %s", exc)
-            phase("settle")
-            final = workload.final_read(spec.final_read_timeout_s)
-            phase("final_read")
-        workload.close()
+        # Closed however the block ends (a second Ctrl-C in stop() too): the history files with it.
+        with Workload(cluster, spec.workload, rundir, clock) as workload:
+            workload.create_topics()
+            rundir.write_run_json(run_metadata(spec, run_id, cluster))
+            phase("setup")
+            topics = [t["name"] for t in spec.workload.topics()]
+            with (
+                rundir.writer(CLUSTER) as cluster_writer,
+                rundir.writer(FAULTS) as fault_writer,
+                ClusterSampler(cluster.zk, cluster_writer, clock, topics),
+            ):
+                try:
+                    workload.start()
+                    with chaos(cluster, fault_writer, clock) if chaos else contextlib.nullcontext():
+                        deadline = time.monotonic() + spec.duration_s
+                        while (left := deadline - time.monotonic()) > 0:
+                            time.sleep(min(1.0, left))
+                            if on_tick:
+                                on_tick(workload, max(0.0, deadline - time.monotonic()))
+                except KeyboardInterrupt:
+                    interrupted = True
+                    log.warning("interrupted: healing, then reading what was written")
+                finally:
+                    workload.stop()  # every in-flight write gets its completion before the final read
+                phase("chaos")
+                try:
+                    cluster.wait_for_isr(topics, timeout_s=spec.settle_timeout_s)
+                except ReadinessTimeout as exc:  # read anyway: incomplete partitions are reported as such
+                    log.warning("cluster did not settle: %s", exc)
+                phase("settle")
+                final = workload.final_read(spec.final_read_timeout_s)
+                phase("final_read")
         run = rundir.load_run_json()
         run.update(
             {
@@ -138,7 +138,9 @@ def run_experiment(
     return ExperimentResult(rundir, final, interrupted, phases)
 
 
-def _run_json(spec: ExperimentSpec, run_id: str, cluster: KafkaCluster) -> dict[str, Any]:
+def run_metadata(spec: ExperimentSpec, run_id: str, cluster: KafkaCluster) -> dict[str, Any]:
+    """run.json as written before the workload starts; `cluster.broker_config` is the overrides as
+    the brokers' server.properties hold them."""
     assert cluster.image is not None
     return {
         "run_id": run_id,
@@ -150,10 +152,7 @@ def _run_json(spec: ExperimentSpec, run_id: str, cluster: KafkaCluster) -> dict[
         "cluster": {
             "brokers": len(cluster.brokers),
             "zookeepers": len(cluster.zookeepers),
-            "broker_config": {
-                k: str(v).lower() if isinstance(v, bool) else str(v)
-                for k, v in spec.cluster.broker_config.items()
-            },
+            "broker_config": cluster.recorded_broker_config,
         },
         "topics": spec.workload.topics(),
         "producer": {

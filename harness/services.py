@@ -16,6 +16,7 @@ from testcontainers.core.network import Network
 
 from harness import docker_env
 from harness.errors import ClusterError
+from harness.retrying import docker_call
 
 
 class Node:
@@ -64,7 +65,7 @@ class Node:
                 self._spec.start()
                 self._container = self._spec.get_wrapped_container()
             else:
-                self._container.start()
+                docker_call(self._container.start)  # starting a running container changes nothing
         except (APIError, NotFound) as exc:
             raise ClusterError(f"cannot start {self.name}: {exc.explanation or exc}") from None
 
@@ -93,10 +94,19 @@ class Node:
         """Docker's view: running, paused, exited, created, or missing."""
         try:
             container = self._wrapped()
-            container.reload()
+            docker_call(container.reload)
             return str(container.status)
         except (ClusterError, NotFound):
             return "missing"
+        except APIError as exc:
+            raise ClusterError(f"cannot inspect {self.name}: {exc.explanation or exc}") from None
+
+    def exit_code(self) -> int | None:
+        """The exit code of the container's last run, as of the last `status()` (None if unknown)."""
+        if self._container is None:
+            return None
+        code = self._container.attrs.get("State", {}).get("ExitCode")
+        return int(code) if code is not None else None
 
     def exec(self, command: list[str], timeout_s: int | None = None) -> tuple[int, str]:
         """Run a command inside the container; return (exit code, combined output)."""
@@ -114,16 +124,6 @@ class Node:
     def attach(self, container: Any) -> None:
         """Adopt an existing container (a cluster started by an earlier command)."""
         self._container = container
-
-    def remove(self) -> None:
-        if self._container is not None:
-            try:
-                if self.status() == "paused":
-                    self._container.unpause()
-                self._container.remove(force=True, v=True)
-            except NotFound:
-                pass
-            self._container = None
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name} {self.ip}>"

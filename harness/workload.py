@@ -6,11 +6,12 @@ processes each, all recording into history/writes.jsonl and history/reads.jsonl 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import functools
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.broker_config import ConfigValue
+from harness.broker_config import ConfigValue, format_settings
 from harness.clients import client_config
 from harness.cluster import KafkaCluster
 from harness.consumer import FinalReadResult, LiveConsumer, final_read
@@ -56,9 +57,7 @@ class WorkloadSpec:
                 "partitions": self.partitions,
                 "replication_factor": self.replication_factor,
                 "acks": a,
-                "config": {
-                    k: str(v).lower() if isinstance(v, bool) else str(v) for k, v in self.topic_config.items()
-                },
+                "config": format_settings(self.topic_config),
             }
             for a in self.acks
         ]
@@ -76,8 +75,23 @@ class ModeCounts:
     latencies_ns: list[int]
 
 
+def _every_step(steps: Iterable[Callable[[], object]]) -> None:
+    """Call every step even when one raises, an interrupt (a second Ctrl-C) included; then re-raise
+    the first exception. For shutting down, where a skipped step leaves a file or thread open."""
+    first: BaseException | None = None
+    for step in steps:
+        try:
+            step()
+        except BaseException as exc:
+            first = first or exc
+    if first is not None:
+        raise first
+
+
 class Workload:
-    """Producers and live consumers against one cluster, recording into `rundir`."""
+    """Producers and live consumers against one cluster, recording into `rundir`.
+
+    As a context manager it is closed on the way out, however the block ends."""
 
     def __init__(self, cluster: KafkaCluster, spec: WorkloadSpec, rundir: RunDir, clock: RunClock) -> None:
         self.cluster, self.spec, self.rundir, self.clock = cluster, spec, rundir, clock
@@ -85,6 +99,13 @@ class Workload:
         self._reads: HistoryWriter | None = None
         self.producers: list[ProducerProcess] = []
         self.consumers: list[LiveConsumer] = []
+        self._stopped = False
+
+    def __enter__(self) -> Workload:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def create_topics(self, timeout_s: float = 60.0) -> None:
         for topic in self.spec.topics():
@@ -128,14 +149,19 @@ class Workload:
             producer.start()
 
     def stop(self) -> None:
-        """Stop producing, wait for every in-flight write's completion, stop live consumers."""
-        for producer in self.producers:
-            producer.stop()
+        """Stop producing, wait for every in-flight write's completion, stop live consumers.
+
+        Once only, and shielded: every step is taken even when one is interrupted or fails, and the
+        first such exception is re-raised after the last step."""
+        if self._stopped:
+            return
+        self._stopped = True
         timeout_s = int(self.spec.effective_producer_config()["message.timeout.ms"]) / 1000 + 15
-        for producer in self.producers:
-            producer.join(timeout_s)
-        for consumer in self.consumers:
-            consumer.stop()
+        _every_step(
+            [producer.stop for producer in self.producers]
+            + [functools.partial(producer.join, timeout_s) for producer in self.producers]
+            + [consumer.stop for consumer in self.consumers]
+        )
         for name, error in [(p.process, p.error) for p in self.producers] + [
             (c.process, c.error) for c in self.consumers
         ]:
@@ -148,11 +174,12 @@ class Workload:
         return final_read(partitions, self._client_config(), self._reads, self.clock, timeout_s)
 
     def close(self) -> None:
-        for producer in self.producers:
-            producer.close()
-        for writer in (self._writes, self._reads):
-            if writer is not None:
-                writer.close()
+        """Release the producers' clients and close the history files: each step taken even when
+        one is interrupted or fails (first exception re-raised after). Safe to call again."""
+        _every_step(
+            [producer.close for producer in self.producers]
+            + [writer.close for writer in (self._writes, self._reads) if writer is not None]
+        )
 
     def counts(self) -> dict[str, ModeCounts]:
         """Live counters per acks mode (for progress lines and summaries)."""

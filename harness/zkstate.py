@@ -9,17 +9,19 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import KazooException, NoNodeError
+from kazoo.exceptions import ConnectionLoss, KazooException, NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError
 
 from harness.errors import ClusterError
 from harness.events import cluster_sample, partition_state
 from harness.history import HistoryWriter, RunClock
+from harness.retrying import bounded, kinds
 
 logging.getLogger("kazoo").setLevel(logging.CRITICAL)  # it logs every reconnect attempt as a warning
 
@@ -66,11 +68,17 @@ class ClusterSnapshot:
 
 
 class ZkStateReader:
-    """Reads cluster state through one kazoo session. Use as a context manager."""
+    """Reads cluster state through one kazoo session. Use as a context manager.
 
-    def __init__(self, zk_connect: str, timeout_s: float = 10.0) -> None:
+    The session reconnects by itself for as long as it lives, but no read waits for that longer than
+    `request_timeout_s`: a paused or cut-off ZooKeeper makes a read fail with ClusterError, it does
+    not hang the caller.
+    """
+
+    def __init__(self, zk_connect: str, timeout_s: float = 10.0, request_timeout_s: float = 10.0) -> None:
         self._zk = KazooClient(hosts=zk_connect, timeout=timeout_s, connection_retry={"max_tries": -1})
         self._timeout_s = timeout_s
+        self._request_timeout_s = request_timeout_s
         self.zk_connect = zk_connect
 
     def __enter__(self) -> ZkStateReader:
@@ -87,16 +95,35 @@ class ZkStateReader:
         self._zk.stop()
         self._zk.close()
 
+    def _read(self, send: Callable[[str], Any], path: str) -> Any:
+        """One read of `path` (`send` is a kazoo *_async method), retried on a lost connection, within
+        `request_timeout_s` in all; NoNodeError passes, anything else becomes ClusterError."""
+        deadline = time.monotonic() + self._request_timeout_s
+
+        def attempt() -> Any:
+            return send(path).get(timeout=max(0.05, deadline - time.monotonic()))
+
+        retrying = bounded(kinds(ConnectionLoss), attempts=50, within_s=self._request_timeout_s, wait_s=0.2)
+        try:
+            return retrying(attempt)
+        except NoNodeError:
+            raise
+        except (KazooException, KazooTimeoutError) as exc:
+            raise ClusterError(
+                f"ZooKeeper {self.zk_connect} did not answer a read of {path} within "
+                f"{self._request_timeout_s:g} s; last seen: session {self._zk.state}, {type(exc).__name__}"
+            ) from None
+
     def _json(self, path: str) -> Any:
         try:
-            data, _ = self._zk.get(path)
+            data, _ = self._read(self._zk.get_async, path)
         except NoNodeError:
             return None
         return json.loads(data) if data else None
 
     def _children(self, path: str) -> list[str]:
         try:
-            return list(self._zk.get_children(path))
+            return list(self._read(self._zk.get_children_async, path))
         except NoNodeError:
             return []
 
@@ -107,35 +134,30 @@ class ZkStateReader:
         return sorted(self._children("/brokers/topics"))
 
     def snapshot(self, topics: Iterable[str] | None = None) -> ClusterSnapshot:
-        """Read the whole state once. Raises ClusterError when ZooKeeper cannot be read."""
-        try:
-            controller = self._json("/controller")
-            epoch = self._json("/controller_epoch")
-            partitions: list[PartitionState] = []
-            for topic in sorted(topics) if topics is not None else self.topics():
-                assignment = (self._json(f"/brokers/topics/{topic}") or {}).get("partitions", {})
-                for number in sorted(assignment, key=int):
-                    state = self._json(f"/brokers/topics/{topic}/partitions/{number}/state") or {}
-                    partitions.append(
-                        PartitionState(
-                            topic,
-                            int(number),
-                            int(state.get("leader", -1)),
-                            int(state.get("leader_epoch", -1)),
-                            tuple(state.get("isr", ())),
-                            tuple(assignment[number]),
-                        )
+        """Read the whole state once. Raises ClusterError when ZooKeeper cannot be read in time."""
+        controller = self._json("/controller")
+        epoch = self._json("/controller_epoch")
+        partitions: list[PartitionState] = []
+        for topic in sorted(topics) if topics is not None else self.topics():
+            assignment = (self._json(f"/brokers/topics/{topic}") or {}).get("partitions", {})
+            for number in sorted(assignment, key=int):
+                state = self._json(f"/brokers/topics/{topic}/partitions/{number}/state") or {}
+                partitions.append(
+                    PartitionState(
+                        topic,
+                        int(number),
+                        int(state.get("leader", -1)),
+                        int(state.get("leader_epoch", -1)),
+                        tuple(state.get("isr", ())),
+                        tuple(assignment[number]),
                     )
-            return ClusterSnapshot(
-                controller=controller.get("brokerid") if isinstance(controller, dict) else None,
-                controller_epoch=int(epoch) if epoch is not None else None,
-                live_brokers=self.live_brokers(),
-                partitions=tuple(partitions),
-            )
-        except (KazooException, KazooTimeoutError) as exc:
-            raise ClusterError(
-                f"cannot read cluster state from ZooKeeper {self.zk_connect}: {exc!r}"
-            ) from None
+                )
+        return ClusterSnapshot(
+            controller=controller.get("brokerid") if isinstance(controller, dict) else None,
+            controller_epoch=int(epoch) if epoch is not None else None,
+            live_brokers=self.live_brokers(),
+            partitions=tuple(partitions),
+        )
 
 
 class ClusterSampler:

@@ -8,8 +8,9 @@ role=${1:?usage: kchaos-entrypoint kafka|zookeeper}
 conf=/etc/kchaos/$role.properties
 mkdir -p /etc/kchaos
 # KCHAOS_CONFIG_COMMON (optional) is shared settings, for hand-written compose files; the harness
-# renders everything into KCHAOS_CONFIG. printf %b expands the \n of one-line compose values.
-printf '%b\n%b\n' "${KCHAOS_CONFIG_COMMON:-}" "${KCHAOS_CONFIG:?KCHAOS_CONFIG must hold the $role properties}" > "$conf"
+# renders everything into KCHAOS_CONFIG. Both are written as they are (%s, never %b or echo -e):
+# the harness escapes values for Java's properties reader, and a shell must not interpret them again.
+printf '%s\n%s\n' "${KCHAOS_CONFIG_COMMON:-}" "${KCHAOS_CONFIG:?KCHAOS_CONFIG must hold the $role properties}" > "$conf"
 
 case "$role" in
   kafka) main=kafka.Kafka ;;

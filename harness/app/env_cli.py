@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -15,7 +16,7 @@ from checkers.class_archive import archive_path, is_complete
 from faults import host_kernel_capabilities
 from harness import docker_env
 from harness.app.console import make_console
-from harness.errors import HarnessError
+from harness.errors import ClusterError, HarnessError
 from harness.images import LOCAL_BASE_IMAGE, KafkaDistribution, ensure_kafka_image
 
 console = make_console()
@@ -100,13 +101,47 @@ def _report_kernel(report: Callable[[bool, str, str, str], None], image: str) ->
 
 
 def cleanup(
-    run_id: str = typer.Option(None, "--run", help="Only this run id (default: every kchaos run)."),
+    run_id: str = typer.Option(
+        None, "--run", help="Only this run id, removed whether its containers still run or not."
+    ),
+    remove_live: bool = typer.Option(
+        False, "--all", help="Also remove runs with running or paused containers (live clusters)."
+    ),
 ) -> None:
-    """Remove containers and networks labelled kchaos.run left behind by killed runs."""
-    removed = docker_env.remove_labelled(run_id)
-    console.print(f"removed {len(removed.containers)} containers, {len(removed.networks)} networks")
-    for name in removed.containers + removed.networks:
+    """Remove containers and networks labelled kchaos.run that killed runs left behind.
+
+    Without --run it lists every run and removes those with no running or paused container (exited
+    leftovers, networks alone); a live run (a cluster from `kchaos cluster up`, a run in progress)
+    is left unless --all is given or, on a terminal, you answer yes. Every removal is tried; those
+    that fail are reported together at the end (exit 2).
+    """
+    runs = docker_env.labelled_runs(run_id)
+    live = [run for run in runs if run.live and run_id is None]
+    if live and not remove_live and sys.stdin.isatty():
+        for run in live:
+            console.print(f"live: {run.run_id}  {run.describe()}")
+        remove_live = typer.confirm(f"Remove these {len(live)} live runs too (their clusters stop)?")
+    left = [] if remove_live else live
+    left_ids = {run.run_id for run in left}
+    removed: list[docker_env.Removed] = []
+    for run in runs:
+        if run.run_id in left_ids:
+            console.print(f"left    {run.run_id}  {run.describe()}: live (running or paused)")
+        else:
+            console.print(f"remove  {run.run_id}  {run.describe()}")
+            removed.append(docker_env.remove_run(run))
+    containers = [name for r in removed for name in r.containers]
+    networks = [name for r in removed for name in r.networks]
+    console.print(f"removed {len(containers)} containers, {len(networks)} networks")
+    for name in containers + networks:
         console.print(f"  {name}")
+    if left:
+        console.print(
+            f"left {len(left)} live runs: `kchaos cluster down RUN_ID` or `kchaos cleanup --all` removes them"
+        )
+    failures = [line for r in removed for line in r.failures]
+    if failures:
+        raise ClusterError("; ".join(failures))
 
 
 @images_app.command("build")

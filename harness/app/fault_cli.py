@@ -9,12 +9,14 @@ import typer
 from rich.text import Text
 
 from faults.base import available, make_fault, params_help
+from faults.leftovers import heal_leftovers
 from faults.links import kernel_capabilities
+from faults.process import REJOIN_TIMEOUT_S
 from harness.app.cluster_cli import print_state
 from harness.app.console import make_console
 from harness.app.signals import terminate_as_interrupt
 from harness.cluster import KafkaCluster
-from harness.errors import ConfigError, ReadinessTimeout
+from harness.errors import ClusterError, ConfigError, FaultError, ReadinessTimeout
 
 console = make_console()
 
@@ -29,7 +31,7 @@ def list_faults(
         params = ", ".join(f"{k}={v}" for k, v in params_help(name).items())
         console.print(Text(f"{name:<16}", style="bold"), description, soft_wrap=True)
         console.print(Text.assemble(" " * 17, (f"params: {params}", "dim")), soft_wrap=True)
-    if run:
+    if run is not None:
         cluster = KafkaCluster.attach(run)
         try:
             console.print(kernel_capabilities(cluster).describe())
@@ -84,11 +86,17 @@ def run_fault(
                 )
                 time.sleep(duration)  # the fault's own duration, not a readiness wait
                 console.print("during", style="bold")
-                print_state(cluster.state())
+                try:
+                    print_state(cluster.state())
+                except ClusterError as exc:  # e.g. ZooKeeper itself is the target
+                    console.print(f"cannot read the state now: {exc}", style="yellow")
             except KeyboardInterrupt:
                 console.print("interrupted: healing")
             finally:
-                fault.heal(cluster)
+                try:
+                    fault.heal(cluster)
+                except FaultError as exc:
+                    raise FaultError(f"{exc}; `kchaos heal {run}` removes what is left") from None
         console.print(f"healed {name} on {', '.join(fault.targets)}")
         topics = cluster.zk.topics()
         if topics and settle:
@@ -102,6 +110,42 @@ def run_fault(
         cluster.close()
 
 
+def heal(
+    run_id: str = typer.Argument(..., help="Run id of a live cluster (see `kchaos cluster list`)."),
+    timeout: float = typer.Option(
+        REJOIN_TIMEOUT_S, "--timeout", min=1, help="Seconds to wait for brokers to register again."
+    ),
+) -> None:
+    """Undo every fault kafka-chaos may have left on a live cluster, e.g. after `kchaos fault` was
+    killed before it healed.
+
+    In every container of the run: resumes paused containers; removes every KCHAOS iptables chain
+    with its rules and the jumps to it, and the tc qdisc link faults put on eth0; starts stopped or
+    killed nodes again with their data (ZooKeeper first; a broker once its old ZooKeeper session
+    has expired, as a fault's own heal does), since a node of a kchaos cluster is down only because
+    of a fault or a crash, and each restart is printed with the exit code it had. Then waits until
+    every broker is registered in ZooKeeper and prints the state (replicas may still be catching up
+    into the ISR). It neither removes the cluster (`kchaos cluster down`) nor undoes what the faults
+    caused (lost writes, elections).
+    """
+    cluster = KafkaCluster.attach(run_id, connect=False)  # ZooKeeper may be paused or cut off
+    healed: list[str] = []
+
+    def report(line: str) -> None:
+        healed.append(line)
+        console.print(f"healed {line}")
+
+    try:
+        with terminate_as_interrupt():
+            heal_leftovers(cluster, report, timeout)
+        if not healed:
+            console.print(f"nothing to heal on {run_id}")
+        print_state(cluster.state())
+    finally:
+        cluster.close()
+
+
 def register(app: typer.Typer) -> None:
     app.command("faults")(list_faults)
     app.command("fault")(run_fault)
+    app.command("heal")(heal)

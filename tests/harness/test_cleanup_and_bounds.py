@@ -1,0 +1,422 @@
+"""Cleanup you can trust and waits with a bound, on pure logic: run ids that cannot select every run,
+`kchaos cleanup` leaving live clusters alone, removals that go on past a failure, retries and
+ZooKeeper reads that stop in time, and a workload whose history files close on a second Ctrl-C."""
+
+from __future__ import annotations
+
+import io
+import sys
+import time
+from collections.abc import Callable, Iterator
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+import requests
+import typer
+from docker.errors import APIError, NotFound
+from kazoo.exceptions import ConnectionLoss
+from kazoo.handlers.threading import SequentialThreadingHandler
+
+from harness import docker_env, workload
+from harness.app.cli import main
+from harness.broker_config import KafkaVersion
+from harness.cluster import ClusterSpec, KafkaCluster
+from harness.errors import ClusterError, ConfigError, HistoryError
+from harness.history import RunClock, RunDir, new_run_id
+from harness.retrying import bounded, kinds, transient_docker_error
+from harness.zkstate import ZkStateReader
+
+LIVE_RUN = "20260101-120000-cluster-aaaa"
+DEAD_RUN = "20260101-120000-killed-bbbb"
+BARE_NETWORK_RUN = "20260101-120000-net-cccc"
+
+
+# -- a Docker engine of fakes ------------------------------------------------------------------------
+class Response:
+    def __init__(self, status_code: int) -> None:
+        self.status_code = status_code
+        self.reason = "fake"
+        self.url = "http://docker/fake"
+
+
+def api_error(status: int) -> APIError:
+    return APIError("fake engine error", response=Response(status))  # type: ignore[arg-type]
+
+
+class FakeContainer:
+    def __init__(self, run_id: str, node: str, status: str, fails: BaseException | None = None) -> None:
+        self.name = f"{run_id}-{node}"
+        self.labels = {docker_env.RUN_LABEL: run_id}
+        self.status = status
+        self.fails = fails
+        self.removed = False
+
+    def unpause(self) -> None:
+        self.status = "running"
+
+    def remove(self, force: bool, v: bool) -> None:
+        assert force and v
+        if self.fails is not None:
+            raise self.fails
+        self.removed = True
+
+
+class FakeNetwork:
+    def __init__(self, run_id: str) -> None:
+        self.name = f"{run_id}-net"
+        self.attrs = {"Labels": {docker_env.RUN_LABEL: run_id}}
+        self.removed = False
+
+    def remove(self) -> None:
+        self.removed = True
+
+
+def _selects(selector: str, labels: dict[str, str]) -> bool:
+    key, _, value = selector.partition("=")
+    return key in labels and (not value or labels[key] == value)
+
+
+class FakeEngine:
+    def __init__(self, containers: list[FakeContainer], networks: list[FakeNetwork]) -> None:
+        self.all_containers, self.all_networks = containers, networks
+        self.containers = SimpleNamespace(list=self._list_containers)
+        self.networks = SimpleNamespace(list=self._list_networks)
+
+    def _list_containers(self, all: bool, filters: dict[str, str]) -> list[FakeContainer]:
+        assert all
+        alive = [c for c in self.all_containers if not c.removed]
+        return [c for c in alive if _selects(filters["label"], c.labels)]
+
+    def _list_networks(self, filters: dict[str, str]) -> list[FakeNetwork]:
+        return [
+            n for n in self.all_networks if not n.removed and _selects(filters["label"], n.attrs["Labels"])
+        ]
+
+
+@pytest.fixture
+def engine(monkeypatch: pytest.MonkeyPatch) -> FakeEngine:
+    """A live cluster, the exited leftovers of a killed run, and a network left alone."""
+    fake = FakeEngine(
+        [
+            FakeContainer(LIVE_RUN, "zk-1", "running"),
+            FakeContainer(LIVE_RUN, "kafka-1", "paused"),
+            FakeContainer(LIVE_RUN, "kafka-2", "exited"),  # a killed broker of a live cluster
+            FakeContainer(DEAD_RUN, "zk-1", "exited"),
+            FakeContainer(DEAD_RUN, "kafka-1", "created"),
+        ],
+        [FakeNetwork(LIVE_RUN), FakeNetwork(DEAD_RUN), FakeNetwork(BARE_NETWORK_RUN)],
+    )
+    monkeypatch.setattr(docker_env, "client", lambda: fake)
+    return fake
+
+
+def left(engine: FakeEngine) -> list[str]:
+    return sorted(o.name for o in [*engine.all_containers, *engine.all_networks] if not o.removed)
+
+
+# -- run ids ------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("run_id", ["", " ", "*", "2026*", "a b", "_x", "run\n", "../x", "kafka?"])
+@pytest.mark.parametrize(
+    "command",
+    [["cleanup", "--run"], ["cluster", "down"], ["cluster", "status"], ["heal"], ["faults", "--run"]],
+)
+def test_a_run_id_that_could_select_every_run_is_refused(
+    run_id: str, command: list[str], engine: FakeEngine, capsys: pytest.CaptureFixture[str]
+) -> None:
+    before = left(engine)
+    assert main([*command, run_id]) == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert f"error: {run_id!r} is not a run id" in err
+    assert left(engine) == before
+
+
+def test_run_ids_we_make_are_accepted() -> None:
+    for name in ("leader-kill", "Ünïcode scenario", "x" * 40, "", "compose"):
+        run_id = new_run_id(name)
+        assert docker_env.check_run_id(run_id) == run_id
+    assert docker_env.check_run_id("compose") == "compose"  # compose/docker-compose.yml's label
+
+
+# -- kchaos cleanup -------------------------------------------------------------------------------------
+def test_cleanup_without_tty_removes_only_dead_runs_and_says_what_it_left(
+    engine: FakeEngine, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["cleanup"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert left(engine) == sorted(
+        [f"{LIVE_RUN}-zk-1", f"{LIVE_RUN}-kafka-1", f"{LIVE_RUN}-kafka-2", f"{LIVE_RUN}-net"]
+    )
+    assert f"left {LIVE_RUN} 3 containers (exited 1, paused 1, running 1), 1 network: live" in out
+    assert f"remove {DEAD_RUN} 2 containers (created 1, exited 1), 1 network" in out
+    assert f"remove {BARE_NETWORK_RUN} 0 containers, 1 network" in out
+    assert "removed 2 containers, 2 networks" in out
+    assert "left 1 live runs: `kchaos cluster down RUN_ID` or `kchaos cleanup --all` removes them" in out
+
+
+def test_cleanup_all_removes_live_runs_too(engine: FakeEngine, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["cleanup", "--all"]) == 0
+    assert left(engine) == []
+    assert "removed 5 containers, 3 networks" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("answer", "live_left"), [(True, False), (False, True)])
+def test_cleanup_on_a_terminal_asks_before_removing_live_runs(
+    answer: bool, live_left: bool, engine: FakeEngine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    asked: list[str] = []
+    monkeypatch.setattr(sys, "stdin", Terminal())
+    monkeypatch.setattr(typer, "confirm", lambda text: asked.append(text) or answer)
+    assert main(["cleanup"]) == 0
+    assert asked == ["Remove these 1 live runs too (their clusters stop)?"]
+    assert (f"{LIVE_RUN}-net" in left(engine)) is live_left
+
+
+def test_cleanup_of_one_run_removes_it_live_or_not(engine: FakeEngine) -> None:
+    assert main(["cleanup", "--run", LIVE_RUN]) == 0
+    assert not any(name.startswith(LIVE_RUN) for name in left(engine))
+    assert f"{DEAD_RUN}-net" in left(engine)
+
+
+def test_cleanup_goes_on_past_failures_and_reports_them_all(
+    engine: FakeEngine, capsys: pytest.CaptureFixture[str]
+) -> None:
+    refused, forbidden = api_error(400), api_error(403)
+    engine.all_containers[0].fails = refused
+    engine.all_containers[3].fails = forbidden
+    assert main(["cleanup", "--all"]) == 2
+    captured = capsys.readouterr()
+    assert left(engine) == [f"{LIVE_RUN}-zk-1", f"{DEAD_RUN}-zk-1"]
+    assert "removed 3 containers, 3 networks" in captured.out
+    assert " ".join(captured.err.split()) == (
+        f"error: cannot remove container {LIVE_RUN}-zk-1: {refused}; "
+        f"cannot remove container {DEAD_RUN}-zk-1: {forbidden}"
+    )
+
+
+def test_a_container_removed_concurrently_counts_as_removed_without_error(engine: FakeEngine) -> None:
+    engine.all_containers[3].fails = NotFound("gone")
+    removed = docker_env.remove_labelled(DEAD_RUN)
+    assert removed.containers == [f"{DEAD_RUN}-kafka-1"] and removed.networks == [f"{DEAD_RUN}-net"]
+
+
+def test_cluster_close_goes_on_past_each_failure(engine: FakeEngine) -> None:
+    cluster = KafkaCluster(ClusterSpec(), run_id=LIVE_RUN)
+
+    class StuckSession:
+        def __exit__(self, *exc: object) -> None:
+            raise RuntimeError("Writer still open from prior connection")
+
+    cluster._zk = StuckSession()  # type: ignore[assignment]
+    refused = engine.all_containers[1].fails = api_error(400)
+    with pytest.raises(ClusterError) as info:
+        cluster.close()
+    assert str(info.value) == (
+        "cannot close the ZooKeeper session: Writer still open from prior connection; "
+        f"cannot remove run {LIVE_RUN}: cannot remove container {LIVE_RUN}-kafka-1: {refused}"
+    )
+    others = [*(f"{DEAD_RUN}-{n}" for n in ("zk-1", "kafka-1", "net")), f"{BARE_NETWORK_RUN}-net"]
+    assert left(engine) == sorted([f"{LIVE_RUN}-kafka-1", *others])
+    engine.all_containers[1].fails = None
+    cluster.close()  # a second close finishes the job, and the session is not closed twice
+    assert not any(name.startswith(LIVE_RUN) for name in left(engine))
+
+
+def test_an_error_leaving_the_with_block_is_not_hidden_by_a_failing_close(engine: FakeEngine) -> None:
+    refused = engine.all_containers[0].fails = api_error(400)
+    cluster = KafkaCluster(ClusterSpec(), run_id=LIVE_RUN)
+    boom = RuntimeError("boom")
+    cluster.__exit__(RuntimeError, boom, None)  # what leaving `with cluster:` by raising `boom` does
+    assert boom.__notes__ == [
+        f"removing the cluster afterwards failed too: cannot remove run {LIVE_RUN}: "
+        f"cannot remove container {LIVE_RUN}-zk-1: {refused}"
+    ]
+
+
+# -- bounded retries ------------------------------------------------------------------------------------
+def failing(error: BaseException) -> tuple[Callable[[], None], list[int]]:
+    calls: list[int] = []
+
+    def call() -> None:
+        calls.append(1)
+        raise error
+
+    return call, calls
+
+
+def test_retry_stops_after_its_attempts_and_reraises_the_last_error() -> None:
+    call, calls = failing(ConfigError("last seen: 2 of 3 brokers"))
+    sleeps: list[float] = []
+    retrying = bounded(kinds(ConfigError), attempts=3, within_s=60, wait_s=5, sleep=sleeps.append)
+    with pytest.raises(ConfigError, match="last seen: 2 of 3 brokers"):
+        retrying(call)
+    assert len(calls) == 3 and sleeps == [5, 5]
+
+
+def test_retry_stops_at_its_time_bound_whatever_the_attempts_left() -> None:
+    call, calls = failing(ConfigError("x"))
+    with pytest.raises(ConfigError):
+        bounded(kinds(ConfigError), attempts=1000, within_s=0, wait_s=0, sleep=lambda _s: None)(call)
+    assert len(calls) == 1
+
+
+def test_retry_leaves_other_errors_alone_and_returns_a_success() -> None:
+    call, calls = failing(KeyError("not retried"))
+    with pytest.raises(KeyError):
+        bounded(kinds(ConfigError), attempts=3, within_s=60, wait_s=0)(call)
+    assert len(calls) == 1
+    results = iter([ConfigError("first"), "ok"])
+
+    def flaky() -> str:
+        result = next(results)
+        if isinstance(result, Exception):
+            raise result
+        return result
+
+    assert bounded(kinds(ConfigError), attempts=3, within_s=60, wait_s=0)(flaky) == "ok"
+
+
+@pytest.mark.parametrize(
+    ("error", "transient"),
+    [
+        (api_error(500), True),
+        (api_error(409), True),  # e.g. "removal of container ... is already in progress"
+        (api_error(400), False),
+        (NotFound("no such container"), False),
+        (requests.exceptions.ConnectionError("engine restarting"), True),
+        (requests.exceptions.ReadTimeout("read timed out"), True),
+        (ValueError("ours"), False),
+    ],
+)
+def test_which_docker_errors_are_worth_another_try(error: BaseException, transient: bool) -> None:
+    assert transient_docker_error(error) is transient
+
+
+# -- ZooKeeper reads with a bound -------------------------------------------------------------------------
+class FakeKazoo:
+    """A kazoo client whose requests are answered (or not) as scripted; never connects anywhere."""
+
+    def __init__(self, answers: list[BaseException | Any | None], state: str = "CONNECTED") -> None:
+        self.handler = SequentialThreadingHandler()
+        self.answers, self.state, self.requests = answers, state, 0
+
+    def get_children_async(self, path: str) -> Any:
+        self.requests += 1
+        result = self.handler.async_result()
+        answer = self.answers.pop(0) if self.answers else None
+        if isinstance(answer, BaseException):
+            result.set_exception(answer)
+        elif answer is not None:
+            result.set(answer)
+        return result  # no answer: like a request queued on a suspended session
+
+
+def reader_with(fake: FakeKazoo, request_timeout_s: float) -> ZkStateReader:
+    reader = ZkStateReader("127.0.0.1:2181", request_timeout_s=request_timeout_s)  # never started
+    reader._zk = fake
+    return reader
+
+
+def test_a_read_on_a_silent_zookeeper_fails_in_time_saying_what_it_saw() -> None:
+    reader = reader_with(FakeKazoo([], state="SUSPENDED"), request_timeout_s=0.3)
+    started = time.monotonic()
+    with pytest.raises(ClusterError) as info:
+        reader.live_brokers()
+    assert time.monotonic() - started < 2
+    assert str(info.value) == (
+        "ZooKeeper 127.0.0.1:2181 did not answer a read of /brokers/ids within 0.3 s; "
+        "last seen: session SUSPENDED, KazooTimeoutError"
+    )
+
+
+def test_a_read_is_asked_again_after_a_lost_connection() -> None:
+    fake = FakeKazoo([ConnectionLoss(), ConnectionLoss(), ["2", "1"]])
+    assert reader_with(fake, request_timeout_s=10).live_brokers() == (1, 2)
+    assert fake.requests == 3
+
+
+# -- a second Ctrl-C while the workload stops ------------------------------------------------------------
+class FakeProducer:
+    interrupt_join_of = "p-all-0"
+
+    def __init__(
+        self, process: str, topic: str, partitions: int, acks: str, config: Any, writer: Any, *_: Any
+    ) -> None:
+        self.process, self.acks, self.writer = process, acks, writer
+        self.calls: list[str] = []
+        self.error = None
+
+    def start(self) -> None:
+        self.calls.append("start")
+
+    def stop(self) -> None:
+        self.calls.append("stop")
+
+    def join(self, timeout_s: float) -> None:
+        self.calls.append("join")
+        if self.process == self.interrupt_join_of:
+            raise KeyboardInterrupt  # the second Ctrl-C, while waiting for in-flight writes
+
+    def close(self) -> None:
+        self.calls.append("close")
+
+
+class FakeConsumer:
+    def __init__(self, process: str, partitions: Any, config: Any, writer: Any, clock: Any) -> None:
+        self.process, self.writer, self.error, self.read = process, writer, None, 0
+        self.calls: list[str] = []
+
+    def start(self) -> None:
+        self.calls.append("start")
+
+    def stop(self) -> None:
+        self.calls.append("stop")
+
+
+@pytest.fixture
+def fake_clients(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.setattr(workload, "ProducerProcess", FakeProducer)
+    monkeypatch.setattr(workload, "LiveConsumer", FakeConsumer)
+    yield
+
+
+def assert_closed(writer: Any) -> None:
+    with pytest.raises(HistoryError, match="already closed"):
+        writer.write({"type": "probe"})
+
+
+def test_history_files_are_closed_when_an_interrupt_hits_stop(fake_clients: None, tmp_path: Any) -> None:
+    cluster = SimpleNamespace(bootstrap_servers="127.0.0.1:9092", kafka_version=KafkaVersion.parse("0.9.0.1"))
+    spec = workload.WorkloadSpec(acks=("all", "1"))
+    with (
+        pytest.raises(KeyboardInterrupt),
+        workload.Workload(cluster, spec, RunDir(tmp_path), RunClock()) as w,
+    ):  # type: ignore[arg-type]
+        w.start()
+        w.stop()
+    producers: list[FakeProducer] = w.producers  # type: ignore[assignment]
+    consumers: list[FakeConsumer] = w.consumers  # type: ignore[assignment]
+    # Every step of stop ran although the first join was interrupted, then everything was closed.
+    assert [p.calls for p in producers] == [["start", "stop", "join", "close"]] * 2
+    assert [c.calls for c in consumers] == [["start", "stop"]]
+    assert_closed(producers[0].writer)
+    assert_closed(consumers[0].writer)
+    w.stop()  # idempotent: nothing is stopped or joined twice
+    w.close()
+    assert [p.calls for p in producers] == [["start", "stop", "join", "close", "close"]] * 2
+
+
+def test_an_interrupt_in_close_still_closes_every_history_file(fake_clients: None, tmp_path: Any) -> None:
+    cluster = SimpleNamespace(bootstrap_servers="127.0.0.1:9092", kafka_version=KafkaVersion.parse("0.9.0.1"))
+    w = workload.Workload(cluster, workload.WorkloadSpec(acks=("all",)), RunDir(tmp_path), RunClock())  # type: ignore[arg-type]
+    w.start()
+    producer: FakeProducer = w.producers[0]  # type: ignore[assignment]
+    producer.close = lambda: (_ for _ in ()).throw(KeyboardInterrupt())  # type: ignore[method-assign]
+    with pytest.raises(KeyboardInterrupt):
+        w.close()
+    assert_closed(producer.writer)
+    assert_closed(w.consumers[0].writer)  # type: ignore[attr-defined]
