@@ -10,7 +10,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from faults import make_fault
 from harness.anomaly_kinds import COUNT_KEYS
+from harness.events import fault_event
 
 S = 1_000_000_000
 HOSTILE = '<script>alert("x")</script><img src="https://evil.example/x.png">'
@@ -19,6 +21,8 @@ TOPICS = [
     {"name": "chaos-acks-1", "partitions": 2, "replication_factor": 3, "acks": "1"},
     {"name": "chaos-acks-0", "partitions": 2, "replication_factor": 3, "acks": "0"},
 ]
+KILL = make_fault("kill")
+PARTITION = make_fault("partition", {"shape": "isolate-from-zookeeper"})
 KINDS = ("lost-write", "divergent-offset", "duplicate", "phantom-write", "unexpected-value", "reordered")
 
 
@@ -220,35 +224,19 @@ def make_failing(root: Path, started_at: str = "2026-11-21T02:00:00Z", scenario:
     write_jsonl(
         root / "history/faults.jsonl",
         [
-            {
-                "time_ns": 20 * S,
-                "fault": "kill-leader",
-                "phase": "start",
-                "targets": ["kafka-1"],
-                "detail": {},
-            },
-            {
-                "time_ns": 25 * S,
-                "fault": "partition-isolate-from-zookeeper",
-                "phase": "start",
-                "targets": ["kafka-2", HOSTILE],
-                "detail": {"note": HOSTILE},
-            },
-            {
-                "time_ns": 30 * S,
-                "fault": "kill-leader",
-                "phase": "stop",
-                "targets": ["kafka-1"],
-                "detail": {},
-            },
-            {
-                "time_ns": 40 * S,
-                "fault": "partition-isolate-from-zookeeper",
-                "phase": "stop",
-                "targets": ["kafka-2", HOSTILE],
-                "detail": {},
-            },
-            {
+            fault_event(20 * S, 0, "kill-leader", "start", ["kafka-1"], {}, KILL.describe()),
+            fault_event(
+                25 * S,
+                1,
+                "partition-isolate-from-zookeeper",
+                "start",
+                ["kafka-2", HOSTILE],
+                {"note": HOSTILE, "shape": "isolate-from-zookeeper"},
+                PARTITION.describe(),
+            ),
+            fault_event(30 * S, 0, "kill-leader", "stop", ["kafka-1"], {}),
+            fault_event(40 * S, 1, "partition-isolate-from-zookeeper", "stop", ["kafka-2", HOSTILE], {}),
+            {  # as histories without fault ids and descriptions have it
                 "time_ns": 50 * S,
                 "fault": "slow",
                 "phase": "start",

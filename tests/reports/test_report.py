@@ -11,8 +11,10 @@ import pytest
 from report_runs import HOSTILE, S, write_jsonl
 from reportpage import Page, parse
 
+from faults import make_fault
 from harness.errors import HistoryError, InputError
 from reports import write_report
+from reports.explain import FAULT_FALLBACK
 from reports.load import load_cluster, load_faults, load_run
 
 
@@ -94,9 +96,13 @@ def test_fault_windows_match_faults_jsonl(failing_run: Path) -> None:
     assert ("slow", "kafka-3", str(50 * S), "") in expected  # never healed: drawn to the end of the run
     # Shaded on every timeline: faults strip has bars, the other three charts one band per window.
     assert len(page.find("rect", "fault-band")) == 3 * len(expected)
-    # Each fault kind is explained next to the table.
-    explained = page.find("dl", "explain")[0].text
-    assert "SIGKILL" in "".join(explained) and "ZooKeeper" in "".join(explained)
+    # Each fault kind is explained next to the table, in the words of its fault class, recorded
+    # at its start; a history from before fault descriptions says so.
+    explained = "".join(page.find("dl", "explain")[0].text)
+    assert make_fault("kill").describe() in explained and "SIGKILL" in explained
+    assert "partition-isolate-from-zookeeper isolate-from-zookeeper" in explained
+    assert "still reaches the other brokers but not ZooKeeper" in explained
+    assert "slow" + FAULT_FALLBACK in explained
 
 
 def test_anomaly_groups_and_markers_match_result(failing_run: Path) -> None:
