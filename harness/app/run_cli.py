@@ -140,10 +140,13 @@ def _run_matrix(
             try:
                 outcome = run_scenario(variant, out, duration_s=duration, seed=seed, master=master)
                 _print_outcome(outcome)
-                worst = max(worst, outcome.exit_code)
             except HarnessError as exc:
                 console.print(Text.assemble(("could not run:", "red"), " ", str(exc)), soft_wrap=True)
-                worst = 2
+                worst = max(worst, 2)
+                continue
+            worst = max(worst, outcome.exit_code)
+            if outcome.interrupted:
+                break  # Ctrl-C ends the matrix after the run it cut short was checked
     if skipped:
         console.print(f"{skipped} runs skipped: the {budget_s:.0f} s budget was used up", style="yellow")
     console.print(f"index: {write_index(out)}")

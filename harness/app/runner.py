@@ -48,6 +48,10 @@ class RunOutcome:
 
     @property
     def exit_code(self) -> int:
+        """130 when interrupted (what was recorded is still checked and reported, but a cut-short
+        run is no verdict on the scenario), else 0 or 1."""
+        if self.interrupted:
+            return 130
         return 0 if self.guarantees_held and all(e.held for e in self.expectations) else 1
 
 
