@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
-from harness.history import REPORT
+from harness.history import REPORT, write_atomic
 from reports.html import render_report
 from reports.junit import render_junit
 from reports.load import load_run
@@ -16,18 +15,9 @@ JUNIT = "report/junit.xml"
 SUMMARY = "report/summary.json"
 
 
-def write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
-
-
 def write_report(run_dir: Path) -> Path:
     """Render the report of one checked run; returns the path of its index.html."""
     run = load_run(run_dir)
-    write_atomic(run_dir / JUNIT, render_junit(run))
-    write_atomic(run_dir / SUMMARY, json.dumps(build_summary(run.info, run.result), indent=2) + "\n")
-    target = run_dir / REPORT
-    write_atomic(target, render_report(run))
-    return target
+    write_atomic(run_dir, JUNIT, render_junit(run))
+    write_atomic(run_dir, SUMMARY, json.dumps(build_summary(run.info, run.result), indent=2) + "\n")
+    return write_atomic(run_dir, REPORT, render_report(run))
