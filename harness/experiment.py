@@ -12,17 +12,17 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from harness.cluster import ClusterSpec, KafkaCluster
 from harness.consumer import FinalReadResult
 from harness.errors import ReadinessTimeout
-from harness.history import CLUSTER, FAULTS, HARNESS_LOG, HistoryWriter, RunClock, RunDir
+from harness.history import CLUSTER, FAULTS, HARNESS_LOG, HistoryWriter, RunClock, RunDir, open_append
 from harness.workload import Workload, WorkloadSpec
 from harness.zkstate import ClusterSampler
 
@@ -53,10 +53,10 @@ class ExperimentResult:
 
 
 @contextlib.contextmanager
-def _harness_log(path: Path) -> Iterator[None]:
+def _harness_log(rundir: RunDir) -> Iterator[None]:
     """Write the harness's (and librdkafka's) log lines to RUN/harness.log."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handler = logging.FileHandler(path)
+    stream = os.fdopen(open_append(rundir.root, HARNESS_LOG), "a", encoding="utf-8")
+    handler = logging.StreamHandler(stream)
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     root = logging.getLogger("kchaos")
     root.addHandler(handler)
@@ -66,6 +66,7 @@ def _harness_log(path: Path) -> Iterator[None]:
     finally:
         root.removeHandler(handler)
         handler.close()
+        stream.close()
 
 
 def run_experiment(
@@ -88,7 +89,7 @@ def run_experiment(
 
     interrupted = False
     final: FinalReadResult | None = None
-    with _harness_log(rundir.path(HARNESS_LOG)), KafkaCluster(spec.cluster, run_id=run_id) as cluster:
+    with _harness_log(rundir), KafkaCluster(spec.cluster, run_id=run_id) as cluster:
         # Closed however the block ends (a second Ctrl-C in stop() too): the history files with it.
         with Workload(cluster, spec.workload, rundir, clock) as workload:
             workload.create_topics()

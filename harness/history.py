@@ -2,17 +2,27 @@
 
 This module is the one place that knows file names and the format number; the harness writes
 through it, and the checkers and reports read small files (run.json, faults, cluster) through it.
+
+Run directories travel (attached to tickets, downloaded from CI), so what is in one is data: every
+file kafka-chaos writes inside a run directory goes through `write_atomic`, `open_append` or
+`fresh_dir`, which refuse a symbolic link below the run directory (at the file, or at a directory on
+the way) with a HistoryError naming it, so a link can never make a write land outside it. (`fresh_dir`
+deletes what is at its name anyway: a link there is deleted as a link.)
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
+import shutil
+import stat
 import threading
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import orjson
@@ -61,10 +71,11 @@ class HistoryWriter:
     line, as HISTORY_FORMAT.md's "readable prefix" allows. Thread-safe.
     """
 
-    def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
+    def __init__(self, path: Path, root: Path | None = None) -> None:
+        """Append to `path`, which lies inside `root` (by default its own directory): see `open_append`."""
+        root = path.parent if root is None else root
         self.path = path
-        self._fd: int | None = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        self._fd: int | None = open_append(root, path.relative_to(root).as_posix())
         self._lock = threading.Lock()
 
     def write(self, event: Mapping[str, Any]) -> None:
@@ -77,9 +88,7 @@ class HistoryWriter:
         with self._lock:
             if self._fd is None:
                 raise HistoryError("history file is already closed", str(self.path))
-            written = os.write(self._fd, data)
-            while written < len(data):  # write(2) may accept only part of a buffer
-                written += os.write(self._fd, data[written:])
+            _write_all(self._fd, data)
 
     def close(self) -> None:
         with self._lock:
@@ -104,18 +113,138 @@ class RunDir:
         return self.root / name
 
     def writer(self, name: str) -> HistoryWriter:
-        return HistoryWriter(self.root / name)
+        return HistoryWriter(self.root / name, self.root)
 
     def write_run_json(self, run: Mapping[str, Any]) -> None:
         """Write run.json atomically (a reader never sees half of it)."""
-        target = self.root / RUN_JSON
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps({"format": FORMAT, **run}, indent=2) + "\n")
-        os.replace(tmp, target)
+        write_atomic(self.root, RUN_JSON, json.dumps({"format": FORMAT, **run}, indent=2) + "\n")
 
     def load_run_json(self) -> dict[str, Any]:
         return load_run_json(self.root)
+
+
+_NO_FOLLOW = os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def write_atomic(root: Path, name: str, data: str | bytes) -> Path:
+    """Replace ROOT/NAME whole (a temporary file renamed over it: a reader never sees half of it).
+
+    `name` is a relative path inside the run directory `root`. Missing directories are made; a
+    symbolic link at NAME or on the way to it is refused (`_parent_dir`). Text is written as UTF-8,
+    a lone surrogate as `?` (what a JSON `\\udce9` escape or a file name that is not UTF-8 gives).
+    """
+    payload = data.encode("utf-8", "replace") if isinstance(data, str) else data
+    target = root / name
+    with _parent_dir(root, name) as (dir_fd, base):
+        _refuse_link(dir_fd, base, target)
+        temporary = f".{base}.{os.urandom(4).hex()}.tmp"  # unique: two writers never share one
+        try:
+            fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NO_FOLLOW, 0o666, dir_fd=dir_fd)
+            try:
+                _write_all(fd, payload)
+            finally:
+                os.close(fd)
+            os.replace(temporary, base, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary, dir_fd=dir_fd)
+            raise _write_error(target, exc) from None
+    return target
+
+
+def open_append(root: Path, name: str) -> int:
+    """A descriptor of ROOT/NAME opened to append (made if missing), reached as `write_atomic` does."""
+    with _parent_dir(root, name) as (dir_fd, base):
+        try:
+            return os.open(base, os.O_WRONLY | os.O_CREAT | os.O_APPEND | _NO_FOLLOW, 0o644, dir_fd=dir_fd)
+        except OSError as exc:
+            raise _write_error(root / name, exc) from None
+
+
+def fresh_dir(root: Path, name: str) -> Path:
+    """Make ROOT/NAME an empty directory, deleting what was there (a symbolic link is deleted as a
+    link: nothing it points at is touched, nor is any link inside a deleted directory followed)."""
+    target = root / name
+    with _parent_dir(root, name) as (dir_fd, base):
+        try:
+            with contextlib.suppress(FileNotFoundError):
+                if stat.S_ISDIR(os.lstat(base, dir_fd=dir_fd).st_mode):
+                    shutil.rmtree(base, dir_fd=dir_fd)  # fd-based: never follows a link inside
+                else:
+                    os.unlink(base, dir_fd=dir_fd)
+            os.mkdir(base, 0o777, dir_fd=dir_fd)
+        except OSError as exc:
+            raise _write_error(target, exc) from None
+    return target
+
+
+def linked_below(root: Path, name: str) -> bool:
+    """Whether ROOT/NAME, or a directory on the way to it below `root`, is a symbolic link."""
+    path = root
+    for part in PurePosixPath(name).parts:
+        path = path / part
+        if path.is_symlink():
+            return True
+    return False
+
+
+@contextlib.contextmanager
+def _parent_dir(root: Path, name: str) -> Iterator[tuple[int, str]]:
+    """An open descriptor of the directory of ROOT/NAME, and NAME's last part.
+
+    `root` itself may be a link (the user named it); below it every directory is opened with
+    O_NOFOLLOW relative to the one before, and made if missing, so no link is crossed.
+    """
+    parts = PurePosixPath(name).parts
+    if not parts or PurePosixPath(name).is_absolute() or {".", ".."} & set(parts):
+        raise ValueError(f"{name!r} is not a relative path inside a run directory")
+    *directories, base = parts
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        dir_fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError as exc:
+        raise _write_error(root, exc) from None
+    try:
+        walked = root
+        for part in directories:
+            walked = walked / part
+            try:
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(part, 0o777, dir_fd=dir_fd)
+                child = os.open(part, os.O_RDONLY | os.O_DIRECTORY | _NO_FOLLOW, dir_fd=dir_fd)
+            except OSError as exc:
+                raise _write_error(walked, exc) from None
+            os.close(dir_fd)
+            dir_fd = child
+        yield dir_fd, base
+    finally:
+        os.close(dir_fd)
+
+
+def _refuse_link(dir_fd: int, base: str, path: Path) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        if stat.S_ISLNK(os.lstat(base, dir_fd=dir_fd).st_mode):
+            raise _link_refused(path)
+
+
+def _link_refused(path: Path) -> HistoryError:
+    return HistoryError(
+        "is a symbolic link; kafka-chaos never writes through a link in a run directory (remove it)",
+        str(path),
+    )
+
+
+def _write_error(path: Path, exc: OSError) -> HistoryError:
+    """What went wrong writing `path`, in the user's terms: a link in the way, or the system's reason."""
+    if path.is_symlink():
+        return _link_refused(path)
+    return HistoryError(f"cannot write: {exc.strerror or exc}", str(path))
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    written = 0
+    while written < len(data):  # write(2) may accept only part of a buffer
+        written += os.write(fd, data[written:])
 
 
 def load_run_json(root: Path) -> dict[str, Any]:
@@ -144,10 +273,30 @@ def load_run_json(root: Path) -> dict[str, Any]:
     return run
 
 
+def read_text(path: Path, *, torn_tail: bool = False) -> str:
+    """A whole file of a run directory as UTF-8 text; what cannot be read is a HistoryError.
+
+    With `torn_tail`, a last line without its newline that is not UTF-8 (a multi-byte character
+    cut by a crash) is left out, as `iter_jsonl` skips a torn last line.
+    """
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise HistoryError(f"cannot read: {exc.strerror or exc}", str(path)) from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        complete = data.rfind(b"\n") + 1
+        if torn_tail and exc.start >= complete:
+            return data[:complete].decode("utf-8")
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise HistoryError(f"not UTF-8 text (byte {exc.start} of the file)", str(path), line) from None
+
+
 def read_json_object(path: Path) -> dict[str, Any]:
     """A whole-file JSON object (run.json, result.json), with the line of a syntax error."""
     try:
-        value = json.loads(path.read_text(encoding="utf-8"))
+        value = json.loads(read_text(path))
     except json.JSONDecodeError as exc:
         raise HistoryError(f"not valid JSON: {exc.msg}", str(path), exc.lineno) from None
     if not isinstance(value, dict):
@@ -165,8 +314,7 @@ def iter_jsonl(path: Path, *, required: bool = True) -> Iterator[tuple[int, dict
         if required:
             raise HistoryError("missing history file", str(path))
         return
-    with path.open(encoding="utf-8") as handle:
-        lines = handle.readlines()
+    lines = io.StringIO(read_text(path, torn_tail=True), newline=None).readlines()
     for number, raw in enumerate(lines, start=1):
         if not raw.strip():
             continue

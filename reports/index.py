@@ -3,6 +3,10 @@
 `write_index(RUNS_DIR)` looks at each sub-directory holding a run.json, renders the report of any
 checked run whose report is missing or older than its result.json, and writes RUNS_DIR/index.html.
 A run that cannot be read is listed with its error instead of stopping the page.
+
+A directory of runs is data that travels: a run's name only ever becomes text and a relative link
+(`report_link`), and a symbolic link among the runs is listed, not followed, so the index never reads
+or writes outside RUNS_DIR.
 """
 
 from __future__ import annotations
@@ -11,17 +15,18 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from markupsafe import Markup
 
 from harness.errors import HarnessError, InputError
-from harness.history import REPORT, RESULT, RUN_JSON
+from harness.history import REPORT, RESULT, RUN_JSON, linked_below, write_atomic
 from reports import svg
 from reports.html import environment
 from reports.load import load_info, load_result
 from reports.summary import build_summary
 from reports.timeline import ACKS_ORDER
-from reports.write import write_atomic, write_report
+from reports.write import write_report
 
 TREND_METRICS = (
     ("lost", "lost writes"),
@@ -42,26 +47,45 @@ class RunEntry:
     report: str | None = None  # link relative to the index page
 
 
-def _entry(runs_dir: Path, run_dir: Path) -> RunEntry:
+def report_link(run_name: str) -> str:
+    """The link from the index page to a run's report: a relative path of percent-encoded segments.
+
+    `./` first, and every `:` of the name encoded, so no run name can be read as a scheme
+    (`javascript:`) or a host (`//`); names that are not UTF-8 keep their bytes.
+    """
+    parts = (run_name, *REPORT.split("/"))
+    return "./" + "/".join(quote(part, safe="", errors="surrogateescape") for part in parts)
+
+
+def _entry(run_dir: Path) -> RunEntry | None:
+    """The index entry of one directory entry of RUNS_DIR, or None when it is not a run."""
     name = run_dir.name
     try:
+        if not (run_dir / RUN_JSON).is_file():
+            return None
+        if run_dir.is_symlink():
+            return RunEntry(name, "error", error=f"{run_dir}: a symbolic link, not followed by the index")
         info = load_info(run_dir)
-    except HarnessError as exc:
+    except (HarnessError, OSError) as exc:  # OSError: is_file or stat of a directory we may not read
         return RunEntry(name, "error", error=str(exc))
     entry = RunEntry(name, "not-checked", info.scenario, info.started_at)
-    if not (run_dir / RESULT).is_file():
-        return entry
     try:
+        if not (run_dir / RESULT).is_file():
+            return entry
         result = load_result(run_dir)
         report = run_dir / REPORT
-        if not report.is_file() or report.stat().st_mtime < (run_dir / RESULT).stat().st_mtime:
+        if (
+            linked_below(run_dir, REPORT)  # write_report refuses it, with the reason the index shows
+            or not report.is_file()
+            or report.stat().st_mtime < (run_dir / RESULT).stat().st_mtime
+        ):
             write_report(run_dir)
-    except HarnessError as exc:
+    except (HarnessError, OSError) as exc:
         entry.status, entry.error = "error", str(exc)
         return entry
     entry.summary = build_summary(info, result)
     entry.status = "pass" if result.valid else "fail"
-    entry.report = report.relative_to(runs_dir).as_posix()
+    entry.report = report_link(run_dir.name)
     return entry
 
 
@@ -138,7 +162,9 @@ def write_index(runs_dir: Path) -> Path:
     """Write RUNS_DIR/index.html over every run directory directly inside RUNS_DIR."""
     if not runs_dir.is_dir():
         raise InputError(f"{runs_dir}: not a directory of runs")
-    entries = [_entry(runs_dir, d) for d in sorted(runs_dir.iterdir()) if (d / RUN_JSON).is_file()]
-    target = runs_dir / "index.html"
-    write_atomic(target, render_index(runs_dir, entries))
-    return target
+    try:
+        children = sorted(runs_dir.iterdir())
+    except OSError as exc:
+        raise InputError(f"{runs_dir}: cannot list the directory of runs: {exc.strerror}") from None
+    entries = [entry for child in children if (entry := _entry(child)) is not None]
+    return write_atomic(runs_dir, "index.html", render_index(runs_dir, entries))

@@ -3,28 +3,18 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
-from harness.history import JUNIT, REPORT, SUMMARY
+from harness.history import JUNIT, REPORT, SUMMARY, write_atomic
 from reports.html import render_report
 from reports.junit import render_junit
 from reports.load import load_run
 from reports.summary import build_summary
 
 
-def write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
-
-
 def write_report(run_dir: Path) -> Path:
     """Render the report of one checked run; returns the path of its index.html."""
     run = load_run(run_dir)
-    write_atomic(run_dir / JUNIT, render_junit(run))
-    write_atomic(run_dir / SUMMARY, json.dumps(build_summary(run.info, run.result), indent=2) + "\n")
-    target = run_dir / REPORT
-    write_atomic(target, render_report(run))
-    return target
+    write_atomic(run_dir, JUNIT, render_junit(run))
+    write_atomic(run_dir, SUMMARY, json.dumps(build_summary(run.info, run.result), indent=2) + "\n")
+    return write_atomic(run_dir, REPORT, render_report(run))

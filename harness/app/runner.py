@@ -17,7 +17,7 @@ from faults.schedule import Nemesis, Schedule, ScheduleEntry
 from harness.app.scenario import FaultPlan, Scenario
 from harness.cluster import KafkaCluster
 from harness.experiment import ExperimentResult, run_experiment
-from harness.history import EXPECTATIONS, RESULT, HistoryWriter, RunClock, RunDir, new_run_id
+from harness.history import EXPECTATIONS, HistoryWriter, RunClock, RunDir, new_run_id, write_atomic
 from harness.workload import Workload
 from reports import write_report
 
@@ -127,9 +127,8 @@ def run_scenario(
     page = None
     if report:
         page = write_report(rundir.root)
-    (rundir.root / RESULT).parent.mkdir(parents=True, exist_ok=True)
-    (rundir.root / EXPECTATIONS).write_text(
-        json.dumps([dataclasses.asdict(e) for e in expectations], indent=2) + "\n"
+    write_atomic(
+        rundir.root, EXPECTATIONS, json.dumps([dataclasses.asdict(e) for e in expectations], indent=2) + "\n"
     )
     return RunOutcome(scenario.name, rundir, checked, expectations, page, interrupted, phases)
 

@@ -131,7 +131,7 @@ def test_index_groups_runs_and_shows_trends(tmp_path: Path) -> None:
         "broken": "error",
     }
     links = {a.attrs["href"] for a in page.find("a")}
-    assert "n2-leader-kill/report/index.html" in links and not any("n2-partition" in h for h in links)
+    assert "./n2-leader-kill/report/index.html" in links and not any("n2-partition" in h for h in links)
     assert (runs / "n2-leader-kill/report/index.html").is_file()  # the index rendered missing reports
     # Newest first in the table; trends run oldest to newest, one point per checked run and acks mode.
     rows = [
