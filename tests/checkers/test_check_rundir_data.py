@@ -8,29 +8,18 @@ import os
 from pathlib import Path
 
 import pytest
+from linked import LINK_REFUSED, make_outside, untouched
 from pyspark.sql import SparkSession
 from test_checker_cli import clean_run, kchaos_check
 
-from checkers.io import CACHE_DIR
-from harness.history import READS, RESULT
+from harness.history import CHECK_CACHE, READS, RESULT
 
 pytestmark = pytest.mark.spark
-
-LINK_REFUSED = "is a symbolic link; kafka-chaos never writes through a link in a run directory (remove it)"
 
 
 @pytest.fixture
 def outside(tmp_path: Path) -> Path:
-    directory = tmp_path / "outside"
-    directory.mkdir()
-    (directory / "result.json").write_text("precious")
-    return directory
-
-
-def untouched(outside: Path) -> bool:
-    return [p.name for p in outside.iterdir()] == ["result.json"] and (
-        outside / "result.json"
-    ).read_text() == "precious"
+    return make_outside(tmp_path)
 
 
 def test_a_linked_check_directory_is_refused(
@@ -59,10 +48,10 @@ def test_a_linked_cache_is_replaced_as_a_link(
 ) -> None:
     run_dir = clean_run(tmp_path / "run")
     (run_dir / "check").mkdir()
-    (run_dir / CACHE_DIR).symlink_to(outside)
+    (run_dir / CHECK_CACHE).symlink_to(outside)
     code, text = kchaos_check(capfd, run_dir)
     assert code == 0, text
-    cache = run_dir / CACHE_DIR
+    cache = run_dir / CHECK_CACHE
     assert cache.is_dir() and not cache.is_symlink() and (cache / "fingerprint.json").is_file()
     assert untouched(outside)
 

@@ -8,12 +8,12 @@ from pathlib import Path
 from urllib.parse import unquote, urljoin, urlsplit
 
 import pytest
+from linked import LINK_REFUSED, make_outside, untouched
 from report_runs import make_passing
 from reportpage import parse
 
 from harness.app.cli import main
 
-LINK_REFUSED = "is a symbolic link; kafka-chaos never writes through a link in a run directory (remove it)"
 HOSTILE_NAMES = [
     "javascript:alert(document.domain)",
     "JaVaScRiPt:alert(1)",
@@ -27,10 +27,7 @@ HOSTILE_NAMES = [
 
 @pytest.fixture
 def outside(tmp_path: Path) -> Path:
-    directory = tmp_path / "outside"
-    directory.mkdir()
-    (directory / "index.html").write_text("precious")
-    return directory
+    return make_outside(tmp_path)
 
 
 def kchaos_report(capfd: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
@@ -75,8 +72,7 @@ def test_report_refuses_a_linked_report_file(
     (run / "report/index.html").symlink_to(outside / "index.html")
     code, text = kchaos_report(capfd, str(run))
     assert (code, text) == (2, f"error: {run / 'report/index.html'}: {LINK_REFUSED}")
-    assert (outside / "index.html").read_text() == "precious"
-    assert sorted(p.name for p in outside.iterdir()) == ["index.html"]
+    assert untouched(outside)
 
 
 def test_report_refuses_a_linked_report_directory(
@@ -86,8 +82,7 @@ def test_report_refuses_a_linked_report_directory(
     (run / "report").symlink_to(outside)
     code, text = kchaos_report(capfd, str(run))
     assert (code, text) == (2, f"error: {run / 'report'}: {LINK_REFUSED}")
-    assert sorted(p.name for p in outside.iterdir()) == ["index.html"]  # no junit.xml, summary.json
-    assert (outside / "index.html").read_text() == "precious"
+    assert untouched(outside)  # no junit.xml, summary.json
 
 
 def test_index_page_is_not_written_through_a_link(
@@ -98,7 +93,7 @@ def test_index_page_is_not_written_through_a_link(
     (runs / "index.html").symlink_to(outside / "index.html")
     code, text = kchaos_report(capfd, "--index", str(runs))
     assert (code, text) == (2, f"error: {runs / 'index.html'}: {LINK_REFUSED}")
-    assert (outside / "index.html").read_text() == "precious"
+    assert untouched(outside)
 
 
 def test_index_lists_unreadable_runs_and_still_exits_0(
@@ -127,6 +122,6 @@ def test_index_lists_unreadable_runs_and_still_exits_0(
     assert f"{runs / 'not-utf8/run.json'}:1: not UTF-8 text (byte 27 of the file)" in reasons
     assert f"{runs / 'linked-report/report'}: {LINK_REFUSED}" in reasons
     assert f"{runs / 'linked-run'}: a symbolic link, not followed by the index" in reasons
-    assert sorted(p.name for p in outside.iterdir()) == ["index.html"]
+    assert untouched(outside)
     assert not (tmp_path / "elsewhere/report/index.html").exists()
     assert [a.attrs["href"] for a in page.find("a")] == ["./good/report/index.html"]
