@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from confluent_kafka import KafkaException, Producer
+from confluent_kafka import KafkaError, KafkaException, Producer
 
 from harness.history import HistoryWriter, RunClock
 from harness.recorder import Recorder
@@ -141,7 +141,8 @@ class ProducerProcess:
 
     def _send(self, producer: Producer, sequence: int) -> None:
         """Record write `sequence`'s invoke and produce it; a full local queue is drained and the
-        same write offered again."""
+        same write offered again until it is taken or the process is stopped (then the write was
+        never sent: it fails)."""
         partition = sequence % self.partitions
         on_delivery = self._recorder.invoke(sequence, partition)
         payload = f"{self.process}:{sequence}{self._padding}".encode()
@@ -150,6 +151,9 @@ class ProducerProcess:
                 producer.produce(self.topic, payload, None, partition, on_delivery)
                 return
             except BufferError:  # local queue full: let deliveries drain, then try the same write again
+                if self._stop.is_set():
+                    on_delivery(KafkaError(KafkaError._QUEUE_FULL), None)
+                    return
                 producer.poll(0.1)
             except KafkaException as exc:  # refused synchronously: never sent, completed at once
                 on_delivery(exc.args[0], None)

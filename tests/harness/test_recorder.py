@@ -266,3 +266,37 @@ def test_the_recorder_s_byte_templates_are_the_history_s_write_events(process: s
         lines.error("fail", 8, 2, "NOT_ENOUGH_REPLICAS", 17),
     ]
     assert filled == [orjson.dumps(event) + b"\n" for event in expected]  # the same bytes, in order
+
+
+def test_a_write_waiting_on_a_full_queue_fails_when_the_process_stops(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    client = FakeProducer({})
+    client.queue_full_once.clear()
+    polls_while_full: list[float] = []
+
+    def always_full(*args: Any) -> None:
+        raise BufferError("Local: Queue full")
+
+    def poll_and_count(timeout: float) -> int:
+        polls_while_full.append(timeout)
+        return 0
+
+    client.produce = always_full  # type: ignore[method-assign]
+    client.poll = poll_and_count  # type: ignore[method-assign]
+    monkeypatch.setattr(harness.producer, "Producer", lambda config: client)
+    path = tmp_path / "writes.jsonl"
+    with HistoryWriter(path) as writer:
+        producer = ProducerProcess("p-1-0", "t-1", 2, "1", {"retries": 0}, writer, RunClock())
+        producer.start()
+        wait_until(
+            lambda: (len(polls_while_full) >= 3, f"{len(polls_while_full)} polls"),
+            what="the first write to wait on the full queue",
+            timeout_s=10,
+            interval_s=0.01,
+        )
+        producer.stop()
+        producer.join(10)
+    assert not producer.running and producer.error is None
+    events = [json.loads(line) for line in path.read_text().splitlines()]
+    assert [(e["type"], e.get("error")) for e in events] == [("invoke", None), ("fail", "_QUEUE_FULL")]
