@@ -38,7 +38,45 @@ def test_every_builtin_scenario_parses_and_describes_itself() -> None:
     ("document", "message"),
     [
         ({"cluster": {"brokrs": 3}}, "cluster.brokrs: unknown field (did you mean 'brokers'?)"),
-        ({"cluster": {"brokers": "three"}}, "cluster.brokers: expected int or float, got 'three'"),
+        ({"cluster": {"brokers": "three"}}, "cluster.brokers: expected an integer, got 'three'"),
+        ({"cluster": {"brokers": 2.5}}, "cluster.brokers: expected an integer, got 2.5"),
+        ({"cluster": {"brokers": float("nan")}}, "cluster.brokers: expected an integer, got nan"),
+        ({"seed": float("nan")}, "seed: expected an integer, got nan"),
+        ({"duration_s": float("inf")}, "duration_s: expected a finite number, got inf"),
+        ({"duration_s": 1e300}, "duration_s: expected a number from 1 to 604800, got 1e+300"),
+        ({"workload": {"rate_per_s": True}}, "workload.rate_per_s: expected a number, got True"),
+        ({"faults": {"interval_s": float("nan")}}, "faults.interval_s: expected a finite number, got nan"),
+        ({"cluster": {"heap": "256m -Dx=1"}}, "cluster.heap: expected"),
+        ({"cluster": {"kafka": "a\x00b"}}, "cluster.kafka: control characters are not allowed"),
+        ({"cluster": {"broker_config": {"x": [1]}}}, "cluster.broker_config.x: expected a string, number"),
+        ({"workload": {"producer_config": {1: "x"}}}, "workload.producer_config.1: keys must be strings"),
+        ({"name": "n" * 101}, "name: longer than 100 characters"),
+        ({"expect": [{"lost": 0}]}, "expect[0]: cannot read {'lost': 0}"),
+        ({"expect": ["lost == " + "9" * 30]}, "expect[0]: cannot read"),
+        (
+            {"faults": {"schedule": [{"fault": "kill", "params": {"target": 5}}]}},
+            "faults.schedule[0]: fault 'kill': param 'target': expected text, got 5",
+        ),
+        (
+            {"faults": {"schedule": [{"fault": "kill", "params": {"partition": float("inf")}}]}},
+            "faults.schedule[0].params.partition: expected a finite number, got inf",
+        ),
+        (
+            {"faults": {"schedule": [{"fault": "kill", "params": {"partition": 1.5}}]}},
+            "faults.schedule[0]: fault 'kill': param 'partition': expected an integer, got 1.5",
+        ),
+        (
+            {"faults": {"faults": [{"name": "partition", "params": {"shape": 5}}]}},
+            "faults.faults[0]: fault 'partition': param 'shape' must be one of",
+        ),
+        (
+            {"faults": {"faults": [{"name": "rolling-restart", "params": {"kill": 5}}]}},
+            "param 'kill': expected true or false, got 5",
+        ),
+        (
+            {"faults": {"faults": [{"name": "lossy", "params": {"probability": "nan"}}]}},
+            "param 'probability': expected a finite number, got nan",
+        ),
         ({"workload": {"acks": ["2"]}}, "workload.acks: expected a non-empty list of 0, 1, all"),
         (
             {"workload": {"replication_factor": 5}},
@@ -54,7 +92,7 @@ def test_every_builtin_scenario_parses_and_describes_itself() -> None:
             "faults.schedule[0]:",
         ),
         ({"expect": ["acks=all lost is zero"]}, "expect[0]: cannot read 'acks=all lost is zero'"),
-        ({"duration_s": 0}, "duration_s: must be at least 1"),
+        ({"duration_s": 0}, "duration_s: expected a number from 1 to 604800, got 0"),
         ({"cluster": {"broker_config": {"broker.id": 5}}, "name": "x"}, None),  # checked at cluster start
     ],
 )
