@@ -30,6 +30,7 @@ CLUSTER = "history/cluster.jsonl"
 RESULT = "check/result.json"
 REPORT = "report/index.html"
 HARNESS_LOG = "harness.log"
+MAX_SLUG = 64  # of a run id's name part: run ids name directories and containers
 
 ACKS_MODES = ("0", "1", "all")
 # The per-acks-mode counts of check/result.json, in HISTORY_FORMAT.md's order.
@@ -192,5 +193,6 @@ def iter_jsonl(path: Path, *, required: bool = True) -> Iterator[tuple[int, dict
 def new_run_id(name: str) -> str:
     """`YYYYmmdd-HHMMSS-<name>-<4 hex>`: sortable by start, unique across concurrent runs."""
     stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
-    slug = "".join(c if c.isalnum() or c == "-" else "-" for c in name.lower()).strip("-") or "run"
+    slug = "".join(c if (c.isascii() and c.isalnum()) or c == "-" else "-" for c in name.lower())
+    slug = slug.strip("-")[:MAX_SLUG].strip("-") or "run"
     return f"{stamp}-{slug}-{os.urandom(2).hex()}"

@@ -18,6 +18,12 @@ MAX_RUN_NS = (MAX_DURATION_S + 24 * 3600) * NS
 """The latest run time in a history: the longest duration plus a day of setup, heal and final read."""
 MAX_SEED = 2**63 - 1
 MAX_INT64 = 2**63 - 1
+MAX_PRODUCERS = 64
+"""Producer processes per acks mode (and live consumers): each is a process of its own."""
+MAX_PARTITIONS = 10_000
+MAX_RATE = 1_000_000.0
+"""Writes per second per producer process."""
+MAX_MESSAGE_BYTES = 10 * 1024 * 1024
 
 
 def brief(value: object, limit: int = 60) -> str:

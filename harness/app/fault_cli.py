@@ -10,11 +10,13 @@ from rich.text import Text
 
 from faults.base import available, make_fault, params_help
 from faults.links import kernel_capabilities
+from harness.app import options
 from harness.app.cluster_cli import print_state
 from harness.app.console import make_console
 from harness.app.signals import terminate_as_interrupt
 from harness.cluster import KafkaCluster
 from harness.errors import ConfigError, ReadinessTimeout
+from harness.limits import MAX_DURATION_S, MAX_SEED
 
 console = make_console()
 
@@ -65,6 +67,9 @@ def run_fault(
     settle: float = typer.Option(60.0, "--settle", min=0, help="Seconds to wait for full ISR after healing."),
 ) -> None:
     """Start one fault against a running cluster, hold it (Ctrl-C heals early), heal, show the state."""
+    options.number("--duration", duration, 0.0, MAX_DURATION_S)
+    options.number("--settle", settle, 0.0, MAX_DURATION_S)
+    options.integer("--seed", seed, 0, MAX_SEED)
     params = _parse_params(param)
     if target is not None:
         params["target"] = target

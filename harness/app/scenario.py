@@ -23,7 +23,18 @@ from harness.cluster import ClusterSpec
 from harness.errors import ConfigError
 from harness.experiment import ExperimentSpec
 from harness.history import ACKS_MODES, COUNT_KEYS
-from harness.limits import MAX_DURATION_S, MAX_INT64, MAX_SEED, brief, finite, whole
+from harness.limits import (
+    MAX_DURATION_S,
+    MAX_INT64,
+    MAX_MESSAGE_BYTES,
+    MAX_PARTITIONS,
+    MAX_PRODUCERS,
+    MAX_RATE,
+    MAX_SEED,
+    brief,
+    finite,
+    whole,
+)
 from harness.workload import WorkloadSpec
 
 BUILTIN_DIR = Path(__file__).resolve().parent / "scenarios"
@@ -32,10 +43,6 @@ MAX_NODES = 100_000
 """Values in a scenario once YAML aliases are expanded: far above any real one, far below trouble."""
 MAX_NAME = 100  # a scenario's name goes into its run directory's name
 MAX_TEXT = 10_000
-MAX_PRODUCERS = 64  # producer processes per acks mode, and live consumers
-MAX_PARTITIONS = 10_000
-MAX_RATE = 1_000_000.0
-MAX_MESSAGE_BYTES = 10 * 1024 * 1024
 _HEAP = re.compile(r"[1-9][0-9]{0,6}[kmgKMG]")
 _OPERATORS: dict[str, Callable[[Any, Any], bool]] = {
     "==": operator.eq,
