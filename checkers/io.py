@@ -6,7 +6,8 @@ the per-value table; with names.jsonl, the process and error names the per-value
 with their ids, and ends.jsonl, the reads' end events); a fingerprint of the sources (size and
 modification time, plus run.json's topics) lets a re-check skip the conversion. Lines are only
 numbered (an extra, slower pass) when something is wrong, to name the first offending line.
-faults.jsonl and cluster.jsonl are small and read in Python through `harness.history.iter_jsonl`.
+faults.jsonl and cluster.jsonl are small, read and validated in Python (`harness.history`) before
+Spark starts, with run.json.
 """
 
 from __future__ import annotations
@@ -27,7 +28,15 @@ from pyspark.sql import types as T
 from checkers import frames, problems
 from checkers.session import spark_errors
 from harness.errors import HistoryError
-from harness.history import CLUSTER, FAULTS, READS, RESULT, WRITES, iter_jsonl, load_run_json
+from harness.history import (
+    READS,
+    RESULT,
+    WRITES,
+    iter_cluster_samples,
+    iter_fault_events,
+    iter_jsonl,
+    load_run_json,
+)
 
 CACHE_DIR = "check/parquet"
 CACHE_VERSION = 10
@@ -74,9 +83,18 @@ SPARK_GLOB_CHARACTERS = "[]{}*?\\"
 """Characters that Spark's file sources read as a glob pattern in a path, with no way to quote them."""
 
 
-def check_layout(run_dir: Path) -> dict[str, Any]:
-    """Fail fast, before Spark starts, on a missing or unknown-format run.json or history file, or
-    on a run directory Spark could not name."""
+@dataclass(frozen=True)
+class Layout:
+    """What `check_layout` read and validated: run.json and the small history files."""
+
+    run: dict[str, Any]
+    faults: list[dict[str, Any]]
+    cluster: list[dict[str, Any]]
+
+
+def check_layout(run_dir: Path) -> Layout:
+    """Fail fast, before Spark starts, on a missing, unknown-format or invalid run.json, faults.jsonl
+    or cluster.jsonl, a missing history file, or a run directory Spark could not name."""
     run = load_run_json(run_dir)
     if found := sorted(set(SPARK_GLOB_CHARACTERS) & set(str(run_dir.resolve()))):
         raise HistoryError(
@@ -86,7 +104,9 @@ def check_layout(run_dir: Path) -> dict[str, Any]:
     for source in (_WRITES, _READS):
         if not (run_dir / source.name).is_file():
             raise HistoryError("missing history file", str(run_dir / source.name))
-    return run
+    faults = [event for _, event in iter_fault_events(run_dir)]
+    cluster = [sample for _, sample in iter_cluster_samples(run_dir)]
+    return Layout(run, faults, cluster)
 
 
 def history_bytes(run_dir: Path) -> int:
@@ -94,11 +114,11 @@ def history_bytes(run_dir: Path) -> int:
     return sum((run_dir / source.name).stat().st_size for source in (_WRITES, _READS))
 
 
-def load_history(spark: SparkSession, run_dir: Path) -> History:
-    """Validate the run directory and return its history, converting JSONL to Parquet if needed."""
-    run = check_layout(run_dir)
-    faults = _small_file(run_dir, FAULTS, ("time_ns", "fault", "phase"))
-    cluster = _small_file(run_dir, CLUSTER, ("time_ns",))
+def load_history(spark: SparkSession, run_dir: Path, layout: Layout | None = None) -> History:
+    """Validate the run directory (unless `layout` says it was) and return its history, converting
+    JSONL to Parquet if needed."""
+    layout = layout or check_layout(run_dir)
+    run, faults, cluster = layout.run, layout.faults, layout.cluster
     cache = run_dir / CACHE_DIR
     fingerprint = {
         "cache_version": CACHE_VERSION,
@@ -132,19 +152,6 @@ def _uri(path: Path) -> str:
     """`path` as Spark and Hadoop take it: `file://` and the path unquoted (Hadoop quotes it itself;
     `Path.as_uri`'s `my%20runs` would name another directory)."""
     return f"file://{path.resolve()}"
-
-
-def _small_file(run_dir: Path, name: str, required: tuple[str, ...]) -> list[dict[str, Any]]:
-    """A small history file as a list, each event checked for the fields the checkers use."""
-    events = []
-    for line, event in iter_jsonl(run_dir / name, required=False):
-        for field in required:
-            if event.get(field) is None:
-                raise HistoryError(f"missing field {field!r}", str(run_dir / name), line)
-        if not isinstance(event["time_ns"], int):
-            raise HistoryError("field 'time_ns' must be an integer", str(run_dir / name), line)
-        events.append(event)
-    return events
 
 
 def _file_status(spark: SparkSession, path: Path) -> list[int]:

@@ -17,7 +17,11 @@ from typing import Any
 
 import orjson
 
+from harness import strictjson
 from harness.errors import HistoryError
+from harness.history_fields import ACKS_MODES as ACKS_MODES
+from harness.history_fields import check_cluster_sample, check_fault_event, check_run
+from harness.limits import brief
 
 FORMAT = 1
 KNOWN_FORMATS = (FORMAT,)
@@ -32,7 +36,6 @@ REPORT = "report/index.html"
 HARNESS_LOG = "harness.log"
 MAX_SLUG = 64  # of a run id's name part: run ids name directories and containers
 
-ACKS_MODES = ("0", "1", "all")
 # The per-acks-mode counts of check/result.json, in HISTORY_FORMAT.md's order.
 COUNT_KEYS = (
     "attempted",
@@ -128,66 +131,72 @@ class RunDir:
 
 
 def load_run_json(root: Path) -> dict[str, Any]:
-    """Read and minimally validate run.json: it exists, is an object, and has a known format."""
+    """Read and validate run.json: a known format, and every field a reader uses (`history_fields`)."""
     path = root / RUN_JSON
     if not root.is_dir():
-        raise HistoryError("run directory does not exist", str(root))
+        raise HistoryError("not a directory" if root.exists() else "run directory does not exist", str(root))
     if not path.is_file():
         raise HistoryError("missing run.json (every run directory has one)", str(path))
     run = read_json_object(path)
     fmt = run.get("format")
-    if fmt not in KNOWN_FORMATS:
+    if fmt not in KNOWN_FORMATS or isinstance(fmt, bool):
         known = ", ".join(str(f) for f in KNOWN_FORMATS)
-        raise HistoryError(f"unknown format {fmt!r}; this kafka-chaos reads format {known}", str(path))
-    topics = run.get("topics")
-    if not isinstance(topics, list) or not topics:
-        raise HistoryError("field 'topics' must be a non-empty list", str(path))
-    for i, topic in enumerate(topics):
-        if not isinstance(topic, dict) or not isinstance(topic.get("name"), str):
-            raise HistoryError(f"topics[{i}] must be an object with a string 'name'", str(path))
-        if str(topic.get("acks")) not in ACKS_MODES:
-            raise HistoryError(
-                f"topics[{i}].acks is {topic.get('acks')!r}; expected one of {', '.join(ACKS_MODES)}",
-                str(path),
-            )
+        raise HistoryError(f"unknown format {brief(fmt)}; this kafka-chaos reads format {known}", str(path))
+    check_run(run, path)
     return run
 
 
 def read_json_object(path: Path) -> dict[str, Any]:
-    """A whole-file JSON object (run.json, result.json), with the line of a syntax error."""
-    try:
-        value = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise HistoryError(f"not valid JSON: {exc.msg}", str(path), exc.lineno) from None
+    """A whole-file JSON object (run.json, result.json), read strictly (`harness.strictjson`)."""
+    value = strictjson.read_file(path)
     if not isinstance(value, dict):
         raise HistoryError("expected a JSON object", str(path), 1)
     return value
 
 
 def iter_jsonl(path: Path, *, required: bool = True) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Yield (line number, object) for each line of a small JSONL file, with clear errors.
+    """Yield (line number, object) for each line of a small JSONL file, read strictly.
 
     A missing optional file yields nothing. A last line without its newline is a write cut short
     by a crash: it is skipped only if it does not parse, as the format promises a readable prefix.
     """
     if not path.is_file():
+        if path.exists():
+            raise HistoryError("not a regular file", str(path))
         if required:
             raise HistoryError("missing history file", str(path))
         return
-    with path.open(encoding="utf-8") as handle:
-        lines = handle.readlines()
-    for number, raw in enumerate(lines, start=1):
+    for number, raw in strictjson.iter_lines(path):
         if not raw.strip():
             continue
-        try:
-            obj = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            if number == len(lines) and not raw.endswith("\n"):
-                return  # torn final line of a run that was killed mid-write
-            raise HistoryError(f"malformed JSON ({exc.msg})", str(path), number) from None
+        if not raw.endswith(b"\n") and not _parses(raw):
+            return  # torn final line of a run that was killed mid-write
+        obj = strictjson.decode(raw, path, number)
         if not isinstance(obj, dict):
             raise HistoryError("expected a JSON object", str(path), number)
         yield number, obj
+
+
+def _parses(raw: bytes) -> bool:
+    try:
+        json.loads(raw)
+    except (ValueError, RecursionError):
+        return False
+    return True
+
+
+def iter_fault_events(root: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line, event) of history/faults.jsonl (optional), each checked for the fields readers use."""
+    for line, event in iter_jsonl(root / FAULTS, required=False):
+        check_fault_event(event, root / FAULTS, line)
+        yield line, event
+
+
+def iter_cluster_samples(root: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line, sample) of history/cluster.jsonl (optional), each checked for the fields readers use."""
+    for line, sample in iter_jsonl(root / CLUSTER, required=False):
+        check_cluster_sample(sample, root / CLUSTER, line)
+        yield line, sample
 
 
 def new_run_id(name: str) -> str:
