@@ -103,6 +103,11 @@ _ARCHIVE_ERRORS = (tarfile.TarError, EOFError, OSError, zlib.error)
 """What reading a broken or truncated .tgz raises: tarfile's own errors, gzip's EOFError, zlib's."""
 
 
+def _reason(exc: BaseException) -> str:
+    """An archive error on one line (tarfile lists what each compression method said, line by line)."""
+    return " ".join(str(exc).split())[:200] or type(exc).__name__
+
+
 def _site_doc_pages(root: Path) -> list[str]:
     pages = [p.read_text(errors="replace") for p in root.glob("site-docs/**/kafka_config.html")]
     for archive in root.glob("site-docs/*.tgz"):
@@ -112,7 +117,7 @@ def _site_doc_pages(root: Path) -> list[str]:
                     if member.name.endswith("kafka_config.html") and (handle := tar.extractfile(member)):
                         pages.append(handle.read().decode(errors="replace"))
         except _ARCHIVE_ERRORS as exc:
-            raise ConfigError(f"{archive}: not a readable tar archive ({str(exc)[:200]})") from None
+            raise ConfigError(f"{archive}: not a readable tar archive ({_reason(exc)})") from None
     return pages
 
 
@@ -133,7 +138,7 @@ def _unpack_tarball(tarball: Path) -> Path:
             with tarfile.open(tarball) as tar:
                 tar.extractall(staging, filter="data")
         except _ARCHIVE_ERRORS as exc:
-            raise ConfigError(f"{tarball}: not a readable tar archive ({str(exc)[:200]})") from None
+            raise ConfigError(f"{tarball}: not a readable tar archive ({_reason(exc)})") from None
         tops = list(staging.iterdir())
         root = tops[0] if len(tops) == 1 and tops[0].is_dir() else staging
         try:

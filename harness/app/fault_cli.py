@@ -57,14 +57,12 @@ def run_fault(
         "--target",
         help="leader, controller, one, minority, majority, all, zookeeper, or node names (kafka-1,zk-1).",
     ),
-    duration: float = typer.Option(
-        15.0, "--duration", min=0, help="Seconds to hold the fault before healing."
-    ),
+    duration: float = typer.Option(15.0, "--duration", help="Seconds to hold the fault before healing."),
     param: list[str] = typer.Option(
         [], "--param", help="Fault param KEY=VALUE (repeatable), e.g. shape=halves."
     ),
     seed: int = typer.Option(None, "--seed", help="Seed for random target choices (default: random)."),
-    settle: float = typer.Option(60.0, "--settle", min=0, help="Seconds to wait for full ISR after healing."),
+    settle: float = typer.Option(60.0, "--settle", help="Seconds to wait for full ISR after healing."),
 ) -> None:
     """Start one fault against a running cluster, hold it (Ctrl-C heals early), heal, show the state."""
     options.number("--duration", duration, 0.0, MAX_DURATION_S)

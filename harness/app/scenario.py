@@ -362,14 +362,18 @@ def _read_yaml(path: Path) -> Any:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        line = raw.count(b"\n", 0, exc.start) + 1
-        raise ConfigError(f"{path}:{line}: not UTF-8 (byte {raw[exc.start]:#04x})") from None
+        at = raw.count(b"\n", 0, exc.start) + 1
+        raise ConfigError(f"{path}:{at}: not UTF-8 (byte {raw[exc.start]:#04x})") from None
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        where = f":{mark.line + 1}" if mark is not None else ""
-        raise ConfigError(f"{path}{where}: not valid YAML ({getattr(exc, 'problem', exc)})") from None
+        line: int | None = mark.line + 1 if mark is not None else None
+        if isinstance(exc, yaml.reader.ReaderError):  # a character YAML does not allow
+            line = text.count("\n", 0, exc.position) + 1
+        where = f":{line}" if line is not None else ""
+        problem = getattr(exc, "reason", None) or getattr(exc, "problem", None) or str(exc)
+        raise ConfigError(f"{path}{where}: not valid YAML ({' '.join(str(problem).split())})") from None
     except (ValueError, TypeError, AttributeError, OverflowError) as exc:
         # PyYAML's constructors let these out for values such as `2024-13-01` or `!!int x`.
         raise ConfigError(f"{path}: not valid YAML ({str(exc)[:200]})") from None

@@ -142,3 +142,33 @@ def test_expectations_evaluate_against_a_result() -> None:
     )
     result = {"complete": True, "acks": {"all": {"lost": 0}, "1": {"lost": 0}}}
     assert [e.evaluate(result) for e in scenario.expectations] == [(True, 0), (False, 0), (True, True)]
+
+
+BOMB = b"a: &a [x, x, x, x, x, x, x, x, x, x]\n" + b"".join(
+    f"{n}: &{n} [{', '.join([f'*{p}'] * 10)}]\n".encode() for p, n in zip("abcdefg", "bcdefgh", strict=True)
+)
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"name: x\ndescription: caf\xe9\n", "case.yaml:2: not UTF-8 (byte 0xe9)"),
+        (b"name: x\n" + b"#" * (1024 * 1024) + b"\n", "case.yaml: larger than 1024 KiB"),
+        (BOMB + b"name: x\n", "case.yaml: more than 100000 values once its aliases are expanded"),
+        (b"name: x\nseed: 2024-13-01\n", "case.yaml: not valid YAML (month must be in 1..12)"),
+        (b"name: x\nseed: !!int x\n", "case.yaml: not valid YAML (invalid literal for int()"),
+        (b"name: x\nexpect: " + b"[" * 10_000 + b"]" * 10_000 + b"\n", "case.yaml: nested too deeply"),
+        (b"name: x\ndescription: a\x00b\n", "case.yaml:2: not valid YAML (special characters"),
+    ],
+)
+def test_hostile_scenario_files_are_one_clear_error(tmp_path: Path, content: bytes, message: str) -> None:
+    path = tmp_path / "case.yaml"
+    path.write_bytes(content)
+    with pytest.raises(ConfigError) as caught:
+        load_scenario(str(path))
+    assert str(caught.value).startswith(str(tmp_path / message)), caught.value
+
+
+def test_a_scenario_name_too_long_for_a_file_is_no_crash() -> None:
+    with pytest.raises(ConfigError, match="is neither a scenario file nor a built-in scenario"):
+        load_scenario("x" * 5000)
