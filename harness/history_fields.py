@@ -118,10 +118,12 @@ class Fields:
             for i, item in enumerate(self.items(key, required))
         ]
 
-    def int_list(self, key: str, low: int = 0, high: int = MAX_INT64) -> tuple[int, ...]:
+    def int_list(self, key: str, low: int, high: int, longest: int) -> tuple[int, ...]:
         values = self.items(key)
-        if not all(isinstance(v, int) and not isinstance(v, bool) and low <= v <= high for v in values):
-            raise self.fail(key, f"a list of integers from {low} to {high}", values)
+        if len(values) > longest or not all(
+            isinstance(v, int) and not isinstance(v, bool) and low <= v <= high for v in values
+        ):
+            raise self.fail(key, f"a list of at most {longest} integers from {low} to {high}", values)
         return tuple(values)
 
     def settings(self, key: str) -> dict[str, Any]:
@@ -189,10 +191,12 @@ def check_cluster_sample(event: dict[str, Any], path: Path, line: int) -> None:
     fields = Fields(event, path, line=line)
     fields.time_ns("time_ns", required=True)
     fields.integer("controller", -1, MAX_BROKER_ID)
-    fields.int_list("live_brokers", 0, MAX_BROKER_ID)
+    fields.int_list("live_brokers", 0, MAX_BROKER_ID, MAX_NODES)
+    if len(fields.items("partitions")) > MAX_PARTITIONS:
+        raise fields.fail("partitions", f"at most {MAX_PARTITIONS} partitions", "a longer list")
     for p in fields.children("partitions"):
         p.text("topic", required=True)
         p.integer("partition", 0, MAX_PARTITIONS, required=True)
         p.integer("leader", -1, MAX_BROKER_ID)
         p.integer("leader_epoch", -1, MAX_INT64)
-        p.int_list("isr", 0, MAX_BROKER_ID)
+        p.int_list("isr", 0, MAX_BROKER_ID, MAX_NODES)

@@ -144,7 +144,8 @@ def test_fault_events_are_checked(tmp_path: Path, change: dict[str, Any], messag
     ("change", "message"),
     [
         ({"live_brokers": "1,2"}, "field 'live_brokers': expected a list"),
-        ({"live_brokers": [1, "2"]}, "field 'live_brokers': expected a list of integers"),
+        ({"live_brokers": [1, "2"]}, "field 'live_brokers': expected a list of at most 1000 integers"),
+        ({"live_brokers": list(range(1001))}, "field 'live_brokers': expected a list of at most 1000"),
         ({"controller": "one"}, "field 'controller': expected an integer"),
         ({"partitions": {"t": 0}}, "field 'partitions': expected a list"),
         ({"partitions": [{"topic": "t", "partition": "0"}]}, "field 'partitions[0].partition'"),
