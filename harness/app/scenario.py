@@ -16,9 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from faults import make_fault
+from harness.app.yamlfile import read_yaml
 from harness.cluster import ClusterSpec
 from harness.errors import ConfigError
 from harness.experiment import ExperimentSpec
@@ -38,9 +37,6 @@ from harness.limits import (
 from harness.workload import WorkloadSpec
 
 BUILTIN_DIR = Path(__file__).resolve().parent / "scenarios"
-MAX_FILE_BYTES = 1024 * 1024
-MAX_NODES = 100_000
-"""Values in a scenario once YAML aliases are expanded: far above any real one, far below trouble."""
 MAX_NAME = 100  # a scenario's name goes into its run directory's name
 MAX_TEXT = 10_000
 _HEAP = re.compile(r"[1-9][0-9]{0,6}[kmgKMG]")
@@ -336,7 +332,7 @@ def load_scenario(name_or_path: str) -> Scenario:
                 f"{brief(name_or_path)} is neither a scenario file nor a built-in scenario ({known})"
             )
         path = builtin
-    data = _read_yaml(path)
+    data = read_yaml(path)
     try:
         return parse_scenario(data, str(path))
     except ConfigError as exc:
@@ -348,55 +344,6 @@ def _is_file(path: Path) -> bool:
         return path.is_file()
     except OSError:  # a name too long for the filesystem is no file either
         return False
-
-
-def _read_yaml(path: Path) -> Any:
-    """The YAML document of a scenario file: UTF-8, at most MAX_FILE_BYTES, MAX_NODES once expanded."""
-    try:
-        with path.open("rb") as handle:
-            raw = handle.read(MAX_FILE_BYTES + 1)
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read ({exc.strerror})") from None
-    if len(raw) > MAX_FILE_BYTES:
-        raise ConfigError(f"{path}: larger than {MAX_FILE_BYTES // 1024} KiB; a scenario is a short file")
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        at = raw.count(b"\n", 0, exc.start) + 1
-        raise ConfigError(f"{path}:{at}: not UTF-8 (byte {raw[exc.start]:#04x})") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line: int | None = mark.line + 1 if mark is not None else None
-        if isinstance(exc, yaml.reader.ReaderError):  # a character YAML does not allow
-            line = text.count("\n", 0, exc.position) + 1
-        where = f":{line}" if line is not None else ""
-        problem = getattr(exc, "reason", None) or getattr(exc, "problem", None) or str(exc)
-        raise ConfigError(f"{path}{where}: not valid YAML ({' '.join(str(problem).split())})") from None
-    except (ValueError, TypeError, AttributeError, OverflowError) as exc:
-        # PyYAML's constructors let these out for values such as `2024-13-01` or `!!int x`.
-        raise ConfigError(f"{path}: not valid YAML ({str(exc)[:200]})") from None
-    except RecursionError:
-        raise ConfigError(f"{path}: nested too deeply") from None
-    if _expanded_size(data) > MAX_NODES:
-        raise ConfigError(f"{path}: more than {MAX_NODES} values once its aliases are expanded")
-    return data
-
-
-def _expanded_size(data: Any) -> int:
-    """How many values `data` holds, counting a value reached twice (a YAML alias) twice; stops
-    counting past MAX_NODES, so a billion-laughs document costs no more than a large real one."""
-    count, stack = 0, [data]
-    while stack and count <= MAX_NODES:
-        value = stack.pop()
-        count += 1
-        if isinstance(value, dict):
-            stack.extend(value.keys())
-            stack.extend(value.values())
-        elif isinstance(value, list):
-            stack.extend(value)
-    return count
 
 
 def builtin_scenarios() -> list[Scenario]:
