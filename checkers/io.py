@@ -94,7 +94,8 @@ class Layout:
 
 def check_layout(run_dir: Path) -> Layout:
     """Fail fast, before Spark starts, on a missing, unknown-format or invalid run.json, faults.jsonl
-    or cluster.jsonl, a missing history file, or a run directory Spark could not name."""
+    or cluster.jsonl, a missing history file, or a run directory Spark could not name or the check
+    could not write its results in."""
     run = load_run_json(run_dir)
     if found := sorted(set(SPARK_GLOB_CHARACTERS) & set(str(run_dir.resolve()))):
         raise HistoryError(
@@ -104,6 +105,10 @@ def check_layout(run_dir: Path) -> Layout:
     for source in (_WRITES, _READS):
         if not (run_dir / source.name).is_file():
             raise HistoryError("missing history file", str(run_dir / source.name))
+    check_dir = run_dir / RESULT
+    for where in (run_dir, check_dir.parent):  # the check writes its cache and result.json there
+        if where.exists() and not os.access(where, os.W_OK | os.X_OK):
+            raise HistoryError("this user cannot write in it (a check writes check/ there)", str(where))
     faults = [event for _, event in iter_fault_events(run_dir)]
     cluster = [sample for _, sample in iter_cluster_samples(run_dir)]
     return Layout(run, faults, cluster)

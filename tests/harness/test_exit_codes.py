@@ -278,3 +278,18 @@ def test_user_cache_dir_follows_xdg_and_ignores_a_relative_value(monkeypatch: py
     for ignored in ("", "relative/cache"):
         monkeypatch.setenv("XDG_CACHE_HOME", ignored)
         assert user_cache_dir() == Path.home() / ".cache" / "kchaos"
+
+
+def test_a_run_directory_the_check_cannot_write_in_exits_2_before_spark(
+    guarded: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run = guarded / "run"
+    (run / "history").mkdir(parents=True)
+    (run / "run.json").write_text('{"format": 1, "topics": [{"name": "t", "acks": "all"}]}')
+    for name in ("writes.jsonl", "reads.jsonl"):
+        (run / "history" / name).touch()
+    # Permissions do not bind root, which may run these tests: say what a read-only directory says.
+    monkeypatch.setattr(os, "access", lambda path, mode: not (Path(path) == run and mode & os.W_OK))
+    monkeypatch.setattr("checkers.check.get_spark", _reached)
+    code, err = _one_error_line(capsys, ["check", str(run)])
+    assert code == 2 and f"{run}: this user cannot write in it" in err, err
