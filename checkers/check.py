@@ -20,10 +20,10 @@ def check_run(run_dir: Path, master: str | None = None) -> dict[str, Any]:
     """
     started = time.monotonic()
     checked_at = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    check_layout(run_dir)
+    layout = check_layout(run_dir)
     spark = get_spark(master, history_bytes=history_bytes(run_dir))
     spark_info: dict[str, Any] = {"master": spark.sparkContext.master, "version": spark.version}
-    history = load_history(spark, run_dir)
+    history = load_history(spark, run_dir, layout)
     with spark_errors("checking the history", str(run_dir)):
         result = build_result(history, checked_at, spark_info)
     spark_info["seconds"] = round(time.monotonic() - started, 1)

@@ -20,17 +20,15 @@ from pathlib import Path
 
 import pyspark
 
-from harness.errors import EnvironmentError_
+from harness.errors import ConfigError, EnvironmentError_
+from harness.limits import brief
+from harness.userdirs import user_cache_dir
 
 ARCHIVE_ENV = "KCHAOS_SPARK_CLASS_ARCHIVE"
 """Set to `off` to start checks without the archive (to measure what it saves, or to rule it out)."""
 DUMP_ENV = "_KCHAOS_CLASS_ARCHIVE_DUMP"
 """Set in the builder's child process only: the file its JVM writes the archive to when it exits."""
 BUILD_TIMEOUT_S = 600
-
-
-def cache_dir() -> Path:
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kchaos"
 
 
 def _java_binary() -> Path | None:
@@ -50,7 +48,7 @@ def archive_path() -> Path | None:
     jars = Path(pyspark.__file__).parent / "jars"
     identity += sorted(f"{jar.name}:{jar.stat().st_size}" for jar in jars.glob("*.jar"))
     key = hashlib.sha256("\n".join(identity).encode()).hexdigest()[:16]
-    return cache_dir() / f"spark-classes-{key}.jsa"
+    return user_cache_dir() / f"spark-classes-{key}.jsa"
 
 
 def _size_record(path: Path) -> Path:
@@ -74,7 +72,10 @@ def driver_options() -> str:
     dump_to = os.environ.get(DUMP_ENV)
     if dump_to:
         return f"-XX:ArchiveClassesAtExit={dump_to}"
-    if os.environ.get(ARCHIVE_ENV, "").lower() == "off":
+    setting = os.environ.get(ARCHIVE_ENV, "").strip().lower()
+    if setting not in ("", "on", "off"):
+        raise ConfigError(f"{ARCHIVE_ENV}={brief(setting)}: expected off (or on, the default)")
+    if setting == "off":
         return ""
     path = archive_path()
     return f"-XX:SharedArchiveFile={path}" if path is not None and is_complete(path) else ""

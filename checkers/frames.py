@@ -12,6 +12,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from harness.events import READ_FIELDS, READ_PHASES, READ_TYPES, WRITE_FIELDS, WRITE_TYPES, Field, FieldType
+from harness.limits import MAX_RUN_NS
 
 CORRUPT = "_corrupt"
 """Column holding the raw text of a line Spark could not parse into the schema."""
@@ -48,12 +49,31 @@ def _all_present(*names: str) -> Column:
     return condition
 
 
+def _in_run() -> Column:
+    """time_ns within the longest run (the small files are held to the same bound)."""
+    return F.col("time_ns").between(0, MAX_RUN_NS)
+
+
+NOT_UTF8 = "\ufffd"
+"""What Spark's JSON reader makes of bytes that are not UTF-8; no history string holds it."""
+
+
+def _utf8(*names: str) -> Column:
+    """None of these string columns held bytes that were not UTF-8 (null columns are fine)."""
+    condition = F.lit(True)
+    for name in names:
+        condition = condition & ~F.coalesce(F.col(name).contains(NOT_UTF8), F.lit(False))
+    return condition
+
+
 def write_event_is_valid() -> Column:
     """True for a writes.jsonl line that follows the format (see `problems.describe_write`)."""
     return (
         F.col(CORRUPT).isNull()
         & F.col("type").isin(*WRITE_TYPES)
         & _all_present("time_ns", "process", "topic", "partition", "value")
+        & _in_run()
+        & _utf8("process", "value", "error")
     )
 
 
@@ -66,6 +86,8 @@ def read_event_is_valid() -> Column:
         & F.col("phase").isin(*READ_PHASES)
         & _all_present("time_ns", "process", "topic", "partition")
         & (~is_record | _all_present("offset", "value"))
+        & _in_run()
+        & _utf8("process", "value")
     )
 
 

@@ -7,7 +7,8 @@ with their ids, and ends.jsonl, the reads' end events); a fingerprint of what th
 (a SHA-256 of each file's content, and run.json's topics) lets a re-check skip the conversion. Lines
 are only numbered (an extra, slower pass) when something is wrong, to name the first offending line.
 Every file written under the run directory goes through `harness.history`'s no-link writers.
-faults.jsonl and cluster.jsonl are small and read in Python through `harness.history.iter_jsonl`.
+faults.jsonl and cluster.jsonl are small, read and validated in Python (`harness.history`) before
+Spark starts, with run.json.
 """
 
 from __future__ import annotations
@@ -31,12 +32,13 @@ from harness.errors import HistoryError
 from harness.events import FaultWindow, fault_windows
 from harness.history import (
     CHECK_CACHE,
-    CLUSTER,
     FAULTS,
     READS,
     RESULT,
     WRITES,
     fresh_dir,
+    iter_cluster_samples,
+    iter_fault_events,
     iter_jsonl,
     load_run_json,
     write_atomic,
@@ -86,9 +88,20 @@ SPARK_GLOB_CHARACTERS = "[]{}*?\\"
 """Characters that Spark's file sources read as a glob pattern in a path, with no way to quote them."""
 
 
-def check_layout(run_dir: Path) -> dict[str, Any]:
-    """Fail fast, before Spark starts, on a missing or unknown-format run.json or history file, or
-    on a run directory Spark could not name."""
+@dataclass(frozen=True)
+class Layout:
+    """What `check_layout` read and validated: run.json and the small history files."""
+
+    run: dict[str, Any]
+    faults: list[FaultWindow]
+    fault_events: int
+    cluster: list[dict[str, Any]]
+
+
+def check_layout(run_dir: Path) -> Layout:
+    """Fail fast, before Spark starts, on a missing, unknown-format or invalid run.json, faults.jsonl
+    or cluster.jsonl, a missing history file, or a run directory Spark could not name or the check
+    could not write its results in."""
     run = load_run_json(run_dir)
     if found := sorted(set(SPARK_GLOB_CHARACTERS) & set(str(run_dir.resolve()))):
         raise HistoryError(
@@ -98,7 +111,14 @@ def check_layout(run_dir: Path) -> dict[str, Any]:
     for source in (_WRITES, _READS):
         if not (run_dir / source.name).is_file():
             raise HistoryError("missing history file", str(run_dir / source.name))
-    return run
+    check_dir = run_dir / RESULT
+    for where in (run_dir, check_dir.parent):  # the check writes its cache and result.json there
+        if where.exists() and not os.access(where, os.W_OK | os.X_OK):
+            raise HistoryError("this user cannot write in it (a check writes check/ there)", str(where))
+    fault_events = list(iter_fault_events(run_dir))
+    faults = fault_windows(fault_events, str(run_dir / FAULTS))
+    cluster = [sample for _, sample in iter_cluster_samples(run_dir)]
+    return Layout(run, faults, len(fault_events), cluster)
 
 
 def history_bytes(run_dir: Path) -> int:
@@ -106,12 +126,11 @@ def history_bytes(run_dir: Path) -> int:
     return sum((run_dir / source.name).stat().st_size for source in (_WRITES, _READS))
 
 
-def load_history(spark: SparkSession, run_dir: Path) -> History:
-    """Validate the run directory and return its history, converting JSONL to Parquet if needed."""
-    run = check_layout(run_dir)
-    fault_events = list(iter_jsonl(run_dir / FAULTS, required=False))
-    faults = fault_windows(fault_events, str(run_dir / FAULTS))
-    cluster = _small_file(run_dir, CLUSTER, ("time_ns",))
+def load_history(spark: SparkSession, run_dir: Path, layout: Layout | None = None) -> History:
+    """Validate the run directory (unless `layout` says it was) and return its history, converting
+    JSONL to Parquet if needed."""
+    layout = layout or check_layout(run_dir)
+    run, faults, cluster = layout.run, layout.faults, layout.cluster
     cache = run_dir / CHECK_CACHE
     fingerprint = {
         "cache_version": CACHE_VERSION,
@@ -127,7 +146,7 @@ def load_history(spark: SparkSession, run_dir: Path) -> History:
         values = frames.named(spark.read.parquet(_uri(cache / "values")), _name_tables(spark, cache))
         reads = _read_records(spark, cache)
         ends = spark.read.schema(frames.END_SCHEMA).json(_uri(cache / _ENDS))
-    counts = {**counts, "faults": len(fault_events), "cluster": len(cluster)}
+    counts = {**counts, "faults": layout.fault_events, "cluster": len(cluster)}
     return History(run, values, frames.writes_of(values), reads, ends, faults, cluster, counts)
 
 
@@ -140,19 +159,6 @@ def _uri(path: Path) -> str:
     """`path` as Spark and Hadoop take it: `file://` and the path unquoted (Hadoop quotes it itself;
     `Path.as_uri`'s `my%20runs` would name another directory)."""
     return f"file://{path.resolve()}"
-
-
-def _small_file(run_dir: Path, name: str, required: tuple[str, ...]) -> list[dict[str, Any]]:
-    """A small history file as a list, each event checked for the fields the checkers use."""
-    events = []
-    for line, event in iter_jsonl(run_dir / name, required=False):
-        for field in required:
-            if event.get(field) is None:
-                raise HistoryError(f"missing field {field!r}", str(run_dir / name), line)
-        if not isinstance(event["time_ns"], int):
-            raise HistoryError("field 'time_ns' must be an integer", str(run_dir / name), line)
-        events.append(event)
-    return events
 
 
 def _content_digests(run_dir: Path) -> dict[str, str]:

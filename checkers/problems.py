@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from checkers.frames import NOT_UTF8
 from harness.events import READ_FIELDS, READ_PHASES, READ_TYPES, WRITE_FIELDS, WRITE_TYPES
+from harness.limits import MAX_RUN_NS
 
 _FIELDS = {field.name: field.type for field in (*WRITE_FIELDS, *READ_FIELDS)}
 _INTEGER_FIELDS = tuple(name for name, kind in _FIELDS.items() if kind != "string")
@@ -17,10 +19,15 @@ def _typed_problem(event: dict[str, Any]) -> str | None:
         field = event.get(name)
         if field is not None and (isinstance(field, bool) or not isinstance(field, int)):
             return f"field '{name}' must be an integer, got {json.dumps(field)[:60]}"
+    time_ns = event.get("time_ns")
+    if isinstance(time_ns, int) and not 0 <= time_ns <= MAX_RUN_NS:
+        return f"field 'time_ns' must be from 0 to {MAX_RUN_NS} (nanoseconds of the run), got {time_ns}"
     for name in _STRING_FIELDS:
         field = event.get(name)
         if field is not None and not isinstance(field, str):
             return f"field '{name}' must be a string, got {json.dumps(field)[:60]}"
+        if isinstance(field, str) and NOT_UTF8 in field:
+            return f"field '{name}' holds bytes that are not UTF-8"
     return None
 
 
@@ -34,6 +41,10 @@ def _parse(text: str) -> tuple[dict[str, Any] | None, str | None]:
         event = json.loads(text)
     except json.JSONDecodeError as exc:
         return None, f"malformed JSON ({exc.msg} at column {exc.colno})"
+    except ValueError:  # Python reads no integer of more than 4300 digits
+        return None, "malformed JSON (a number too long to read)"
+    except RecursionError:
+        return None, "malformed JSON (nested too deeply)"
     if not isinstance(event, dict):
         return None, "expected a JSON object"
     return event, None

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import signal
 import tempfile
 import threading
@@ -25,9 +26,12 @@ from pyspark.java_gateway import launch_gateway
 from pyspark.sql import SparkSession
 
 from checkers import class_archive
-from harness.errors import EnvironmentError_, SparkError
+from harness.errors import ConfigError, EnvironmentError_, SparkError
+from harness.limits import brief
 
 DEFAULT_MASTER = "local[*]"
+DRIVER_MEMORY_ENV = "KCHAOS_SPARK_DRIVER_MEMORY"
+DEFAULT_DRIVER_MEMORY = "4g"
 LOCAL_SHUFFLE_PARTITIONS = 8
 QUICK_START_BYTES = 256 * 1024 * 1024
 """Below this much history, a local check compiles with the JIT's quick tier only (C1): the
@@ -103,10 +107,20 @@ def _conf(
         # plans each of a check's many small queries stage by stage (10M-event first checks,
         # alternated: 3 of 3 faster without it, by 3.5-4.7 s). A cluster keeps it.
         conf.set("spark.sql.adaptive.enabled", "false")
-        conf.set("spark.driver.memory", os.environ.get("KCHAOS_SPARK_DRIVER_MEMORY", "4g"))
+        conf.set("spark.driver.memory", _driver_memory())
     elif shuffle_partitions:
         conf.set("spark.sql.shuffle.partitions", str(shuffle_partitions))
     return conf
+
+
+def _driver_memory() -> str:
+    """A local check's JVM heap: $KCHAOS_SPARK_DRIVER_MEMORY (a JVM size such as 4g), else 4g."""
+    value = os.environ.get(DRIVER_MEMORY_ENV, "").strip() or DEFAULT_DRIVER_MEMORY
+    if not re.fullmatch(r"[1-9][0-9]{0,9}[kmgt]?", value, re.IGNORECASE):
+        raise ConfigError(
+            f"{DRIVER_MEMORY_ENV}={brief(value)}: expected a JVM memory size such as 4g or 2048m"
+        )
+    return value
 
 
 def _is_short(history_bytes: int | None) -> bool:

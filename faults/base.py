@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import inspect
 import random
+import re
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, Protocol, TypeVar, runtime_checkable
 
 from harness.cluster import KafkaCluster
 from harness.errors import ClusterError, ConfigError, FaultError
+from harness.limits import brief, finite, whole
 from harness.retrying import bounded, kinds
 
 
@@ -107,7 +109,7 @@ def make_fault(name: str, params: Mapping[str, Any] | None = None) -> Fault:
             raise ConfigError(f"fault {name!r} needs param {key!r}; valid params: {valid}")
     try:
         fault: Fault = cls(**given)
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, ConfigError) as exc:
         raise ConfigError(f"fault {name!r}: {exc}; valid params: {valid}") from None
     return fault
 
@@ -118,11 +120,38 @@ def available() -> list[tuple[str, str]]:
 
 
 def coerce_float(name: str, value: object, *, low: float, high: float) -> float:
-    """A numeric param from config or the CLI (where it arrives as text), range-checked."""
-    try:
-        number = float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        raise ValueError(f"param {name!r} must be a number, got {value!r}") from None
-    if not low <= number <= high:
-        raise ValueError(f"param {name!r} must be between {low} and {high}, got {number}")
-    return number
+    """A numeric param from config or the CLI (where it arrives as text), finite and range-checked."""
+    if isinstance(value, str):
+        try:
+            value = float(value)
+        except ValueError:
+            raise ConfigError(f"param {name!r}: expected a number, got {brief(value)}") from None
+    return finite(f"param {name!r}", value, low, high)
+
+
+def coerce_int(name: str, value: object, *, low: int, high: int) -> int:
+    """An integer param from config or the CLI (where it arrives as text), range-checked."""
+    if isinstance(value, str) and re.fullmatch(r"\s*-?[0-9]{1,19}\s*", value):
+        value = int(value)
+    return whole(f"param {name!r}", value, low, high)
+
+
+def coerce_bool(name: str, value: object) -> bool:
+    """A yes/no param: a boolean, or true/false, yes/no, 1/0 as text (the CLI gives text)."""
+    words = {"true": True, "yes": True, "1": True, "false": False, "no": False, "0": False}
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in words:
+        return words[value.strip().lower()]
+    raise ConfigError(f"param {name!r}: expected true or false, got {brief(value)}")
+
+
+def text_param(name: str, value: object, longest: int = 255) -> str:
+    """A text param (a target, a topic): a string of printable characters, at most `longest` long."""
+    if not isinstance(value, str):
+        raise ConfigError(f"param {name!r}: expected text, got {brief(value)}")
+    if len(value) > longest or any(ord(c) < 32 or ord(c) == 127 for c in value):
+        raise ConfigError(
+            f"param {name!r}: expected at most {longest} printable characters, got {brief(value)}"
+        )
+    return value

@@ -25,6 +25,7 @@ from faults.iptables import FaultChain, drop_from_and_to
 from faults.targets import Targeted
 from harness.cluster import KafkaCluster
 from harness.errors import FaultError
+from harness.limits import brief
 
 Link = frozenset[str]
 
@@ -104,8 +105,8 @@ class Partition(Targeted):
         topic: str | None = None,
         partition: int | str | None = None,
     ) -> None:
-        if shape not in SHAPES:
-            raise ValueError(f"param 'shape' must be one of {', '.join(SHAPES)}, got {shape!r}")
+        if not isinstance(shape, str) or shape not in SHAPES:
+            raise ValueError(f"param 'shape' must be one of {', '.join(SHAPES)}, got {brief(shape)}")
         self.default_target = SHAPES[shape]
         super().__init__(target=target, topic=topic, partition=partition)
         self.shape = shape

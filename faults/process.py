@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import random
 
-from faults.base import coerce_float, register
+from faults.base import coerce_bool, coerce_float, register
 from faults.targets import Targeted
 from harness.cluster import KafkaCluster
 from harness.errors import ClusterError, Failures, FaultError, ReadinessTimeout
@@ -146,7 +146,7 @@ class RollingRestart(_ProcessFault):
         self, *, target: str | None = None, kill: bool | str = False, isr_timeout_s: float | str = 120.0
     ) -> None:
         super().__init__(target=target)
-        self.crash = str(kill).lower() in ("true", "1", "yes")
+        self.crash = coerce_bool("kill", kill)
         self.isr_timeout_s = coerce_float("isr_timeout_s", isr_timeout_s, low=1, high=3600)
 
     def start(self, cluster: KafkaCluster, rng: random.Random) -> None:

@@ -23,8 +23,11 @@ from harness.cluster import KafkaCluster
 from harness.errors import ConfigError, FaultError, HarnessError
 from harness.events import fault_event
 from harness.history import HistoryWriter, RunClock
+from harness.limits import MAX_DURATION_S
 
 MODES = ("mix", "sequence")
+MAX_ENTRIES = 10_000
+"""Faults in one schedule: hours of back-to-back faults; more is a mistake in the intervals."""
 
 
 @dataclass(frozen=True)
@@ -66,8 +69,15 @@ class Schedule:
             raise ConfigError(f"schedule mode {mode!r}: expected one of {', '.join(MODES)}")
         if not faults:
             raise ConfigError("a schedule needs at least one fault")
-        if interval_s <= 0 or fault_duration_s <= 0 or duration_s <= 0:
-            raise ConfigError("schedule duration_s, interval_s and fault_duration_s must be positive")
+        for what, seconds in (
+            ("duration_s", duration_s),
+            ("interval_s", interval_s),
+            ("fault_duration_s", fault_duration_s),
+        ):
+            if not 0 < seconds <= MAX_DURATION_S:  # also false for NaN
+                raise ConfigError(
+                    f"schedule {what} must be above 0 and at most {MAX_DURATION_S}, got {seconds}"
+                )
         for name, params in faults:
             make_fault(name, params)  # fail at planning time on an unknown fault or param
         rng = random.Random(seed)
@@ -78,6 +88,11 @@ class Schedule:
             stop = round(start + fault_duration_s, 3)
             if stop > duration_s:
                 break
+            if len(entries) == MAX_ENTRIES:
+                raise ConfigError(
+                    f"the schedule would hold more than {MAX_ENTRIES} faults: "
+                    "make interval_s or fault_duration_s longer, or the duration shorter"
+                )
             name, params = rng.choice(faults) if mode == "mix" else faults[len(entries) % len(faults)]
             entries.append(ScheduleEntry(start, stop, name, dict(params)))
             now = stop
@@ -99,16 +114,19 @@ class Schedule:
                         dict(raw.get("params", {})),
                     )
                 )
-            except (KeyError, TypeError, ValueError) as exc:
+            except (KeyError, TypeError, ValueError, OverflowError) as exc:
                 raise ConfigError(
                     f"schedule entry {i}: needs start_s, stop_s, fault (and params): {exc}"
                 ) from None
-            if not 0 <= entry.start_s < entry.stop_s:
+            if not 0 <= entry.start_s < entry.stop_s <= 2 * MAX_DURATION_S:  # false for NaN too
                 raise ConfigError(
-                    f"schedule entry {i}: needs 0 <= start_s < stop_s, got {entry.start_s}, {entry.stop_s}"
+                    f"schedule entry {i}: needs 0 <= start_s < stop_s <= {2 * MAX_DURATION_S}, "
+                    f"got {entry.start_s}, {entry.stop_s}"
                 )
             make_fault(entry.fault, entry.params)
             built.append(entry)
+            if len(built) > MAX_ENTRIES:
+                raise ConfigError(f"a schedule holds at most {MAX_ENTRIES} faults")
         return cls(tuple(sorted(built, key=lambda e: e.start_s)))
 
     def to_json(self) -> list[dict[str, Any]]:

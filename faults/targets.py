@@ -21,12 +21,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from faults.base import coerce_int, text_param
 from harness.cluster import KafkaCluster
 from harness.errors import ClusterError, TargetError
 from harness.services import Node
 from harness.zkstate import ClusterSnapshot
 
 KEYWORDS = ("leader", "controller", "one", "minority", "majority", "all", "zookeeper")
+MAX_PARTITION = 2**31 - 1  # Kafka numbers partitions with 32-bit integers
 
 
 def broker_name(broker_id: int) -> str:
@@ -154,9 +156,13 @@ class Targeted:
     def __init__(
         self, *, target: str | None = None, topic: str | None = None, partition: int | str | None = None
     ) -> None:
-        self.target = validate_target(target if target is not None else self.default_target)
-        self.topic = topic
-        self.partition = int(partition) if partition is not None else None
+        self.target = validate_target(
+            text_param("target", target if target is not None else self.default_target)
+        )
+        self.topic = text_param("topic", topic) if topic is not None else None
+        self.partition = (
+            coerce_int("partition", partition, low=0, high=MAX_PARTITION) if partition is not None else None
+        )
         self.targets: list[str] = []
         self.detail: dict[str, Any] = {}
         self._nodes: list[Node] = []

@@ -1,19 +1,23 @@
 """The kafka-chaos error tree.
 
 Every error this project raises on purpose is a ``HarnessError``; third-party errors (Docker,
-kazoo, librdkafka, Spark) are translated into one of these where they enter our code, so the CLI
-can print one clear message and exit 2 instead of a traceback.
+kazoo, librdkafka, Spark, PyYAML, tarfile) are translated into one of these where they enter our
+code, so the CLI can print one clear line and exit 2 instead of a traceback. Exit 1 is kept for
+the one verdict of failure (a promised guarantee or an expectation did not hold) and is never an
+error's code. Any other exception that reaches the CLI is a bug of kafka-chaos: exit 3, with its
+traceback in a log file (see `harness.app.cli`).
 
     HarnessError
     ├── InputError            the user gave us something unusable (exit 2)
-    │   ├── ConfigError       a broker override, scenario field or CLI option is wrong
+    │   ├── ConfigError       a broker override, scenario field, CLI option, fault param or
+    │   │                     environment variable is wrong
     │   ├── HistoryError      a run directory or history file breaks HISTORY_FORMAT.md
     │   └── TargetError       a fault target does not exist in the live cluster
     ├── EnvironmentError_     Docker engine, image, Java or Spark is missing (exit 2)
     ├── SparkError            a Spark job failed or its JVM died (not bad input: exit 2)
-    ├── ClusterError          a container or cluster operation failed
+    ├── ClusterError          a container or cluster operation failed (exit 2)
     │   └── ReadinessTimeout  a wait condition was not met in time (shows state and logs)
-    └── FaultError            a fault could not be started or healed
+    └── FaultError            a fault could not be started or healed (exit 2)
 """
 
 from __future__ import annotations

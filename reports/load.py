@@ -2,7 +2,9 @@
 
 Only the small files are read (never writes.jsonl / reads.jsonl): per-second series come from
 result.json. Everything is turned into small frozen dataclasses so the renderers never touch raw
-JSON. Unusable input raises HistoryError (with path and line) or InputError.
+JSON; every field they use is checked here (or, for run.json and the JSONL files, by
+`harness.history`) as it is read. Unusable input raises HistoryError (with path, line and field)
+or InputError.
 """
 
 from __future__ import annotations
@@ -12,12 +14,23 @@ from pathlib import Path
 from typing import Any
 
 from harness.anomaly_kinds import COUNT_KEYS, KIND_IDS
-from harness.errors import HistoryError, InputError
+from harness.errors import InputError
 from harness.events import FaultWindow, fault_windows
-from harness.history import CLUSTER, FAULTS, RESULT, iter_jsonl, load_run_json, read_json_object
+from harness.history import (
+    ACKS_MODES,
+    FAULTS,
+    RESULT,
+    iter_cluster_samples,
+    iter_fault_events,
+    load_run_json,
+    read_json_object,
+)
+from harness.history_fields import Fields
+from harness.limits import MAX_RUN_NS, brief
 
 RESULT_FORMATS = (1,)
 NS = 1_000_000_000
+MAX_T_S = MAX_RUN_NS // NS
 
 
 @dataclass(frozen=True)
@@ -163,11 +176,51 @@ def load_info(root: Path) -> RunInfo:
     )
 
 
-def _need(obj: dict[str, Any], key: str, kind: type | tuple[type, ...], path: Path, where: str) -> Any:
-    value = obj.get(key)
-    if not isinstance(value, kind) or (isinstance(value, bool) and kind is int):
-        raise HistoryError(f"{where}.{key} is missing or not the expected type", str(path))
-    return value
+def _counts(fields: Fields) -> dict[str, int | None]:
+    """One acks mode's counts; null where that kind's checker failed (result.json's `errors`)."""
+    return {k: fields.integer(k) if k in fields.obj else 0 for k in COUNT_KEYS}
+
+
+def _series_row(r: Fields) -> SeriesRow:
+    return SeriesRow(
+        acks=_acks(r),
+        t_s=r.integer("t_s", 0, MAX_T_S, required=True) or 0,
+        acked=r.integer("acked") or 0,
+        failed=r.integer("failed") or 0,
+        indeterminate=r.integer("indeterminate") or 0,
+        lost=r.integer("lost") or 0,
+        divergent=r.integer("divergent") or 0,
+        p50_ms=r.number("latency_p50_ms"),
+        p99_ms=r.number("latency_p99_ms"),
+        max_ms=r.number("latency_max_ms"),
+    )
+
+
+def _acks(r: Fields) -> str:
+    acks = r.text("acks", required=True)
+    if acks not in ACKS_MODES:
+        raise r.fail("acks", f"one of {', '.join(ACKS_MODES)}", acks)
+    return acks
+
+
+def _latency_row(r: Fields) -> dict[str, Any]:
+    _acks(r)
+    r.flag("during_fault")
+    r.integer("count")
+    for key in ("p50_ms", "p99_ms", "max_ms"):
+        r.number(key)
+    for key in ("error_rate", "indeterminate_rate"):
+        r.number(key, 0.0, 1.0)
+    return r.obj
+
+
+def _recovery_row(r: Fields) -> dict[str, Any]:
+    r.text("fault")
+    r.text("acks")
+    r.time_ns("start_ns")
+    r.time_ns("first_ok_ns")
+    r.number("recovery_ms")
+    return r.obj
 
 
 def load_result(root: Path) -> Result:
@@ -178,108 +231,83 @@ def load_result(root: Path) -> Result:
         )
     raw = read_json_object(path)
     fmt = raw.get("result_format")
-    if fmt not in RESULT_FORMATS:
+    if fmt not in RESULT_FORMATS or isinstance(fmt, bool):
         known = ", ".join(str(f) for f in RESULT_FORMATS)
         raise InputError(
-            f"{path}: unknown result_format {fmt!r}; this kafka-chaos reads result format {known}"
+            f"{path}: unknown result_format {brief(fmt)}; this kafka-chaos reads result format {known}"
         )
-    acks_raw = _need(raw, "acks", dict, path, "result")
-    acks = {
-        str(mode): {k: _opt_int(counts[k]) if k in counts else 0 for k in COUNT_KEYS}
-        for mode, counts in acks_raw.items()
-        if isinstance(counts, dict)
-    }
+    top = Fields(raw, path)
+    acks_fields = top.child("acks", required=True)
+    for mode in acks_fields.obj:
+        if mode not in ACKS_MODES:
+            raise acks_fields.fail(mode, f"acks modes {', '.join(ACKS_MODES)} only", mode)
+    acks = {mode: _counts(acks_fields.child(mode, required=True)) for mode in acks_fields.obj}
     guarantees = tuple(
         Guarantee(
-            id=str(_need(g, "id", str, path, "guarantees[]")),
-            topic=str(g.get("topic", "")),
-            acks=str(g.get("acks", "")),
-            promise=str(g.get("promise", "")),
-            promised=bool(g.get("promised", False)),
-            verdict=str(_need(g, "verdict", str, path, "guarantees[]")),
-            reason=str(g.get("reason", "")),
+            id=g.text("id", required=True) or "",
+            topic=g.text("topic") or "",
+            acks=g.text("acks") or "",
+            promise=g.text("promise") or "",
+            promised=bool(g.flag("promised")),
+            verdict=g.text("verdict", required=True) or "",
+            reason=g.text("reason") or "",
         )
-        for g in _need(raw, "guarantees", list, path, "result")
+        for g in top.children("guarantees", required=True)
     )
-    anomalies_raw = _obj(raw.get("anomalies"))
+    anomalies_fields = top.child("anomalies")
     anomalies = []
     for kind in KIND_IDS:
-        a = _obj(anomalies_raw.get(kind))
-        examples = tuple(e for e in a.get("examples", []) if isinstance(e, dict))
-        error = a.get("error")
-        count = _opt_int(a.get("count")) if error else int(a.get("count", 0))
-        anomalies.append(
-            Anomalies(
-                kind, count, examples, bool(a.get("examples_capped", False)), str(error) if error else None
-            )
-        )
-    avail = _obj(raw.get("availability"))
-    series = tuple(
-        SeriesRow(
-            acks=str(r.get("acks")),
-            t_s=int(r.get("t_s", 0)),
-            acked=int(r.get("acked", 0)),
-            failed=int(r.get("failed", 0)),
-            indeterminate=int(r.get("indeterminate", 0)),
-            lost=int(r.get("lost", 0)),
-            divergent=int(r.get("divergent", 0)),
-            p50_ms=_opt_float(r.get("latency_p50_ms")),
-            p99_ms=_opt_float(r.get("latency_p99_ms")),
-            max_ms=_opt_float(r.get("latency_max_ms")),
-        )
-        for r in avail.get("series", [])
-        if isinstance(r, dict)
-    )
+        a = anomalies_fields.child(kind)
+        examples = tuple(e.obj for e in a.children("examples"))
+        error = a.text("error")
+        count = a.integer("count") if error else a.integer("count") or 0
+        anomalies.append(Anomalies(kind, count, examples, bool(a.flag("examples_capped")), error))
+    avail = top.child("availability")
     return Result(
-        valid=bool(_need(raw, "valid", bool, path, "result")),
-        complete=bool(_need(raw, "complete", bool, path, "result")),
-        unexpected=int(raw.get("unexpected", 0)),
-        checked_at=str(raw.get("checked_at", "")),
+        valid=bool(top.flag("valid", required=True)),
+        complete=bool(top.flag("complete", required=True)),
+        unexpected=top.integer("unexpected") or 0,
+        checked_at=top.text("checked_at") or "",
         incomplete_partitions=tuple(
-            (str(p.get("topic")), int(p.get("partition", -1)))
-            for p in raw.get("incomplete_partitions", [])
-            if isinstance(p, dict)
+            (p.text("topic", required=True) or "", p.integer("partition", required=True) or 0)
+            for p in top.children("incomplete_partitions")
         ),
         acks=acks,
-        topics=tuple(t for t in raw.get("topics", []) if isinstance(t, dict)),
+        topics=tuple(t.obj for t in top.children("topics")),
         guarantees=guarantees,
         anomalies=tuple(anomalies),
-        series=series,
-        latency=tuple(r for r in avail.get("latency", []) if isinstance(r, dict)),
-        recovery=tuple(r for r in avail.get("recovery", []) if isinstance(r, dict)),
+        series=tuple(_series_row(r) for r in avail.children("series")),
+        latency=tuple(_latency_row(r) for r in avail.children("latency")),
+        recovery=tuple(_recovery_row(r) for r in avail.children("recovery")),
         errors=tuple(
-            (str(e.get("kind")), str(e.get("error"))) for e in raw.get("errors", []) if isinstance(e, dict)
+            (e.text("kind", required=True) or "", e.text("error", required=True) or "")
+            for e in top.children("errors")
         ),
     )
 
 
 def load_faults(root: Path) -> tuple[FaultWindow, ...]:
     path = root / FAULTS
-    return tuple(fault_windows(iter_jsonl(path, required=False), str(path)))
+    return tuple(fault_windows(iter_fault_events(root), str(path)))
 
 
-def _sample(ev: dict[str, Any], path: Path, line: int) -> ClusterSample:
-    t = ev.get("time_ns")
-    if not isinstance(t, int):
-        raise HistoryError("a cluster sample needs an integer time_ns", str(path), line)
-    parts: dict[tuple[str, int], PartitionState] = {}
-    for p in ev.get("partitions", []) or []:
-        if isinstance(p, dict) and isinstance(p.get("topic"), str) and isinstance(p.get("partition"), int):
-            isr = tuple(int(b) for b in p.get("isr", []) or [])
-            parts[(p["topic"], p["partition"])] = PartitionState(
-                _opt_int(p.get("leader")), _opt_int(p.get("leader_epoch")), isr
-            )
-    live = tuple(sorted(int(b) for b in ev.get("live_brokers", []) or []))
-    return ClusterSample(t, _opt_int(ev.get("controller")), live, parts)
+def _sample(ev: dict[str, Any]) -> ClusterSample:
+    parts = {
+        (p["topic"], p["partition"]): PartitionState(
+            p.get("leader"), p.get("leader_epoch"), tuple(p.get("isr") or ())
+        )
+        for p in ev.get("partitions") or []
+    }
+    live = tuple(sorted(ev.get("live_brokers") or ()))
+    return ClusterSample(ev["time_ns"], ev.get("controller"), live, parts)
 
 
 def load_cluster(root: Path) -> tuple[ClusterSample, ...]:
     """Cluster samples, keeping only those that changed something (and the last one, for the end)."""
-    path = root / CLUSTER
     kept: list[ClusterSample] = []
     last: ClusterSample | None = None
-    for line, ev in iter_jsonl(path, required=False):
-        sample = _sample(ev, path, line)
+    for _, ev in iter_cluster_samples(root):
+        sample = _sample(ev)
         if last is None or (sample.controller, sample.live_brokers, sample.partitions) != (
             last.controller,
             last.live_brokers,

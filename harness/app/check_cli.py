@@ -11,6 +11,7 @@ import typer
 from checkers.check import check_run
 from checkers.class_archive import build
 from harness.anomaly_kinds import ANOMALY_COUNTS
+from harness.app.crash import note_run_dir
 from harness.errors import SparkError
 from harness.history import RESULT
 
@@ -53,6 +54,7 @@ def check(
     as_json: bool = typer.Option(False, "--json", help="Print the whole result.json instead of a summary."),
 ) -> None:
     """Check a run's history on Spark: anomalies, guarantees, availability. Exit 1 if a guarantee failed."""
+    note_run_dir(run_dir)
     result = check_run(run_dir, master)
     typer.echo(json.dumps(result, indent=2) if as_json else _summary(result, run_dir))
     if result["errors"]:  # could not judge every guarantee: not a verdict

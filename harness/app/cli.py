@@ -1,17 +1,27 @@
 """The `kchaos` command line.
 
 Each area registers its own commands (`register(app)` in `harness/app/*_cli.py`), so this module only
-assembles them and turns our errors into one clear line and an exit code: 0 fine, 1 a guarantee
-or expectation failed, 2 bad input or the experiment could not run, 130 interrupted.
+assembles them and turns every way a command can end into an exit code a CI job can act on:
+
+    0    every promised guarantee (and expectation) held
+    1    a promise broke: a guarantee or expectation did not hold (the only verdict of failure)
+    2    no verdict: bad input (one line names the file, line, field, option or variable), or the
+         experiment could not run (Docker, Spark, the cluster), or its output could not be written
+    3    no verdict: a bug in kafka-chaos (one line names the log holding the traceback)
+    130  interrupted (Ctrl-C or SIGTERM)
+
+A crash never exits 1: whatever the input, an unexpected exception is ours to fix, not Kafka's.
 """
 
 from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 import typer
 from rich.text import Text
+from typer.core import TyperGroup
 
 from harness.app import (
     check_cli,
@@ -23,10 +33,24 @@ from harness.app import (
     workload_cli,
 )
 from harness.app.console import make_console
+from harness.app.crash import log_crash, note_run_dir
 from harness.errors import HarnessError
+
+
+class _Commands(TyperGroup):
+    """Typer's command group, except that an EOFError raised by a command stays an error: typer
+    would print "Aborted!" and exit 1, the code of a broken promise."""
+
+    def invoke(self, ctx: Any) -> Any:  # a click Context, which typer does not export
+        try:
+            return super().invoke(ctx)
+        except EOFError as exc:
+            raise RuntimeError(f"EOFError: {exc}") from exc
+
 
 app = typer.Typer(
     name="kchaos",
+    cls=_Commands,
     help="Chaos testing for real Apache Kafka clusters.",
     no_args_is_help=True,
     add_completion=False,
@@ -39,24 +63,45 @@ for _module in (env_cli, cluster_cli, workload_cli, fault_cli, check_cli, report
     _module.register(app)
 
 
+INTERNAL_ERROR = 3
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI and return its exit code (also the console-script entry point)."""
+    args = list(argv) if argv is not None else sys.argv[1:]
+    note_run_dir(None)
     try:
         # Standalone mode: typer reports usage errors itself (exit 2) and exits via SystemExit.
-        app(args=list(argv) if argv is not None else None, prog_name="kchaos")
+        app(args=args, prog_name="kchaos")
     except SystemExit as exc:
         code = exc.code
         if code == 130:  # typer turns Ctrl-C into exit 130 without a word
             err_console.print("interrupted")
+        if code == 1 and isinstance(exc.__context__, BrokenPipeError):  # typer's exit for a closed stdout
+            _print_error("output closed before it was all written (broken pipe)")
+            return 2
         return code if isinstance(code, int) else (0 if code is None else 2)
     except HarnessError as exc:
-        # Whole, on one line (for grep and copy), and literal: the message may quote a history file.
-        err_console.print(Text.assemble(("error:", "bold red"), " ", str(exc)), soft_wrap=True)
+        _print_error(str(exc))
         return exc.exit_code
     except KeyboardInterrupt:
         err_console.print("interrupted")
         return 130
+    except Exception as exc:  # anything else is a bug of ours, whatever the input was
+        log = log_crash(exc, args)
+        where = f"traceback in {log}" if log is not None else "traceback above"
+        reason = (str(exc).strip().splitlines() or [""])[0][:200]
+        _print_error(
+            f"internal error (a kafka-chaos bug, please report it): {type(exc).__name__}"
+            f"{': ' + reason if reason else ''}; {where}"
+        )
+        return INTERNAL_ERROR
     return 0
+
+
+def _print_error(message: str) -> None:
+    # Whole, on one line (for grep and copy), and literal: the message may quote a history file.
+    err_console.print(Text.assemble(("error:", "bold red"), " ", message), soft_wrap=True)
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ import typer
 from rich.text import Text
 
 from harness import docker_env
+from harness.app import options
 from harness.app.console import make_console
 from harness.app.signals import terminate_as_interrupt
 from harness.app.smoke import run_smoke
@@ -16,6 +17,7 @@ from harness.history import new_run_id
 from harness.zkstate import ClusterSnapshot
 
 console = make_console()
+MAX_SMOKE_MESSAGES = 10_000_000
 cluster_app = typer.Typer(help="Start, inspect and stop clusters.", no_args_is_help=True)
 
 
@@ -44,6 +46,7 @@ def parse_overrides(pairs: list[str]) -> dict[str, ConfigValue]:
 @cluster_app.command()
 def smoke(messages: int = typer.Option(1000, help="Writes to send with acks=all.")) -> None:
     """Start 3 brokers + ZooKeeper, write and read back messages, print the state, tear down."""
+    options.integer("--messages", messages, 1, MAX_SMOKE_MESSAGES)
     with terminate_as_interrupt():
         result = run_smoke(messages)
     print_state(result.state)

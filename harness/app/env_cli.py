@@ -24,7 +24,7 @@ images_app = typer.Typer(help="Build the Kafka image.", no_args_is_help=True)
 
 
 def doctor() -> None:
-    """Check the Docker engine, images, Java and Spark, and say what to do about what is missing."""
+    """Check the Docker engine, images, Java and Spark, and say what to do about what is missing (exit 2)."""
     problems = 0
 
     def report(ok: bool, what: str, detail: str, fix: str = "") -> None:
@@ -78,7 +78,7 @@ def doctor() -> None:
         shutil.which("npm") or "not found",
         "apt-get install npm",
     )
-    raise typer.Exit(1 if problems else 0)
+    raise typer.Exit(2 if problems else 0)  # something missing: nothing could be judged, no verdict
 
 
 def _report_kernel(report: Callable[[bool, str, str, str], None], image: str) -> None:

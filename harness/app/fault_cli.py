@@ -12,11 +12,13 @@ from faults.base import available, make_fault, params_help
 from faults.leftovers import heal_leftovers
 from faults.links import kernel_capabilities
 from faults.process import REJOIN_TIMEOUT_S
+from harness.app import options
 from harness.app.cluster_cli import print_state
 from harness.app.console import make_console
 from harness.app.signals import terminate_as_interrupt
 from harness.cluster import KafkaCluster
 from harness.errors import ClusterError, ConfigError, FaultError, ReadinessTimeout
+from harness.limits import MAX_DURATION_S, MAX_SEED
 
 console = make_console()
 
@@ -57,16 +59,17 @@ def run_fault(
         "--target",
         help="leader, controller, one, minority, majority, all, zookeeper, or node names (kafka-1,zk-1).",
     ),
-    duration: float = typer.Option(
-        15.0, "--duration", min=0, help="Seconds to hold the fault before healing."
-    ),
+    duration: float = typer.Option(15.0, "--duration", help="Seconds to hold the fault before healing."),
     param: list[str] = typer.Option(
         [], "--param", help="Fault param KEY=VALUE (repeatable), e.g. shape=halves."
     ),
     seed: int = typer.Option(None, "--seed", help="Seed for random target choices (default: random)."),
-    settle: float = typer.Option(60.0, "--settle", min=0, help="Seconds to wait for full ISR after healing."),
+    settle: float = typer.Option(60.0, "--settle", help="Seconds to wait for full ISR after healing."),
 ) -> None:
     """Start one fault against a running cluster, hold it (Ctrl-C heals early), heal, show the state."""
+    options.number("--duration", duration, 0.0, MAX_DURATION_S)
+    options.number("--settle", settle, 0.0, MAX_DURATION_S)
+    options.integer("--seed", seed, 0, MAX_SEED)
     params = _parse_params(param)
     if target is not None:
         params["target"] = target

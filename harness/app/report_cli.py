@@ -6,6 +6,7 @@ from pathlib import Path
 
 import typer
 
+from harness.app.crash import note_run_dir
 from reports.index import write_index
 from reports.write import write_report
 
@@ -17,6 +18,7 @@ def report(
     ),
 ) -> None:
     """Write RUN_DIR/report/index.html (+ junit.xml, summary.json), or with --index an index of runs."""
+    note_run_dir(None if index else path)
     target = write_index(path) if index else write_report(path)
     typer.echo(str(target))
 

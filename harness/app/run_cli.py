@@ -10,16 +10,21 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
+from harness.app import options
 from harness.app.console import make_console
+from harness.app.crash import note_run_dir
 from harness.app.progress import Progress
 from harness.app.runner import RunOutcome, run_scenario
 from harness.app.scenario import builtin_scenarios, load_scenario
 from harness.app.signals import terminate_as_interrupt
 from harness.errors import ConfigError, HarnessError
+from harness.history import ACKS_MODES
+from harness.limits import MAX_DURATION_S, MAX_SEED, brief
 from harness.workload import Workload
 from reports import write_index
 
 console = make_console()
+MAX_BUDGET_S = 365 * 24 * 3600
 
 
 def scenarios() -> None:
@@ -85,8 +90,11 @@ def run(
     budget: float = typer.Option(3600.0, help="With --matrix: stop starting runs after this many seconds."),
 ) -> None:
     """Run a chaos experiment end to end: cluster, workload, faults, heal, final read, check, report."""
+    options.number("--duration", duration, 1.0, MAX_DURATION_S)
+    options.integer("--seed", seed, 0, MAX_SEED)
     if not matrix:
         loaded = load_scenario(scenario)
+        options.output_dir("--out", out)
         progress = Progress(console)
 
         def tick(workload: Workload, left: float, status: str) -> None:
@@ -111,16 +119,25 @@ def _run_matrix(
     master: str | None,
     budget_s: float,
 ) -> int:
+    options.number("--budget", budget_s, 0.0, MAX_BUDGET_S)
     try:
         seed_list = [int(s) for s in seeds.split(",") if s.strip()]
     except ValueError:
-        raise ConfigError(f"--seeds {seeds!r}: expected comma-separated integers") from None
+        raise ConfigError(f"--seeds {brief(seeds)}: expected comma-separated integers") from None
+    for one in seed_list:
+        options.integer("--seeds", one, 0, MAX_SEED)
     loaded = [load_scenario(n.strip()) for n in names.split(",") if n.strip()]
     acks_list = [
         tuple(a.strip() for a in group.split(",") if a.strip())
         for group in acks_sets.split(";")
         if group.strip()
     ]
+    if not seed_list or not loaded or not acks_list or any(a not in ACKS_MODES for g in acks_list for a in g):
+        raise ConfigError(
+            f"--matrix needs scenarios, --seeds and --acks-sets of {', '.join(ACKS_MODES)}; "
+            f"got {brief(names)}, {brief(seeds)}, {brief(acks_sets)}"
+        )
+    options.output_dir("--out", out)
     combos = [(s, a, seed) for s in loaded for a in acks_list for seed in seed_list]
     console.print(
         f"matrix: {len(combos)} runs "
@@ -147,6 +164,7 @@ def _run_matrix(
             worst = max(worst, outcome.exit_code)
             if outcome.interrupted:
                 break  # Ctrl-C ends the matrix after the run it cut short was checked
+    note_run_dir(None)  # what follows is about all runs, not the last one
     if skipped:
         console.print(f"{skipped} runs skipped: the {budget_s:.0f} s budget was used up", style="yellow")
     console.print(f"index: {write_index(out)}")

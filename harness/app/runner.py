@@ -14,6 +14,7 @@ from typing import Any
 
 from checkers import check_run
 from faults.schedule import Nemesis, Schedule, ScheduleEntry
+from harness.app.crash import note_run_dir
 from harness.app.scenario import FaultPlan, Scenario
 from harness.cluster import KafkaCluster
 from harness.experiment import ExperimentResult, run_experiment
@@ -98,6 +99,7 @@ def run_scenario(
     }
     run_id = new_run_id(scenario.name)
     rundir = RunDir(out / run_id)
+    note_run_dir(rundir.root)
     status: dict[str, Callable[[], str]] = {}
 
     @contextlib.contextmanager

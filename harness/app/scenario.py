@@ -8,6 +8,7 @@ live in `harness/app/scenarios/*.yaml`; see README "Scenario format".
 from __future__ import annotations
 
 import difflib
+import math
 import operator
 import re
 from collections.abc import Callable, Mapping
@@ -15,17 +16,31 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from faults import make_fault
 from harness.anomaly_kinds import COUNT_KEYS
+from harness.app.yamlfile import read_yaml
 from harness.cluster import ClusterSpec
 from harness.errors import ConfigError
 from harness.experiment import ExperimentSpec
 from harness.history import ACKS_MODES
+from harness.limits import (
+    MAX_DURATION_S,
+    MAX_INT64,
+    MAX_MESSAGE_BYTES,
+    MAX_PARTITIONS,
+    MAX_PRODUCERS,
+    MAX_RATE,
+    MAX_SEED,
+    brief,
+    finite,
+    whole,
+)
 from harness.workload import WorkloadSpec
 
 BUILTIN_DIR = Path(__file__).resolve().parent / "scenarios"
+MAX_NAME = 100  # a scenario's name goes into its run directory's name
+MAX_TEXT = 10_000
+_HEAP = re.compile(r"[1-9][0-9]{0,6}[kmgKMG]")
 _OPERATORS: dict[str, Callable[[Any, Any], bool]] = {
     "==": operator.eq,
     "!=": operator.ne,
@@ -36,7 +51,7 @@ _OPERATORS: dict[str, Callable[[Any, Any], bool]] = {
 }
 _EXPECTATION = re.compile(
     r"^\s*(?:acks=(?P<acks>0|1|all)\s+)?(?P<metric>[a-z]+)\s*(?P<op>==|!=|<=|>=|<|>)\s*"
-    r"(?P<value>\d+|true|false)\s*$"
+    r"(?P<value>\d{1,18}|true|false)\s*$"
 )
 
 
@@ -94,9 +109,10 @@ class _Fields:
             raise _fail(path or "scenario", f"expected a mapping, got {type(data).__name__}")
         for key in data:
             if key not in allowed:
-                close = difflib.get_close_matches(str(key), allowed, n=1)
+                name = str(key)[:MAX_NAME]
+                close = difflib.get_close_matches(name, allowed, n=1)
                 hint = f" (did you mean {close[0]!r}?)" if close else f"; allowed: {', '.join(allowed)}"
-                raise _fail(self._join(path, str(key)), f"unknown field{hint}")
+                raise _fail(self._join(path, name), f"unknown field{hint}")
         self.data, self.path = data, path
 
     @staticmethod
@@ -112,23 +128,53 @@ class _Fields:
             value = None  # YAML's yes/no must not pass as a number
         if not isinstance(value, kinds):
             names = " or ".join(k.__name__ for k in kinds)
-            raise _fail(self._join(self.path, key), f"expected {names}, got {self.data.get(key)!r}")
+            raise _fail(self._join(self.path, key), f"expected {names}, got {brief(self.data.get(key))}")
         return value
 
-    def number(self, key: str, default: float, minimum: float = 0.0) -> float:
-        value = float(self.get(key, (int, float), default))
-        if value < minimum:
-            raise _fail(self._join(self.path, key), f"must be at least {minimum:g}, got {value:g}")
+    def text(
+        self, key: str, default: Any, longest: int = MAX_TEXT, pattern: re.Pattern[str] | None = None
+    ) -> Any:
+        """A string field: at most `longest` characters, no control characters, matching `pattern`."""
+        value = self.get(key, str, default)
+        if value is default:
+            return default
+        where = self._join(self.path, key)
+        if len(value) > longest:
+            raise _fail(where, f"longer than {longest} characters")
+        if any(ord(c) < 32 or ord(c) == 127 for c in value):
+            raise _fail(where, f"control characters are not allowed, got {brief(value)}")
+        if pattern is not None and not pattern.fullmatch(value):
+            raise _fail(where, f"expected {pattern.pattern}, got {brief(value)}")
         return value
+
+    def number(self, key: str, default: float, minimum: float, maximum: float) -> float:
+        if key not in self.data:
+            return default
+        return finite(self._join(self.path, key), self.data[key], minimum, maximum)
+
+    def integer(self, key: str, default: int, minimum: int, maximum: int) -> int:
+        if key not in self.data:
+            return default
+        return whole(self._join(self.path, key), self.data[key], minimum, maximum)
 
     def mapping(self, key: str) -> dict[str, Any]:
-        return dict(self.get(key, dict, {}))
+        """A mapping of settings or params: string keys, scalar values (numbers finite)."""
+        items = dict(self.get(key, dict, {}))
+        for name, value in items.items():
+            where = self._join(self._join(self.path, key), str(name))
+            if not isinstance(name, str):
+                raise _fail(where, f"keys must be strings, got {brief(name)}")
+            if isinstance(value, float):
+                finite(where, value, -math.inf, math.inf)
+            elif not isinstance(value, str | int | bool):
+                raise _fail(where, f"expected a string, number or boolean, got {brief(value)}")
+        return items
 
 
 def _acks_list(value: Any, path: str) -> tuple[str, ...]:
-    items = [str(v) for v in value] if isinstance(value, list) else None
-    if not items or any(v not in ACKS_MODES for v in items):
-        raise _fail(path, f"expected a non-empty list of {', '.join(ACKS_MODES)}, got {value!r}")
+    items = [str(v) for v in value if isinstance(v, str | int)] if isinstance(value, list) else []
+    if not items or len(items) != len(value) or any(v not in ACKS_MODES for v in items):
+        raise _fail(path, f"expected a non-empty list of {', '.join(ACKS_MODES)}, got {brief(value)}")
     return tuple(items)
 
 
@@ -137,7 +183,7 @@ def _fault_plan(data: Any) -> FaultPlan:
     entries: list[tuple[str, dict[str, Any]]] = []
     for i, item in enumerate(f.get("faults", list, [])):
         entry = _Fields(item, f"faults.faults[{i}]", ("name", "params"))
-        name, params = entry.get("name", str, None), entry.mapping("params")
+        name, params = entry.text("name", None, MAX_NAME), entry.mapping("params")
         if name is None:
             raise _fail(f"faults.faults[{i}].name", "required")
         _checked(make_fault, f"faults.faults[{i}]", name, params)
@@ -145,14 +191,14 @@ def _fault_plan(data: Any) -> FaultPlan:
     schedule: list[dict[str, Any]] = []
     for i, item in enumerate(f.get("schedule", list, [])):
         entry = _Fields(item, f"faults.schedule[{i}]", ("at_s", "duration_s", "fault", "params"))
-        name, params = entry.get("fault", str, None), entry.mapping("params")
+        name, params = entry.text("fault", None, MAX_NAME), entry.mapping("params")
         if name is None:
             raise _fail(f"faults.schedule[{i}].fault", "required")
         _checked(make_fault, f"faults.schedule[{i}]", name, params)
         schedule.append(
             {
-                "at_s": entry.number("at_s", 0.0),
-                "duration_s": entry.number("duration_s", 10.0, 0.1),
+                "at_s": entry.number("at_s", 0.0, 0.0, MAX_DURATION_S),
+                "duration_s": entry.number("duration_s", 10.0, 0.1, MAX_DURATION_S),
                 "fault": name,
                 "params": params,
             }
@@ -160,11 +206,15 @@ def _fault_plan(data: Any) -> FaultPlan:
     default_mode = "schedule" if schedule else ("sequence" if entries else "none")
     mode = f.get("mode", str, default_mode)
     if mode not in ("none", "sequence", "mix", "schedule"):
-        raise _fail("faults.mode", f"expected none, sequence, mix or schedule, got {mode!r}")
+        raise _fail("faults.mode", f"expected none, sequence, mix or schedule, got {brief(mode)}")
     if mode in ("sequence", "mix") and not entries:
         raise _fail("faults.faults", f"mode {mode!r} needs at least one fault")
     return FaultPlan(
-        mode, entries, schedule, f.number("interval_s", 10.0, 0.1), f.number("fault_duration_s", 10.0, 0.1)
+        mode,
+        entries,
+        schedule,
+        f.number("interval_s", 10.0, 0.1, MAX_DURATION_S),
+        f.number("fault_duration_s", 10.0, 0.1, MAX_DURATION_S),
     )
 
 
@@ -179,22 +229,22 @@ def parse_scenario(data: Any, source: str) -> Scenario:
     top = _Fields(
         data, "", ("name", "description", "duration_s", "seed", "cluster", "workload", "faults", "expect")
     )
-    name = top.get("name", str, None) or Path(source).stem
+    name = top.text("name", None, MAX_NAME) or Path(source).stem
     c = _Fields(
         top.data.get("cluster"),
         "cluster",
         ("brokers", "zookeepers", "broker_config", "image", "kafka", "base_image", "heap"),
     )
-    kafka = c.get("kafka", str, None)
+    kafka = c.text("kafka", None)
     cluster = _checked_value(
         lambda: ClusterSpec(
-            brokers=int(c.number("brokers", 3, 1)),
-            zookeepers=int(c.number("zookeepers", 1, 1)),
+            brokers=c.integer("brokers", 3, 1, MAX_INT64),  # ClusterSpec says how many it can start
+            zookeepers=c.integer("zookeepers", 1, 1, MAX_INT64),
             broker_config=c.mapping("broker_config"),
-            image=c.get("image", str, None),
+            image=c.text("image", None),
             kafka_dist=Path(kafka) if kafka else None,
-            heap=c.get("heap", str, "256m"),
-            **({"base_image": c.get("base_image", str, None)} if "base_image" in c.data else {}),
+            heap=c.text("heap", "256m", pattern=_HEAP),
+            **({"base_image": c.text("base_image", None)} if "base_image" in c.data else {}),
         ),
         "cluster",
     )
@@ -216,14 +266,14 @@ def parse_scenario(data: Any, source: str) -> Scenario:
     workload = _checked_value(
         lambda: WorkloadSpec(
             acks=_acks_list(w.data["acks"], "workload.acks") if "acks" in w.data else ACKS_MODES,
-            producers_per_mode=int(w.number("producers_per_mode", 1, 1)),
-            partitions=int(w.number("partitions", 3, 1)),
-            replication_factor=int(w.number("replication_factor", min(3, cluster.brokers), 1)),
-            rate_per_s=w.number("rate_per_s", 200.0),
-            message_size=int(w.number("message_size", 0)),
+            producers_per_mode=w.integer("producers_per_mode", 1, 1, MAX_PRODUCERS),
+            partitions=w.integer("partitions", 3, 1, MAX_PARTITIONS),
+            replication_factor=w.integer("replication_factor", min(3, cluster.brokers), 1, MAX_INT64),
+            rate_per_s=w.number("rate_per_s", 200.0, 0.0, MAX_RATE),
+            message_size=w.integer("message_size", 0, 0, MAX_MESSAGE_BYTES),
             producer_config=w.mapping("producer_config"),
             topic_config=w.mapping("topic_config"),
-            live_consumers=int(w.number("live_consumers", 1)),
+            live_consumers=w.integer("live_consumers", 1, 0, MAX_PRODUCERS),
         ),
         "workload",
     )
@@ -234,11 +284,11 @@ def parse_scenario(data: Any, source: str) -> Scenario:
         )
     expectations = []
     for i, text in enumerate(top.get("expect", list, [])):
-        match = _EXPECTATION.match(str(text))
+        match = _EXPECTATION.match(text) if isinstance(text, str) else None
         if not match or match["metric"] not in (*COUNT_KEYS, "unexpected", "valid", "complete"):
             raise _fail(
                 f"expect[{i}]",
-                f"cannot read {text!r}; expected e.g. 'acks=all lost == 0' "
+                f"cannot read {brief(text)}; expected e.g. 'acks=all lost == 0' "
                 f"with a metric among {', '.join(COUNT_KEYS)}, or 'unexpected == 0', 'complete == true'",
             )
         raw = match["value"]
@@ -253,12 +303,14 @@ def parse_scenario(data: Any, source: str) -> Scenario:
         )
     experiment = ExperimentSpec(
         name=name,
-        duration_s=top.number("duration_s", 60.0, 1.0),
-        seed=int(top.number("seed", 0)),
+        duration_s=top.number("duration_s", 60.0, 1.0, MAX_DURATION_S),
+        seed=top.integer("seed", 0, 0, MAX_SEED),
         cluster=cluster,
         workload=workload,
     )
-    description = " ".join(str(top.get("description", str, "")).split())
+    description = " ".join(top.get("description", str, "").split())
+    if len(description) > MAX_TEXT:
+        raise _fail("description", f"longer than {MAX_TEXT} characters")
     return Scenario(name, description, source, experiment, _fault_plan(top.data.get("faults")), expectations)
 
 
@@ -273,24 +325,26 @@ def _checked_value(build: Callable[[], Any], path: str) -> Any:
 def load_scenario(name_or_path: str) -> Scenario:
     """A built-in scenario by name, or a YAML file by path."""
     path = Path(name_or_path)
-    if not path.is_file():
+    if not _is_file(path):
         builtin = BUILTIN_DIR / f"{name_or_path}.yaml"
-        if not builtin.is_file():
+        if not _is_file(builtin):
             known = ", ".join(sorted(p.stem for p in BUILTIN_DIR.glob("*.yaml")))
             raise ConfigError(
-                f"{name_or_path!r} is neither a scenario file nor a built-in scenario ({known})"
+                f"{brief(name_or_path)} is neither a scenario file nor a built-in scenario ({known})"
             )
         path = builtin
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f":{mark.line + 1}" if mark is not None else ""
-        raise ConfigError(f"{path}{where}: not valid YAML ({getattr(exc, 'problem', exc)})") from None
+    data = read_yaml(path)
     try:
         return parse_scenario(data, str(path))
     except ConfigError as exc:
         raise ConfigError(f"{path}: {exc}") from None
+
+
+def _is_file(path: Path) -> bool:
+    try:
+        return path.is_file()
+    except OSError:  # a name too long for the filesystem is no file either
+        return False
 
 
 def builtin_scenarios() -> list[Scenario]:

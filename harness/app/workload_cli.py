@@ -6,14 +6,16 @@ from pathlib import Path
 
 import typer
 
+from harness.app import options
 from harness.app.cluster_cli import parse_overrides
 from harness.app.console import make_console
+from harness.app.crash import note_run_dir
 from harness.app.progress import Progress, summary_table
 from harness.app.signals import terminate_as_interrupt
 from harness.cluster import ClusterSpec
-from harness.errors import ConfigError
 from harness.experiment import ExperimentSpec, run_experiment
 from harness.history import RunDir, new_run_id
+from harness.limits import MAX_DURATION_S, MAX_MESSAGE_BYTES, MAX_PRODUCERS, MAX_RATE
 from harness.workload import Workload, WorkloadSpec
 
 console = make_console()
@@ -34,8 +36,10 @@ def workload(
     image: str = typer.Option(None, help="A kchaos/kafka image tag (default: build from the default Kafka)."),
 ) -> None:
     """Run producers under each acks mode and consumers against a fresh cluster, with no faults."""
-    if duration <= 0:
-        raise ConfigError("--duration must be positive")
+    options.number("--duration", duration, 1.0, MAX_DURATION_S)
+    options.number("--rate", rate, 0.0, MAX_RATE)
+    options.integer("--producers", producers, 1, MAX_PRODUCERS)
+    options.integer("--message-size", message_size, 0, MAX_MESSAGE_BYTES)
     spec = ExperimentSpec(
         name="workload",
         duration_s=duration,
@@ -49,8 +53,10 @@ def workload(
             replication_factor=min(3, brokers),
         ),
     )
+    options.output_dir("--out", out)
     run_id = new_run_id("workload")
     rundir = RunDir(out / run_id)
+    note_run_dir(rundir.root)
     console.print(f"run directory: {rundir.root}")
     last: dict[str, Workload] = {}
     progress = Progress(console)

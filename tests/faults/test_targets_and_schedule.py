@@ -3,6 +3,7 @@ and the schedule's determinism."""
 
 from __future__ import annotations
 
+import math
 import random
 import re
 from itertools import pairwise
@@ -107,7 +108,7 @@ def test_registry_and_param_validation() -> None:
         make_fault("slow", {"rate": 5})
     with pytest.raises(ConfigError, match=r"shape.*must be one of isolate"):
         make_fault("partition", {"shape": "square"})
-    with pytest.raises(ConfigError, match=r"probability.*between 0\.0 and 1\.0"):
+    with pytest.raises(ConfigError, match=r"probability.*expected a number from 0 to 1, got 2"):
         make_fault("lossy", {"probability": "2"})
     with pytest.raises(ConfigError, match="unknown fault 'melt'; known faults: kill"):
         make_fault("melt", {})
@@ -140,6 +141,26 @@ def test_schedule_validation() -> None:
         Schedule.generate(1, 60, FAULTS, 5, 5, mode="shuffle")
     with pytest.raises(ConfigError, match="start_s < stop_s"):
         Schedule.from_entries([{"start_s": 5, "stop_s": 5, "fault": "kill"}])
+    for stop in (math.inf, math.nan, 10**400):
+        with pytest.raises(ConfigError, match="schedule entry 0"):
+            Schedule.from_entries([{"start_s": 5, "stop_s": stop, "fault": "kill"}])
+
+
+@pytest.mark.parametrize(
+    ("duration_s", "interval_s", "fault_duration_s"),
+    [(math.inf, 5, 5), (math.nan, 5, 5), (60, math.nan, 5), (60, 5, math.inf), (1e300, 5, 5)],
+)
+def test_generate_rejects_endless_schedules(
+    duration_s: float, interval_s: float, fault_duration_s: float
+) -> None:
+    # Each of these used to loop until memory ran out.
+    with pytest.raises(ConfigError, match="must be above 0 and at most 604800"):
+        Schedule.generate(1, duration_s, FAULTS, interval_s, fault_duration_s)
+
+
+def test_generate_caps_the_number_of_faults() -> None:
+    with pytest.raises(ConfigError, match="more than 10000 faults"):
+        Schedule.generate(1, 604800, FAULTS, 0.1, 0.1)
     explicit = Schedule.from_entries(
         [
             {"start_s": 9, "stop_s": 12, "fault": "pause"},

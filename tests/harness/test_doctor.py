@@ -29,7 +29,7 @@ def test_doctor_reports_what_the_kernel_offers_link_faults(
     offered = lines[0].split(": offers ", 1)[1].split(";")[0]
     assert lines[0].startswith("ok") and {"tbf", "statistic"} <= set(offered.split(", ")), out
     assert "netem" in offered or "no delay or jitter" in lines[0], out
-    assert code == (1 if "MISSING" in out else 0), out
+    assert code == (2 if "MISSING" in out else 0), out
     assert not _probe_containers()
 
 

@@ -301,7 +301,7 @@ def test_load_run_json_errors(tmp_path: Path) -> None:
     with pytest.raises(HistoryError, match="unknown format 99; this kafka-chaos reads format 1"):
         load_run_json(tmp_path)
     (tmp_path / "run.json").write_text(json.dumps({"format": FORMAT, "topics": [{"name": "t", "acks": "2"}]}))
-    with pytest.raises(HistoryError, match=r"topics\[0\]\.acks is '2'"):
+    with pytest.raises(HistoryError, match=r"field 'topics\[0\]\.acks': expected one of 0, 1, all, got '2'"):
         load_run_json(tmp_path)
 
 

@@ -38,7 +38,45 @@ def test_every_builtin_scenario_parses_and_describes_itself() -> None:
     ("document", "message"),
     [
         ({"cluster": {"brokrs": 3}}, "cluster.brokrs: unknown field (did you mean 'brokers'?)"),
-        ({"cluster": {"brokers": "three"}}, "cluster.brokers: expected int or float, got 'three'"),
+        ({"cluster": {"brokers": "three"}}, "cluster.brokers: expected an integer, got 'three'"),
+        ({"cluster": {"brokers": 2.5}}, "cluster.brokers: expected an integer, got 2.5"),
+        ({"cluster": {"brokers": float("nan")}}, "cluster.brokers: expected an integer, got nan"),
+        ({"seed": float("nan")}, "seed: expected an integer, got nan"),
+        ({"duration_s": float("inf")}, "duration_s: expected a finite number, got inf"),
+        ({"duration_s": 1e300}, "duration_s: expected a number from 1 to 604800, got 1e+300"),
+        ({"workload": {"rate_per_s": True}}, "workload.rate_per_s: expected a number, got True"),
+        ({"faults": {"interval_s": float("nan")}}, "faults.interval_s: expected a finite number, got nan"),
+        ({"cluster": {"heap": "256m -Dx=1"}}, "cluster.heap: expected"),
+        ({"cluster": {"kafka": "a\x00b"}}, "cluster.kafka: control characters are not allowed"),
+        ({"cluster": {"broker_config": {"x": [1]}}}, "cluster.broker_config.x: expected a string, number"),
+        ({"workload": {"producer_config": {1: "x"}}}, "workload.producer_config.1: keys must be strings"),
+        ({"name": "n" * 101}, "name: longer than 100 characters"),
+        ({"expect": [{"lost": 0}]}, "expect[0]: cannot read {'lost': 0}"),
+        ({"expect": ["lost == " + "9" * 30]}, "expect[0]: cannot read"),
+        (
+            {"faults": {"schedule": [{"fault": "kill", "params": {"target": 5}}]}},
+            "faults.schedule[0]: fault 'kill': param 'target': expected text, got 5",
+        ),
+        (
+            {"faults": {"schedule": [{"fault": "kill", "params": {"partition": float("inf")}}]}},
+            "faults.schedule[0].params.partition: expected a finite number, got inf",
+        ),
+        (
+            {"faults": {"schedule": [{"fault": "kill", "params": {"partition": 1.5}}]}},
+            "faults.schedule[0]: fault 'kill': param 'partition': expected an integer, got 1.5",
+        ),
+        (
+            {"faults": {"faults": [{"name": "partition", "params": {"shape": 5}}]}},
+            "faults.faults[0]: fault 'partition': param 'shape' must be one of",
+        ),
+        (
+            {"faults": {"faults": [{"name": "rolling-restart", "params": {"kill": 5}}]}},
+            "param 'kill': expected true or false, got 5",
+        ),
+        (
+            {"faults": {"faults": [{"name": "lossy", "params": {"probability": "nan"}}]}},
+            "param 'probability': expected a finite number, got nan",
+        ),
         ({"workload": {"acks": ["2"]}}, "workload.acks: expected a non-empty list of 0, 1, all"),
         (
             {"workload": {"replication_factor": 5}},
@@ -54,7 +92,7 @@ def test_every_builtin_scenario_parses_and_describes_itself() -> None:
             "faults.schedule[0]:",
         ),
         ({"expect": ["acks=all lost is zero"]}, "expect[0]: cannot read 'acks=all lost is zero'"),
-        ({"duration_s": 0}, "duration_s: must be at least 1"),
+        ({"duration_s": 0}, "duration_s: expected a number from 1 to 604800, got 0"),
         ({"cluster": {"broker_config": {"broker.id": 5}}, "name": "x"}, None),  # checked at cluster start
     ],
 )
@@ -104,3 +142,33 @@ def test_expectations_evaluate_against_a_result() -> None:
     )
     result = {"complete": True, "acks": {"all": {"lost": 0}, "1": {"lost": 0}}}
     assert [e.evaluate(result) for e in scenario.expectations] == [(True, 0), (False, 0), (True, True)]
+
+
+BOMB = b"a: &a [x, x, x, x, x, x, x, x, x, x]\n" + b"".join(
+    f"{n}: &{n} [{', '.join([f'*{p}'] * 10)}]\n".encode() for p, n in zip("abcdefg", "bcdefgh", strict=True)
+)
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"name: x\ndescription: caf\xe9\n", "case.yaml:2: not UTF-8 (byte 0xe9)"),
+        (b"name: x\n" + b"#" * (1024 * 1024) + b"\n", "case.yaml: larger than 1024 KiB"),
+        (BOMB + b"name: x\n", "case.yaml: more than 100000 values once its aliases are expanded"),
+        (b"name: x\nseed: 2024-13-01\n", "case.yaml: not valid YAML (month must be in 1..12)"),
+        (b"name: x\nseed: !!int x\n", "case.yaml: not valid YAML (invalid literal for int()"),
+        (b"name: x\nexpect: " + b"[" * 10_000 + b"]" * 10_000 + b"\n", "case.yaml: nested too deeply"),
+        (b"name: x\ndescription: a\x00b\n", "case.yaml:2: not valid YAML (special characters"),
+    ],
+)
+def test_hostile_scenario_files_are_one_clear_error(tmp_path: Path, content: bytes, message: str) -> None:
+    path = tmp_path / "case.yaml"
+    path.write_bytes(content)
+    with pytest.raises(ConfigError) as caught:
+        load_scenario(str(path))
+    assert str(caught.value).startswith(str(tmp_path / message)), caught.value
+
+
+def test_a_scenario_name_too_long_for_a_file_is_no_crash() -> None:
+    with pytest.raises(ConfigError, match="is neither a scenario file nor a built-in scenario"):
+        load_scenario("x" * 5000)

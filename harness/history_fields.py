@@ -1,0 +1,205 @@
+"""What readers may trust of the run directory's JSON: run.json, faults.jsonl, cluster.jsonl, and
+(through `Fields`, used by the reports) check/result.json.
+
+Each field a checker or a report uses is checked once, here or with `Fields`, as the file is read:
+its type, its range (times within a run's length, counts that fit memory) and, for the broker,
+topic and producer settings that decide which guarantees are promised, that they mean something
+(`min.insync.replicas` an integer, `unclean.leader.election.enable` true or false). A problem is a
+HistoryError naming the file, the line for JSON Lines, and the field. Fields nobody reads are left
+alone, as HISTORY_FORMAT.md allows extra ones; an absent or null optional field reads as None.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from harness.errors import HistoryError
+from harness.limits import MAX_DURATION_S, MAX_INT64, MAX_PARTITIONS, MAX_RUN_NS, brief
+
+ACKS_MODES = ("0", "1", "all")
+MAX_TOPICS = 1000
+MAX_NODES = 1000  # brokers, ZooKeeper nodes, replicas
+MAX_VERSION = 64  # characters of a Kafka version: its numbers are read as integers
+MAX_BROKER_ID = 2**31 - 1
+INT_SETTINGS = ("min.insync.replicas", "max.in.flight.requests.per.connection")
+"""Broker, topic and producer settings that guarantees are derived from: integers of at least 1."""
+BOOL_SETTINGS = ("unclean.leader.election.enable", "enable.idempotence")
+"""... and those that are true or false."""
+_INT_TEXT = re.compile(r"\s*[0-9]{1,9}\s*")
+
+
+def setting_problem(name: str, value: Any) -> str | None:
+    """What a broker, topic or producer setting should be instead, or None when it is fine."""
+    if isinstance(value, dict | list) or value is None:
+        return "a string, number or boolean"
+    text = str(value).lower() if isinstance(value, bool) else str(value)
+    if name in INT_SETTINGS and not (_INT_TEXT.fullmatch(text) and int(text) >= 1):
+        return "an integer of at least 1"
+    if name in BOOL_SETTINGS and text.strip().lower() not in ("true", "false"):
+        return "true or false"
+    return None
+
+
+class Fields:
+    """Typed, range-checked access to one JSON object of a history file. `field` is the object's
+    own place (`availability.series[3]`), so errors name the file, the line and the whole field."""
+
+    def __init__(self, obj: Any, path: Path, field: str = "", line: int | None = None) -> None:
+        self.path, self.field, self.line = path, field, line
+        if not isinstance(obj, dict):
+            raise self.fail("", "an object", obj)
+        self.obj: dict[str, Any] = obj
+
+    def fail(self, key: str, expected: str, value: Any) -> HistoryError:
+        name = ".".join(p for p in (self.field, key) if p) or "the value"
+        return HistoryError(
+            f"field {name!r}: expected {expected}, got {brief(value)}", str(self.path), self.line
+        )
+
+    def _get(self, key: str, required: bool, expected: str) -> Any:
+        value = self.obj.get(key)
+        if value is None and required:
+            raise self.fail(key, expected, value)
+        return value
+
+    def integer(self, key: str, low: int = 0, high: int = MAX_INT64, required: bool = False) -> int | None:
+        expected = f"an integer from {low} to {high}"
+        value = self._get(key, required, expected)
+        if value is not None and (
+            isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high
+        ):
+            raise self.fail(key, expected, value)
+        return value
+
+    def number(self, key: str, low: float = 0.0, high: float = 1e15, required: bool = False) -> float | None:
+        """A number (JSON's are finite: `harness.strictjson`) from `low` to `high`, as a float."""
+        expected = f"a number from {low:g} to {high:g}"
+        value = self._get(key, required, expected)
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int | float) or not low <= value <= high:
+            raise self.fail(key, expected, value)
+        return float(value)
+
+    def text(self, key: str, required: bool = False, longest: int | None = None) -> str | None:
+        expected = "a string" + (f" of at most {longest} characters" if longest else "")
+        value = self._get(key, required, expected)
+        if value is not None and not (isinstance(value, str) and (longest is None or len(value) <= longest)):
+            raise self.fail(key, expected, value)
+        return value
+
+    def flag(self, key: str, required: bool = False) -> bool | None:
+        value = self._get(key, required, "true or false")
+        if value is not None and not isinstance(value, bool):
+            raise self.fail(key, "true or false", value)
+        return value
+
+    def time_ns(self, key: str, required: bool = False) -> int | None:
+        """Nanoseconds of the run clock: from 0 to the longest run's end (MAX_RUN_NS)."""
+        return self.integer(key, 0, MAX_RUN_NS, required)
+
+    def child(self, key: str, required: bool = False) -> Fields:
+        """A nested object (an absent optional one reads as empty)."""
+        value = self._get(key, required, "an object")
+        return Fields({} if value is None else value, self.path, self._name(key), self.line)
+
+    def items(self, key: str, required: bool = False) -> list[Any]:
+        value = self._get(key, required, "a list")
+        if value is not None and not isinstance(value, list):
+            raise self.fail(key, "a list", value)
+        return value or []
+
+    def children(self, key: str, required: bool = False) -> list[Fields]:
+        """A list of objects, each as Fields."""
+        return [
+            Fields(item, self.path, f"{self._name(key)}[{i}]", self.line)
+            for i, item in enumerate(self.items(key, required))
+        ]
+
+    def int_list(self, key: str, low: int, high: int, longest: int) -> tuple[int, ...]:
+        values = self.items(key)
+        if len(values) > longest or not all(
+            isinstance(v, int) and not isinstance(v, bool) and low <= v <= high for v in values
+        ):
+            raise self.fail(key, f"a list of at most {longest} integers from {low} to {high}", values)
+        return tuple(values)
+
+    def settings(self, key: str) -> dict[str, Any]:
+        """Broker, topic or producer settings: scalars, the ones guarantees depend on checked."""
+        settings = self.child(key)
+        for name, value in settings.obj.items():
+            if (expected := setting_problem(name, value)) is not None:
+                raise settings.fail(name, expected, value)
+        return settings.obj
+
+    def _name(self, key: str) -> str:
+        return f"{self.field}.{key}" if self.field else key
+
+
+def check_run(run: dict[str, Any], path: Path) -> None:
+    """run.json beyond its format number: every field a reader uses; topics' acks become strings."""
+    top = Fields(run, path)
+    topics = top.children("topics", required=True)
+    if not topics or len(topics) > MAX_TOPICS:
+        raise top.fail("topics", f"a non-empty list of at most {MAX_TOPICS} topics", run["topics"])
+    names: set[str] = set()
+    for topic in topics:
+        name = topic.text("name", required=True)
+        if not name or name in names:
+            raise topic.fail("name", "a name no other topic has", name)
+        names.add(name)
+        acks = topic.obj.get("acks")
+        if isinstance(acks, bool) or not isinstance(acks, str | int) or str(acks) not in ACKS_MODES:
+            raise topic.fail("acks", f"one of {', '.join(ACKS_MODES)}", acks)
+        topic.obj["acks"] = str(acks)
+        topic.integer("partitions", 1, MAX_PARTITIONS)
+        topic.integer("replication_factor", 1, MAX_NODES)
+        topic.settings("config")
+        topic.settings("producer")
+    for key in ("run_id", "scenario", "started_at"):
+        top.text(key)
+    seed = run.get("seed")
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int | str)):
+        raise top.fail("seed", "an integer", seed)
+    top.number("duration_s", 0, MAX_DURATION_S)
+    kafka = top.child("kafka")
+    kafka.text("version", longest=MAX_VERSION)
+    kafka.text("image")
+    cluster = top.child("cluster")
+    cluster.integer("brokers", 1, MAX_NODES)
+    cluster.integer("zookeepers", 1, MAX_NODES)
+    cluster.settings("broker_config")
+    top.settings("producer")
+
+
+def check_fault_event(event: dict[str, Any], path: Path, line: int) -> None:
+    """A line of faults.jsonl: time_ns, fault, phase start|stop, targets (names), detail (object),
+    and where written, the id its start and stop share and the start's description."""
+    fields = Fields(event, path, line=line)
+    fields.time_ns("time_ns", required=True)
+    fields.integer("id")
+    fields.text("description")
+    fields.text("fault", required=True)
+    if event.get("phase") not in ("start", "stop"):
+        raise fields.fail("phase", "start or stop", event.get("phase"))
+    if not all(isinstance(t, str) for t in fields.items("targets")):
+        raise fields.fail("targets", "a list of node names", event.get("targets"))
+    fields.child("detail")
+
+
+def check_cluster_sample(event: dict[str, Any], path: Path, line: int) -> None:
+    """A line of cluster.jsonl: time_ns, controller, live_brokers and per-partition leader and ISR."""
+    fields = Fields(event, path, line=line)
+    fields.time_ns("time_ns", required=True)
+    fields.integer("controller", -1, MAX_BROKER_ID)
+    fields.int_list("live_brokers", 0, MAX_BROKER_ID, MAX_NODES)
+    if len(fields.items("partitions")) > MAX_PARTITIONS:
+        raise fields.fail("partitions", f"at most {MAX_PARTITIONS} partitions", "a longer list")
+    for p in fields.children("partitions"):
+        p.text("topic", required=True)
+        p.integer("partition", 0, MAX_PARTITIONS, required=True)
+        p.integer("leader", -1, MAX_BROKER_ID)
+        p.integer("leader_epoch", -1, MAX_INT64)
+        p.int_list("isr", 0, MAX_BROKER_ID, MAX_NODES)
