@@ -21,6 +21,7 @@ from typing import Any
 
 import typer
 from rich.text import Text
+from typer._click.exceptions import ClickException, NoArgsIsHelpError, UsageError
 from typer.core import TyperGroup
 
 from harness.app import (
@@ -71,12 +72,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = list(argv) if argv is not None else sys.argv[1:]
     note_run_dir(None)
     try:
-        # Standalone mode: typer reports usage errors itself (exit 2) and exits via SystemExit.
-        app(args=args, prog_name="kchaos")
-    except SystemExit as exc:
-        code = exc.code
+        # Not standalone: usage errors come here, to be said on one line like every other error.
+        code = app(args=args, prog_name="kchaos", standalone_mode=False)
         if code == 130:  # typer turns Ctrl-C into exit 130 without a word
             err_console.print("interrupted")
+        return code if isinstance(code, int) else 0
+    except NoArgsIsHelpError as exc:
+        exc.show()  # `kchaos` alone: the help
+        return 2
+    except UsageError as exc:
+        command = exc.ctx.command_path if exc.ctx is not None else "kchaos"
+        _print_error(f"{exc.format_message()} (see `{command} --help`)")
+        return 2
+    except ClickException as exc:
+        _print_error(exc.format_message())
+        return 2
+    except typer.Abort:
+        err_console.print("interrupted")
+        return 130
+    except SystemExit as exc:
+        code = exc.code
         if code == 1 and isinstance(exc.__context__, BrokenPipeError):  # typer's exit for a closed stdout
             _print_error("output closed before it was all written (broken pipe)")
             return 2

@@ -293,3 +293,21 @@ def test_a_run_directory_the_check_cannot_write_in_exits_2_before_spark(
     monkeypatch.setattr("checkers.check.get_spark", _reached)
     code, err = _one_error_line(capsys, ["check", str(run)])
     assert code == 2 and f"{run}: this user cannot write in it" in err, err
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (
+            ["run", "--duration", "abc", "baseline"],
+            "error: Invalid value for '--duration': Input should be a valid number, unable to parse "
+            "string as a number (see `kchaos run --help`)",
+        ),
+        (["runn"], "error: No such command 'runn'. Did you mean 'run'? (see `kchaos --help`)"),
+        (["check", "--masterr", "x"], "error: No such option: --masterr (see `kchaos check --help`)"),
+    ],
+)
+def test_a_usage_error_is_one_line_too(
+    guarded: Path, capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+) -> None:
+    assert _one_error_line(capsys, argv) == (2, message + "\n")
