@@ -304,7 +304,10 @@ def test_a_run_directory_the_check_cannot_write_in_exits_2_before_spark(
             "string as a number (see `kchaos run --help`)",
         ),
         (["runn"], "error: No such command 'runn'. Did you mean 'run'? (see `kchaos --help`)"),
-        (["check", "--masterr", "x"], "error: No such option: --masterr (see `kchaos check --help`)"),
+        (
+            ["check", "--masterr", "x"],
+            "error: No such option: --masterr (Possible options: --master) (see `kchaos check --help`)",
+        ),
     ],
 )
 def test_a_usage_error_is_one_line_too(
