@@ -13,12 +13,14 @@ from rich.text import Text
 from harness.app import options
 from harness.app.console import make_console
 from harness.app.crash import note_run_dir
+from harness.app.plain_summary import plain_summary
 from harness.app.progress import Progress
 from harness.app.runner import RunOutcome, run_scenario
 from harness.app.scenario import builtin_scenarios, load_scenario
 from harness.app.signals import terminate_as_interrupt
 from harness.errors import ConfigError, HarnessError
-from harness.history import ACKS_MODES
+from harness.events import fault_windows
+from harness.history import ACKS_MODES, FAULTS, iter_fault_events
 from harness.limits import MAX_DURATION_S, MAX_SEED, brief
 from harness.workload import Workload
 from reports import write_index
@@ -68,6 +70,10 @@ def _print_outcome(outcome: RunOutcome) -> None:
     verdict = Text("PASS", style="green") if outcome.exit_code == 0 else Text("FAIL", style="red")
     interrupted = " (interrupted)" if outcome.interrupted else ""
     console.print(Text.assemble(verdict, f"{interrupted}  phases {outcome.phases_s}"))
+    faults_path = outcome.rundir.root / FAULTS
+    windows = fault_windows(iter_fault_events(outcome.rundir.root), str(faults_path))
+    for line in plain_summary(result, windows, outcome.exit_code):
+        console.print(line, soft_wrap=True)
 
 
 def run(

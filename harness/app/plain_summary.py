@@ -1,0 +1,72 @@
+"""Three lines a newcomer understands at the end of `kchaos run`: what was broken, which promises
+held, which broke and why, and that a FAIL is Kafka's, not the tool's."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from harness.events import FaultWindow
+
+# What each guarantee's counts mean in one phrase, for "0 of 10,117 acknowledged writes lost".
+_EVIDENCE: dict[str, tuple[tuple[str, ...], str, str]] = {
+    "no-lost-acked-writes": (("lost", "divergent"), "acked", "acknowledged writes lost or overwritten"),
+    "no-phantom-writes": (("phantom",), "failed", "failed writes read anyway"),
+    "no-duplicates": (("duplicated",), "attempted", "writes duplicated"),
+    "per-partition-order": (("reordered",), "acked", "acknowledged writes reordered"),
+}
+
+_HEADLINE = ("no-lost-acked-writes", "per-partition-order", "no-duplicates")
+
+
+def plain_summary(result: Mapping[str, Any], faults: Sequence[FaultWindow], exit_code: int) -> list[str]:
+    """What happened, what held, what broke: three lines from result.json and the fault windows."""
+    guarantees = [g for g in result.get("guarantees", []) if g.get("promised")]
+    # Held: the promises about acknowledged writes (the rest, when none of those was made).
+    held = [g for g in guarantees if g.get("verdict") == "held"]
+    held = [g for g in held if g.get("id") in _HEADLINE] or held
+    broke = [g for g in guarantees if g.get("verdict") == "violated"]
+    seen = [g for g in result.get("guarantees", []) if not g.get("promised") and _counts(result, g)[0]]
+    writing = ", ".join(f"acks={mode}" for mode, n in result.get("acks", {}).items() if n.get("attempted"))
+    if broke:
+        outcome = (
+            "Broke: " + "; ".join(_phrase(result, g) for g in broke) + ". FAIL means Kafka broke a "
+            "promise this configuration makes; kafka-chaos itself ran correctly."
+        )
+    else:
+        outcome = "Broke: nothing Kafka promised"
+        if seen:
+            outcome += " (not promised here, but seen: " + "; ".join(_phrase(result, g) for g in seen) + ")"
+        outcome += "." if exit_code == 0 else "; the FAIL is a scenario expectation or an incomplete check."
+    return [
+        f"What happened: {_faults(faults)} while producers wrote under {writing or 'no acks mode'}.",
+        "Held: " + ("; ".join(_phrase(result, g) for g in held) or "no promise was judged held") + ".",
+        outcome,
+    ]
+
+
+def _faults(faults: Sequence[FaultWindow]) -> str:
+    if not faults:
+        return "no faults"
+    kinds = Counter(f"{w.fault} {w.detail['shape']}" if "shape" in w.detail else w.fault for w in faults)
+    return f"{len(faults)} faults ({', '.join(f'{n}x {kind}' for kind, n in sorted(kinds.items()))})"
+
+
+def _counts(result: Mapping[str, Any], guarantee: Mapping[str, Any]) -> tuple[int, int]:
+    """The guarantee's anomaly count and what it is out of, for its topic (0, 0 when it has none)."""
+    if str(guarantee.get("id")) not in _EVIDENCE:
+        return 0, 0
+    counts, base, _ = _EVIDENCE[str(guarantee["id"])]
+    topics: list[Mapping[str, Any]] = result.get("topics", [])
+    topic = next((t for t in topics if t.get("topic") == guarantee.get("topic")), {})
+    return sum(int(topic.get(c) or 0) for c in counts), int(topic.get(base) or 0)
+
+
+def _phrase(result: Mapping[str, Any], guarantee: Mapping[str, Any]) -> str:
+    """`acks=all: 0 of 10,117 acknowledged writes lost or overwritten`, or the promise itself."""
+    acks = f"acks={guarantee.get('acks')}"
+    if str(guarantee.get("id")) not in _EVIDENCE:
+        return f"{acks}: {guarantee.get('promise')}"
+    found, out_of = _counts(result, guarantee)
+    return f"{acks}: {found:,} of {out_of:,} {_EVIDENCE[str(guarantee['id'])][2]}"
