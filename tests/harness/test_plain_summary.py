@@ -43,7 +43,8 @@ def test_a_kept_promise_and_a_loss_that_was_not_promised() -> None:
         0,
     )
     assert lines == [
-        "What happened: 3 faults (1x kill, 2x partition isolate) while producers wrote under acks=all, acks=1.",
+        "What happened: 3 faults (1x kill, 2x partition isolate) while producers wrote under "
+        "acks=all, acks=1.",
         "Held: acks=all: 0 of 10,117 acknowledged writes lost or overwritten.",
         "Broke: nothing Kafka promised (not promised here, but seen: acks=1: 1,709 of 11,255 acknowledged "
         "writes lost or overwritten).",
