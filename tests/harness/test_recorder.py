@@ -77,6 +77,26 @@ class FakeProducer:
         return len(self.accepted)
 
 
+def stopped_after(
+    client: FakeProducer,
+    monkeypatch: pytest.MonkeyPatch,
+    path: Path,
+    condition: Callable[[ProducerProcess], tuple[bool, str]],
+    what: str,
+) -> ProducerProcess:
+    """A producer process on `client`, recording to `path`, started, stopped once `condition` holds
+    and joined: it must have ended by itself, without an error."""
+    monkeypatch.setattr(harness.producer, "Producer", lambda config: client)
+    with HistoryWriter(path) as writer:
+        producer = ProducerProcess("p-1-0", "t-1", 2, "1", {"retries": 0}, writer, RunClock())
+        producer.start()
+        wait_until(lambda: condition(producer), what=what, timeout_s=10, interval_s=0.01)
+        producer.stop()
+        producer.join(10)
+    assert not producer.running and producer.error is None
+    return producer
+
+
 @pytest.mark.parametrize("process", ["p-all-0", 'odd "name" \\ é %d %%'])
 def test_recorder_writes_the_format_s_write_events_for_every_outcome(
     process: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -195,20 +215,10 @@ def test_a_stopped_process_completes_every_write_it_invoked(
 ) -> None:
     client = FakeProducer({})
     client.queue_full_once.clear()
-    monkeypatch.setattr(harness.producer, "Producer", lambda config: client)
     path = tmp_path / "writes.jsonl"
-    with HistoryWriter(path) as writer:
-        producer = ProducerProcess("p-1-0", "t-1", 2, "1", {"retries": 0}, writer, RunClock())
-        producer.start()
-        wait_until(
-            lambda: (producer.counts.attempted >= 1000, str(producer.counts)),
-            what="1000 writes",
-            timeout_s=10,
-            interval_s=0.01,
-        )
-        producer.stop()
-        producer.join(10)
-    assert not producer.running and producer.error is None
+    producer = stopped_after(
+        client, monkeypatch, path, lambda p: (p.counts.attempted >= 1000, str(p.counts)), "1000 writes"
+    )
     counts = producer.counts
     assert counts.completed == counts.attempted >= 1000
     recorded = Counter(json.loads(line)["type"] for line in path.read_text().splitlines())
@@ -284,19 +294,13 @@ def test_a_write_waiting_on_a_full_queue_fails_when_the_process_stops(
 
     client.produce = always_full  # type: ignore[method-assign]
     client.poll = poll_and_count  # type: ignore[method-assign]
-    monkeypatch.setattr(harness.producer, "Producer", lambda config: client)
     path = tmp_path / "writes.jsonl"
-    with HistoryWriter(path) as writer:
-        producer = ProducerProcess("p-1-0", "t-1", 2, "1", {"retries": 0}, writer, RunClock())
-        producer.start()
-        wait_until(
-            lambda: (len(polls_while_full) >= 3, f"{len(polls_while_full)} polls"),
-            what="the first write to wait on the full queue",
-            timeout_s=10,
-            interval_s=0.01,
-        )
-        producer.stop()
-        producer.join(10)
-    assert not producer.running and producer.error is None
+    stopped_after(
+        client,
+        monkeypatch,
+        path,
+        lambda _: (len(polls_while_full) >= 3, f"{len(polls_while_full)} polls"),
+        "the first write to wait on the full queue",
+    )
     events = [json.loads(line) for line in path.read_text().splitlines()]
     assert [(e["type"], e.get("error")) for e in events] == [("invoke", None), ("fail", "_QUEUE_FULL")]
