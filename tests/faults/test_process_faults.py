@@ -86,3 +86,27 @@ def test_rolling_restart_restarts_every_broker_and_ends_with_full_isr(cluster: K
     assert all(_started_at(cluster, name) != started for name, started in before.items())
     state = cluster.state([TOPIC])
     assert state.live_brokers == (1, 2, 3) and all(p.isr_full for p in state.partitions)
+
+
+def test_overlapping_process_faults_heal_in_any_order(cluster: KafkaCluster) -> None:
+    # Each heal waits for its own broker only: the first one must not fail on the brokers another
+    # fault still holds down (it did: "kafka-2 exited during startup").
+    make_topic(cluster)
+    faults = {
+        name: make_fault(kind, {"target": name})
+        for name, kind in (("kafka-1", "kill"), ("kafka-2", "kill"), ("kafka-3", "pause"))
+    }
+    for fault in faults.values():
+        fault.start(cluster, random.Random(1))
+    try:
+        assert [cluster.node(n).status() for n in faults] == ["exited", "exited", "paused"]
+        faults["kafka-1"].heal(cluster)  # while kafka-2 is dead and kafka-3 frozen
+        assert 1 in cluster.state([TOPIC]).live_brokers
+        assert cluster.node("kafka-2").status() == "exited"
+        faults["kafka-3"].heal(cluster)
+        assert cluster.node("kafka-3").status() == "running"
+    finally:
+        for fault in faults.values():
+            fault.heal(cluster)  # idempotent: a second heal of a healed fault does nothing
+    state = cluster.wait_for_isr([TOPIC], timeout_s=90)
+    assert state.live_brokers == (1, 2, 3) and p0(state).isr_full
