@@ -17,6 +17,7 @@ from faults.schedule import Nemesis, Schedule, ScheduleEntry
 from harness.app.crash import note_run_dir
 from harness.app.scenario import FaultPlan, Scenario
 from harness.cluster import KafkaCluster
+from harness.errors import ConfigError
 from harness.experiment import ExperimentResult, run_experiment
 from harness.history import EXPECTATIONS, HistoryWriter, RunClock, RunDir, new_run_id, write_atomic
 from harness.workload import Workload
@@ -65,7 +66,7 @@ def build_schedule(plan: FaultPlan, seed: int, duration_s: float) -> Schedule | 
             ScheduleEntry(e["at_s"], e["at_s"] + e["duration_s"], e["fault"], e["params"])
             for e in plan.schedule
         )
-    return Schedule.generate(
+    schedule = Schedule.generate(
         seed=seed,
         duration_s=duration_s,
         faults=plan.faults,
@@ -73,6 +74,14 @@ def build_schedule(plan: FaultPlan, seed: int, duration_s: float) -> Schedule | 
         fault_duration_s=plan.fault_duration_s,
         mode=plan.mode,
     )
+    if not schedule.entries:  # a chaos run without chaos would pass for a kept promise
+        earliest, latest = plan.interval_s * 0.5, plan.interval_s * 1.5
+        raise ConfigError(
+            f"no fault fits in {duration_s:g} s: the first starts {earliest:g}-{latest:g} s in (interval_s "
+            f"{plan.interval_s:g}, jittered by the seed) and lasts {plan.fault_duration_s:g} s; run at least "
+            f"{latest + plan.fault_duration_s:g} s, or shorten interval_s or fault_duration_s"
+        )
+    return schedule
 
 
 def run_scenario(

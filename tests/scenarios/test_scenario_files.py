@@ -172,3 +172,10 @@ def test_hostile_scenario_files_are_one_clear_error(tmp_path: Path, content: byt
 def test_a_scenario_name_too_long_for_a_file_is_no_crash() -> None:
     with pytest.raises(ConfigError, match="is neither a scenario file nor a built-in scenario"):
         load_scenario("x" * 5000)
+
+
+def test_a_run_too_short_for_any_fault_of_its_plan_is_an_error() -> None:
+    plan = load_scenario("isolate-leader").faults
+    with pytest.raises(ConfigError, match=r"no fault fits in 20 s: the first starts 7\.5-22\.5 s in"):
+        build_schedule(plan, 7, 20)
+    assert build_schedule(load_scenario("baseline").faults, 7, 20) is None  # no faults planned: fine
