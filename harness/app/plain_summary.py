@@ -50,7 +50,8 @@ def _faults(faults: Sequence[FaultWindow]) -> str:
     if not faults:
         return "no faults"
     kinds = Counter(f"{w.fault} {w.detail['shape']}" if "shape" in w.detail else w.fault for w in faults)
-    return f"{len(faults)} faults ({', '.join(f'{n}x {kind}' for kind, n in sorted(kinds.items()))})"
+    listed = ", ".join(f"{n}x {kind}" for kind, n in sorted(kinds.items()))
+    return f"{len(faults)} fault{'s' if len(faults) > 1 else ''} ({listed})"
 
 
 def _counts(result: Mapping[str, Any], guarantee: Mapping[str, Any]) -> tuple[int, int]:

@@ -57,11 +57,11 @@ def test_a_broken_promise_is_said_to_be_kafka_s() -> None:
             [guarantee("no-lost-acked-writes", "all", True, "violated")],
             all={"acked": 500, "lost": 2, "divergent": 1},
         ),
-        [],
+        FAULTS[2:],
         1,
     )
     assert lines == [
-        "What happened: no faults while producers wrote under acks=all.",
+        "What happened: 1 fault (1x kill) while producers wrote under acks=all.",
         "Held: no promise was judged held.",
         "Broke: acks=all: 3 of 500 acknowledged writes lost or overwritten. FAIL means Kafka broke a "
         "promise this configuration makes; kafka-chaos itself ran correctly.",
