@@ -9,12 +9,18 @@ from typing import Any
 
 from harness.events import FaultWindow
 
-# What each guarantee's counts mean in one phrase, for "0 of 10,117 acknowledged writes lost".
-_EVIDENCE: dict[str, tuple[tuple[str, ...], str, str]] = {
-    "no-lost-acked-writes": (("lost", "divergent"), "acked", "acknowledged writes lost or overwritten"),
-    "no-phantom-writes": (("phantom",), "failed", "failed writes read anyway"),
-    "no-duplicates": (("duplicated",), "attempted", "writes duplicated"),
-    "per-partition-order": (("reordered",), "acked", "acknowledged writes reordered"),
+# Each guarantee's counts in words: "0 of 10,117 acknowledged writes lost, 0 overwritten at their
+# offset" (count, what it is out of, its words, and a second count that bears on it, if any).
+_EVIDENCE: dict[str, tuple[str, str, str, tuple[str, str] | None]] = {
+    "no-lost-acked-writes": (
+        "lost",
+        "acked",
+        "acknowledged writes lost",
+        ("divergent", "overwritten at their offset"),
+    ),
+    "no-phantom-writes": ("phantom", "failed", "failed writes read anyway", None),
+    "no-duplicates": ("duplicated", "attempted", "writes duplicated", None),
+    "per-partition-order": ("reordered", "acked", "acknowledged writes reordered", None),
 }
 
 _HEADLINE = ("no-lost-acked-writes", "per-partition-order", "no-duplicates")
@@ -27,7 +33,7 @@ def plain_summary(result: Mapping[str, Any], faults: Sequence[FaultWindow], exit
     held = [g for g in guarantees if g.get("verdict") == "held"]
     held = [g for g in held if g.get("id") in _HEADLINE] or held
     broke = [g for g in guarantees if g.get("verdict") == "violated"]
-    seen = [g for g in result.get("guarantees", []) if not g.get("promised") and _counts(result, g)[0]]
+    seen = [g for g in result.get("guarantees", []) if not g.get("promised") and _anomalies(result, g)]
     writing = ", ".join(f"acks={mode}" for mode, n in result.get("acks", {}).items() if n.get("attempted"))
     if broke:
         outcome = (
@@ -54,20 +60,27 @@ def _faults(faults: Sequence[FaultWindow]) -> str:
     return f"{len(faults)} fault{'s' if len(faults) > 1 else ''} ({listed})"
 
 
-def _counts(result: Mapping[str, Any], guarantee: Mapping[str, Any]) -> tuple[int, int]:
-    """The guarantee's anomaly count and what it is out of, for its topic (0, 0 when it has none)."""
+def _anomalies(result: Mapping[str, Any], guarantee: Mapping[str, Any]) -> int:
+    found, _, second = _counts(result, guarantee)
+    return found + second
+
+
+def _counts(result: Mapping[str, Any], guarantee: Mapping[str, Any]) -> tuple[int, int, int]:
+    """The guarantee's count, what it is out of and its second count, for its topic (0s when none)."""
     if str(guarantee.get("id")) not in _EVIDENCE:
-        return 0, 0
-    counts, base, _ = _EVIDENCE[str(guarantee["id"])]
+        return 0, 0, 0
+    count, base, _, also = _EVIDENCE[str(guarantee["id"])]
     topics: list[Mapping[str, Any]] = result.get("topics", [])
     topic = next((t for t in topics if t.get("topic") == guarantee.get("topic")), {})
-    return sum(int(topic.get(c) or 0) for c in counts), int(topic.get(base) or 0)
+    second = int(topic.get(also[0]) or 0) if also else 0
+    return int(topic.get(count) or 0), int(topic.get(base) or 0), second
 
 
 def _phrase(result: Mapping[str, Any], guarantee: Mapping[str, Any]) -> str:
-    """`acks=all: 0 of 10,117 acknowledged writes lost or overwritten`, or the promise itself."""
+    """`acks=all: 0 of 10,117 acknowledged writes lost, 0 overwritten at their offset`, or the promise."""
     acks = f"acks={guarantee.get('acks')}"
     if str(guarantee.get("id")) not in _EVIDENCE:
         return f"{acks}: {guarantee.get('promise')}"
-    found, out_of = _counts(result, guarantee)
-    return f"{acks}: {found:,} of {out_of:,} {_EVIDENCE[str(guarantee['id'])][2]}"
+    found, out_of, second = _counts(result, guarantee)
+    _, _, words, also = _EVIDENCE[str(guarantee["id"])]
+    return f"{acks}: {found:,} of {out_of:,} {words}" + (f", {second:,} {also[1]}" if also else "")

@@ -45,9 +45,9 @@ def test_a_kept_promise_and_a_loss_that_was_not_promised() -> None:
     assert lines == [
         "What happened: 3 faults (1x kill, 2x partition isolate) while producers wrote under "
         "acks=all, acks=1.",
-        "Held: acks=all: 0 of 10,117 acknowledged writes lost or overwritten.",
-        "Broke: nothing Kafka promised (not promised here, but seen: acks=1: 1,709 of 11,255 acknowledged "
-        "writes lost or overwritten).",
+        "Held: acks=all: 0 of 10,117 acknowledged writes lost, 0 overwritten at their offset.",
+        "Broke: nothing Kafka promised (not promised here, but seen: acks=1: 1,410 of 11,255 acknowledged "
+        "writes lost, 299 overwritten at their offset).",
     ]
 
 
@@ -63,6 +63,7 @@ def test_a_broken_promise_is_said_to_be_kafka_s() -> None:
     assert lines == [
         "What happened: 1 fault (1x kill) while producers wrote under acks=all.",
         "Held: no promise was judged held.",
-        "Broke: acks=all: 3 of 500 acknowledged writes lost or overwritten. FAIL means Kafka broke a "
+        "Broke: acks=all: 2 of 500 acknowledged writes lost, 1 overwritten at their offset. FAIL means "
+        "Kafka broke a "
         "promise this configuration makes; kafka-chaos itself ran correctly.",
     ]
