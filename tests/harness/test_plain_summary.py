@@ -64,6 +64,5 @@ def test_a_broken_promise_is_said_to_be_kafka_s() -> None:
         "What happened: 1 fault (1x kill) while producers wrote under acks=all.",
         "Held: no promise was judged held.",
         "Broke: acks=all: 2 of 500 acknowledged writes lost, 1 overwritten at their offset. FAIL means "
-        "Kafka broke a "
-        "promise this configuration makes; kafka-chaos itself ran correctly.",
+        "Kafka broke a promise this configuration makes; kafka-chaos itself ran correctly.",
     ]
