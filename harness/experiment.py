@@ -19,6 +19,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.clients import client_versions
 from harness.cluster import ClusterSpec, KafkaCluster
 from harness.consumer import FinalReadResult
 from harness.errors import ReadinessTimeout
@@ -150,6 +151,7 @@ def run_metadata(spec: ExperimentSpec, run_id: str, cluster: KafkaCluster) -> di
         "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "duration_s": spec.duration_s,
         "kafka": {"version": cluster.image.kafka_version, "image": cluster.image.tag},
+        "client": client_versions(),
         "cluster": {
             "brokers": len(cluster.brokers),
             "zookeepers": len(cluster.zookeepers),

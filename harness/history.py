@@ -47,6 +47,7 @@ REPORT = "report/index.html"
 JUNIT = "report/junit.xml"
 SUMMARY = "report/summary.json"
 HARNESS_LOG = "harness.log"
+SCENARIO = "scenario.yaml"
 MAX_SLUG = 64  # of a run id's name part: run ids name directories and containers
 
 

@@ -29,6 +29,7 @@ from harness.app import (
     cluster_cli,
     env_cli,
     fault_cli,
+    replay_cli,
     report_cli,
     run_cli,
     workload_cli,
@@ -60,7 +61,7 @@ app = typer.Typer(
 err_console = make_console(stderr=True)
 
 
-for _module in (env_cli, cluster_cli, workload_cli, fault_cli, check_cli, report_cli, run_cli):
+for _module in (env_cli, cluster_cli, workload_cli, fault_cli, check_cli, report_cli, run_cli, replay_cli):
     _module.register(app)
 
 

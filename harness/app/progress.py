@@ -53,6 +53,17 @@ class Progress:
             self._last_logged = now
 
 
+def run_ticker(console: Console) -> Callable[[Workload, float, str], None]:
+    """The `on_tick` of `run_scenario`: a live progress line with the run's status text."""
+    progress = Progress(console)
+
+    def tick(workload: Workload, left_s: float, status: str) -> None:
+        progress.status = lambda: status
+        progress(workload, left_s)
+
+    return tick
+
+
 def summary_table(counts: dict[str, ModeCounts], duration_s: float) -> Table:
     table = Table(title="workload summary")
     for column in ("acks", "attempted", "acked", "failed", "indeterminate", "acked/s", "p50 ms", "p99 ms"):

@@ -14,7 +14,7 @@ from harness.app import options
 from harness.app.console import make_console
 from harness.app.crash import note_run_dir
 from harness.app.plain_summary import plain_summary
-from harness.app.progress import Progress
+from harness.app.progress import run_ticker
 from harness.app.runner import RunOutcome, run_scenario
 from harness.app.scenario import builtin_scenarios, load_scenario
 from harness.app.signals import terminate_as_interrupt
@@ -22,7 +22,6 @@ from harness.errors import ConfigError, HarnessError
 from harness.events import fault_windows
 from harness.history import ACKS_MODES, FAULTS, iter_fault_events
 from harness.limits import MAX_DURATION_S, MAX_SEED, brief
-from harness.workload import Workload
 from reports import write_index
 
 console = make_console()
@@ -101,15 +100,11 @@ def run(
     if not matrix:
         loaded = load_scenario(scenario)
         options.output_dir("--out", out)
-        progress = Progress(console)
-
-        def tick(workload: Workload, left: float, status: str) -> None:
-            progress.status = lambda: status
-            progress(workload, left)
-
         console.print(Text.assemble((loaded.name, "bold"), f": {loaded.description}"))
         with terminate_as_interrupt():
-            outcome = run_scenario(loaded, out, duration_s=duration, seed=seed, master=master, on_tick=tick)
+            outcome = run_scenario(
+                loaded, out, duration_s=duration, seed=seed, master=master, on_tick=run_ticker(console)
+            )
         console.print()
         _print_outcome(outcome)
         raise typer.Exit(outcome.exit_code)

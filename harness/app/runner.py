@@ -16,10 +16,19 @@ from checkers import check_run
 from faults.schedule import Nemesis, Schedule, ScheduleEntry
 from harness.app.crash import note_run_dir
 from harness.app.scenario import FaultPlan, Scenario
+from harness.app.scenario_dump import scenario_yaml, with_timeline
 from harness.cluster import KafkaCluster
 from harness.errors import ConfigError
 from harness.experiment import ExperimentResult, run_experiment
-from harness.history import EXPECTATIONS, HistoryWriter, RunClock, RunDir, new_run_id, write_atomic
+from harness.history import (
+    EXPECTATIONS,
+    SCENARIO,
+    HistoryWriter,
+    RunClock,
+    RunDir,
+    new_run_id,
+    write_atomic,
+)
 from harness.workload import Workload
 from reports import write_report
 
@@ -63,7 +72,7 @@ def build_schedule(plan: FaultPlan, seed: int, duration_s: float) -> Schedule | 
         return None
     if plan.mode == "schedule":
         return Schedule.from_entries(
-            ScheduleEntry(e["at_s"], e["at_s"] + e["duration_s"], e["fault"], e["params"])
+            ScheduleEntry(e["at_s"], round(e["at_s"] + e["duration_s"], 3), e["fault"], e["params"])
             for e in plan.schedule
         )
     schedule = Schedule.generate(
@@ -109,6 +118,18 @@ def run_scenario(
     run_id = new_run_id(scenario.name)
     rundir = RunDir(out / run_id)
     note_run_dir(rundir.root)
+    effective = with_timeline(
+        dataclasses.replace(scenario, experiment=experiment),
+        schedule.entries if schedule else (),
+        experiment.duration_s,
+    )
+    write_atomic(
+        rundir.root,
+        SCENARIO,
+        scenario_yaml(
+            effective, f"What {run_id} ran, its fault timeline written out: `kchaos replay` reads it."
+        ),
+    )
     status: dict[str, Callable[[], str]] = {}
 
     @contextlib.contextmanager

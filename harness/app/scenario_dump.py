@@ -1,0 +1,95 @@
+"""A scenario as the YAML document `parse_scenario` reads back: what `kchaos run` keeps in each run
+directory (the effective scenario, its generated fault timeline written out) and what `kchaos
+shrink` writes. `parse_scenario(scenario_data(s))` equals `s` but for `source` and a generated
+plan turned explicit.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import yaml
+
+from faults.schedule import ScheduleEntry
+from harness.app.scenario import FaultPlan, Scenario
+from harness.images import LOCAL_BASE_IMAGE
+
+
+def explicit_plan(entries: tuple[ScheduleEntry, ...]) -> FaultPlan:
+    """A fault plan that replays exactly these timeline entries (none: a fault-free plan)."""
+    return FaultPlan(
+        mode="schedule" if entries else "none",
+        schedule=[
+            {
+                "at_s": e.start_s,
+                "duration_s": round(e.stop_s - e.start_s, 3),
+                "fault": e.fault,
+                "params": dict(e.params),
+            }
+            for e in entries
+        ],
+    )
+
+
+def with_timeline(scenario: Scenario, entries: tuple[ScheduleEntry, ...], duration_s: float) -> Scenario:
+    """`scenario` running exactly `entries` for `duration_s` seconds."""
+    experiment = dataclasses.replace(scenario.experiment, duration_s=duration_s)
+    return dataclasses.replace(scenario, experiment=experiment, faults=explicit_plan(entries))
+
+
+def pinned(scenario: Scenario, image: str) -> Scenario:
+    """`scenario` on exactly this Kafka image, whatever it would otherwise build."""
+    cluster = dataclasses.replace(scenario.experiment.cluster, image=image, kafka_dist=None)
+    return dataclasses.replace(scenario, experiment=dataclasses.replace(scenario.experiment, cluster=cluster))
+
+
+def scenario_data(scenario: Scenario) -> dict[str, Any]:
+    spec = scenario.experiment
+    cluster, workload = spec.cluster, spec.workload
+    cluster_data: dict[str, Any] = {
+        "brokers": cluster.brokers,
+        "zookeepers": cluster.zookeepers,
+        "broker_config": dict(cluster.broker_config),
+        "heap": cluster.heap,
+    }
+    if cluster.image:
+        cluster_data["image"] = cluster.image
+    elif cluster.kafka_dist:
+        cluster_data["kafka"] = str(cluster.kafka_dist)
+    if cluster.base_image != LOCAL_BASE_IMAGE:
+        cluster_data["base_image"] = cluster.base_image
+    plan = scenario.faults
+    faults: dict[str, Any] = {"mode": plan.mode}
+    if plan.mode == "schedule":
+        faults["schedule"] = [dict(e, params=dict(e["params"])) for e in plan.schedule]
+    elif plan.mode != "none":
+        faults["faults"] = [{"name": name, "params": dict(params)} for name, params in plan.faults]
+        faults["interval_s"] = plan.interval_s
+        faults["fault_duration_s"] = plan.fault_duration_s
+    return {
+        "name": scenario.name,
+        "description": scenario.description,
+        "duration_s": spec.duration_s,
+        "seed": spec.seed,
+        "cluster": cluster_data,
+        "workload": {
+            "acks": list(workload.acks),
+            "producers_per_mode": workload.producers_per_mode,
+            "partitions": workload.partitions,
+            "replication_factor": workload.replication_factor,
+            "rate_per_s": workload.rate_per_s,
+            "message_size": workload.message_size,
+            "producer_config": dict(workload.producer_config),
+            "topic_config": dict(workload.topic_config),
+            "live_consumers": workload.live_consumers,
+        },
+        "faults": faults,
+        "expect": [e.text for e in scenario.expectations],
+    }
+
+
+def scenario_yaml(scenario: Scenario, header: str = "") -> str:
+    """The YAML text; `header` lines become comments above it."""
+    comments = "".join(f"# {line}\n" for line in header.splitlines())
+    return comments + yaml.safe_dump(scenario_data(scenario), sort_keys=False, allow_unicode=True, width=100)
