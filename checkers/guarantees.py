@@ -34,6 +34,8 @@ class TopicConfig:
     idempotent: bool
     max_in_flight: int
     version: tuple[int, ...] | None
+    client: str
+    """The producer's client library and version, as run.json's `client` names it."""
 
 
 def parse_version(text: object) -> tuple[int, ...] | None:
@@ -67,7 +69,14 @@ def topic_config(run: Mapping[str, Any], topic: Mapping[str, Any]) -> TopicConfi
         idempotent=modern and _truthy(producer.get("enable.idempotence", False)),
         max_in_flight=int(producer.get("max.in.flight.requests.per.connection") or 5),
         version=version,
+        client=_client_text(run.get("client")),
     )
+
+
+def _client_text(client: object) -> str:
+    if isinstance(client, Mapping) and client.get("library"):
+        return " ".join(str(client[key]) for key in ("library", "version") if client.get(key))
+    return "client not named in run.json"
 
 
 def _version_text(config: TopicConfig) -> str:
@@ -75,7 +84,7 @@ def _version_text(config: TopicConfig) -> str:
 
 
 def _row(
-    config: TopicConfig, gid: str, promise: str, promised: bool, verdict: str, reason: str
+    config: TopicConfig, gid: str, promise: str, promised: bool, verdict: str, reason: str, by: str
 ) -> dict[str, Any]:
     return {
         "id": gid,
@@ -83,9 +92,18 @@ def _row(
         "acks": config.acks,
         "promise": promise,
         "promised": promised,
+        "promised_by": by,
         "verdict": verdict,
         "reason": reason,
     }
+
+
+def _brokers(config: TopicConfig) -> str:
+    return f"the brokers (Kafka {_version_text(config)})"
+
+
+def _idempotent_producer(config: TopicConfig) -> str:
+    return f"the idempotent producer ({config.client} with Kafka {_version_text(config)} brokers)"
 
 
 def _judge(promised: bool, violations: int, judgeable: bool = True) -> str:
@@ -138,6 +156,7 @@ def _no_lost(config: TopicConfig, counts: Mapping[str, Any]) -> dict[str, Any]:
         promised,
         verdict,
         reason,
+        _brokers(config),
     )
 
 
@@ -154,6 +173,7 @@ def _no_phantom(config: TopicConfig, counts: Mapping[str, Any]) -> dict[str, Any
         promised,
         _judge(promised, phantom),
         f"{basis}; {phantom} phantom",
+        _brokers(config),
     )
 
 
@@ -170,6 +190,7 @@ def _no_duplicates(config: TopicConfig, counts: Mapping[str, Any]) -> dict[str, 
         config.idempotent,
         _judge(config.idempotent, duplicated),
         f"{basis}; {duplicated} duplicated",
+        _idempotent_producer(config),
     )
 
 
@@ -195,6 +216,7 @@ def _order(config: TopicConfig, counts: Mapping[str, Any]) -> dict[str, Any]:
         promised,
         _judge(promised, reordered),
         f"{basis}; {reordered} reordered",
+        _idempotent_producer(config) if config.idempotent else f"the producer client ({config.client})",
     )
 
 
@@ -207,6 +229,7 @@ def _no_unexpected(config: TopicConfig, counts: Mapping[str, Any]) -> dict[str, 
         True,
         _judge(True, unexpected),
         f"always promised; {unexpected} unexpected",
+        f"the brokers and the client together (Kafka {_version_text(config)}, {config.client})",
     )
 
 

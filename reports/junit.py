@@ -20,7 +20,7 @@ MAX_EVIDENCE = 20
 
 
 def evidence(g: Guarantee, anomalies: tuple[Anomalies, ...]) -> str:
-    lines = [g.reason, ""]
+    lines = [g.reason] + ([f"promised by {g.promised_by}"] if g.promised_by else []) + [""]
     for a in anomalies:
         if BY_ID[a.kind].guarantee != g.id or not a.count:  # the kinds that decide this guarantee
             continue

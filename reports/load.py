@@ -65,6 +65,7 @@ class Guarantee:
     promised: bool
     verdict: str
     reason: str
+    promised_by: str
 
 
 @dataclass(frozen=True)
@@ -251,6 +252,7 @@ def load_result(root: Path) -> Result:
             promised=bool(g.flag("promised")),
             verdict=g.text("verdict", required=True) or "",
             reason=g.text("reason") or "",
+            promised_by=g.text("promised_by") or "",
         )
         for g in top.children("guarantees", required=True)
     )

@@ -31,6 +31,7 @@ def build_summary(info: RunInfo, result: Result) -> dict[str, Any]:
             "topic": g.topic,
             "acks": g.acks,
             "promised": g.promised,
+            "promised_by": g.promised_by,
             "verdict": g.verdict,
             "reason": g.reason,
         }

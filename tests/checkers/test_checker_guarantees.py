@@ -163,3 +163,19 @@ def test_verdicts_resting_on_a_failed_checker_are_unknown() -> None:
     assert by_id["no-phantom-writes"]["verdict"] == "held"
     assert not is_valid(marked, 0)
     assert is_valid(guarantees, 0)
+
+
+def test_each_guarantee_names_who_promises_it() -> None:
+    run = run_with(producer={"max.in.flight.requests.per.connection": 1})
+    run["client"] = {"library": "librdkafka", "version": "2.16.0", "python": "2.16.1"}
+    by = {row["id"]: row["promised_by"] for row in derive_guarantees(run, {"t": CLEAN})}
+    assert by == {
+        "no-lost-acked-writes": "the brokers (Kafka 0.9.0.1)",
+        "no-phantom-writes": "the brokers (Kafka 0.9.0.1)",
+        "no-duplicates": "the idempotent producer (librdkafka 2.16.0 with Kafka 0.9.0.1 brokers)",
+        "per-partition-order": "the producer client (librdkafka 2.16.0)",
+        "no-unexpected-values": "the brokers and the client together (Kafka 0.9.0.1, librdkafka 2.16.0)",
+    }
+    del run["client"]  # a run directory from before run.json named its client
+    order = next(r for r in derive_guarantees(run, {"t": CLEAN}) if r["id"] == "per-partition-order")
+    assert order["promised_by"] == "the producer client (client not named in run.json)"
