@@ -11,12 +11,14 @@ import pytest
 import yaml
 
 from faults.schedule import ScheduleEntry
+from harness.app import replay_cli
 from harness.app.cli import main
-from harness.app.replay import Breakage, breakages
-from harness.app.runner import build_schedule
+from harness.app.replay import Breakage, RecordedRun, breakages
+from harness.app.runner import ExpectationOutcome, RunOutcome, build_schedule
 from harness.app.scenario import builtin_scenarios, load_scenario, parse_scenario
-from harness.app.scenario_dump import scenario_yaml, with_timeline
+from harness.app.scenario_dump import pinned, scenario_yaml, with_timeline
 from harness.app.shrink import Candidate, Step, Timeline, candidates, reproduces, shrink
+from harness.history import RunDir
 
 KILL = ScheduleEntry(10.0, 30.0, "kill", {"target": "leader"})
 PAUSE = ScheduleEntry(35.0, 45.0, "pause", {"target": "one"})
@@ -171,3 +173,88 @@ def test_bad_replay_and_shrink_options_exit_2(
     command = "replay" if argv[0] == "--times" else "shrink"
     assert main([command, str(tmp_path), *argv]) == 2
     assert message in capsys.readouterr().err
+
+
+class _FakeRuns:
+    """Stands in for `run_scenario` in the CLI's own logic: a run breaks `acks=1 lost == 0` while
+    its timeline holds a partition of at least 4 s; `interrupt_at` makes that run a Ctrl-C."""
+
+    def __init__(self, interrupt_at: int | None = None) -> None:
+        self.scenarios: list[object] = []
+        self.interrupt_at = interrupt_at
+
+    def __call__(self, scenario: object, out: Path, **kwargs: object) -> object:
+        self.scenarios.append(scenario)
+        if len(self.scenarios) == self.interrupt_at:
+            raise KeyboardInterrupt
+        breaks = any(
+            e["fault"] == "partition" and e["duration_s"] >= 4
+            for e in scenario.faults.schedule  # type: ignore[attr-defined]
+        )
+        expectation = ExpectationOutcome("acks=1 lost == 0", not breaks, 9 if breaks else 0)
+        return RunOutcome("s", RunDir(out / str(len(self.scenarios))), {"guarantees": []}, [expectation],
+                          None, False, {})  # fmt: skip
+
+
+def _recorded(tmp_path: Path) -> RecordedRun:
+    scenario = with_timeline(
+        load_scenario("baseline"),
+        (
+            ScheduleEntry(3.0, 5.0, "pause", {"target": "zookeeper"}),
+            ScheduleEntry(7.0, 21.0, "partition", {}),
+        ),
+        26.0,
+    )
+    run = tmp_path / "20261124-000000-baseline-abcd"
+    run.mkdir()
+    broke = [Breakage("expect acks=1 lost == 0", "observed 9")]
+    return RecordedRun(run, pinned(scenario, "kchaos/kafka:0.9.0.1-test"), "kchaos/kafka:0.9.0.1-test", broke)
+
+
+@pytest.mark.parametrize("interrupt_at", [None, 3])
+def test_shrink_writes_each_smaller_failing_timeline_and_keeps_it_on_ctrl_c(
+    interrupt_at: int | None,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    recorded, runs = _recorded(tmp_path), _FakeRuns(interrupt_at)
+    monkeypatch.setattr(replay_cli, "load_recorded_run", lambda root: recorded)
+    monkeypatch.setattr(replay_cli, "run_scenario", runs)
+    code = main(["shrink", str(recorded.root), "--out", str(tmp_path / "runs"), "--max-trials", "20"])
+    out = capsys.readouterr().out
+    assert "trial 1: drop pause (target zookeeper) at 3 s: broke it in 1 of 1: kept" in out
+    shrunk = load_scenario(str(recorded.root / "shrunk.yaml"))
+    entries = shrunk.faults.schedule
+    if interrupt_at is None:
+        assert code == 0
+        assert [(e["fault"], e["duration_s"]) for e in entries] == [
+            ("partition", 7.0)
+        ]  # 3.5 s no longer breaks
+        assert shrunk.experiment.duration_s < 26 and entries[0]["at_s"] < 7
+    else:  # the second trial was cut short: what the first found is on disk
+        assert code == 130 and len(runs.scenarios) == 3
+        assert [(e["fault"], e["at_s"], e["duration_s"]) for e in entries] == [("partition", 7.0, 14.0)]
+    assert shrunk.experiment.cluster.image == "kchaos/kafka:0.9.0.1-test"
+    assert "broke expect acks=1 lost == 0 in 1 of 1 replays" in shrunk.description
+
+
+def test_shrink_of_a_run_that_broke_nothing_exits_2(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    recorded = dataclasses.replace(_recorded(tmp_path), broke=[])
+    monkeypatch.setattr(replay_cli, "load_recorded_run", lambda root: recorded)
+    assert main(["shrink", str(recorded.root)]) == 2
+    assert "broke no promise" in capsys.readouterr().err
+    assert main(["shrink", str(recorded.root), "--failure", "t per-partition-order"]) == 2
+
+
+def test_replay_counts_how_often_each_broken_promise_broke_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    recorded = _recorded(tmp_path)
+    monkeypatch.setattr(replay_cli, "load_recorded_run", lambda root: recorded)
+    monkeypatch.setattr(replay_cli, "run_scenario", _FakeRuns())
+    assert main(["replay", str(recorded.root), "--times", "2", "--out", str(tmp_path / "runs")]) == 1
+    out = capsys.readouterr().out
+    assert "expect acks=1 lost == 0: broke again in 2 of 2 replays" in out
