@@ -196,17 +196,39 @@ def duplicates_from(flags: DataFrame, topic_acks: Mapping[str, str]) -> DataFram
     )
 
 
-def with_offsets(duplicated: DataFrame, reads: DataFrame) -> DataFrame:
-    """`duplicated` plus `offsets`: every [partition, offset] its value was read at, sorted."""
+def with_offsets(
+    rows: DataFrame, reads: DataFrame, value: str = "value", offsets: str = "offsets"
+) -> DataFrame:
+    """`rows` plus column `offsets`: every [partition, offset] the value in column `value` was read
+    at, sorted. Meant for a few rows."""
     at = F.array(F.col("partition").cast("long"), F.col("offset"))
-    wanted = F.broadcast(duplicated.select("value"))
-    offsets = (
+    wanted = F.broadcast(rows.select(F.col(value).alias("value")))
+    found = (
         records(reads)
         .join(wanted, "value", "left_semi")
-        .groupBy("value")
-        .agg(F.array_sort(F.collect_set(at)).alias("offsets"))
+        .groupBy(F.col("value").alias(value))
+        .agg(F.array_sort(F.collect_set(at)).alias(offsets))
     )
-    return duplicated.join(offsets, "value", "left").select(*duplicated.columns, "offsets")
+    return rows.join(found, value, "left").select(*rows.columns, offsets)
+
+
+def reordered_details(reordered: DataFrame, reads: DataFrame) -> DataFrame:
+    """`reordered_writes` rows plus `offsets` and `earlier_offsets`: every [partition, offset] the
+    value and the earlier write it came before were read at. An earlier write also read below this
+    one was appended there first, by an attempt whose acknowledgement never came, and appended
+    again, acknowledged, by a retry after this one: the retry reordered, not the first append."""
+    detailed = with_offsets(with_offsets(reordered, reads), reads, "earlier_value", "earlier_offsets")
+    return detailed.select(
+        "topic",
+        "partition",
+        "acks",
+        "value",
+        "offsets",
+        *WRITE_EVIDENCE,
+        "earlier_value",
+        "earlier_offset",
+        "earlier_offsets",
+    )
 
 
 def with_first_read(rows: DataFrame, reads: DataFrame) -> DataFrame:

@@ -84,8 +84,11 @@ class UnexpectedValues(_ReadDetails):
 
 
 @register
-class ReorderedWrites(_NoDetails):
+class ReorderedWrites(_ReadDetails):
     kind = kind("reordered")
 
     def find(self, inputs: CheckInputs) -> DataFrame:
         return anomalies.reordered_writes(inputs.history.writes)
+
+    def details(self, examples: DataFrame, reads: DataFrame) -> DataFrame:
+        return anomalies.reordered_details(examples, reads)

@@ -79,7 +79,10 @@ KINDS: tuple[AnomalyKind, ...] = (
         "reordered",
         "Reordered",
         "Two acknowledged writes of one producer to one partition landed in the opposite order to the "
-        "one they were sent in (a retry overtook a later write).",
+        "one they were sent in. The offsets and earlier_offsets columns say where each was read: an earlier "
+        "write also read below this one was first appended by an attempt whose acknowledgement never "
+        "came (a timed-out request), then appended again, and acknowledged, by a retry sent after this "
+        "write.",
         "acknowledged writes stored out of their send order",
         "per-partition-order",
     ),

@@ -278,22 +278,46 @@ def test_reordered_write_has_a_lower_offset_than_an_earlier_invoked_one(spark: S
         *acked(250, "q:1", 1),  # another process: its own order
         *acked(400, "p:4", 0, partition=1),  # another partition: its own order
     ]
-    columns = [
-        "topic",
-        "partition",
-        "acks",
-        "value",
-        "process",
-        "invoke_ns",
-        "complete_ns",
-        "ack_offset",
-        "earlier_value",
-        "earlier_offset",
-    ]
-    row = ("t-all", 0, "all", "p:2", "p", 200, 210, 3, "p:1", 5)
+    row = ("t-all", 0, "all", "p:2", None, "p", 200, 210, 3, "p:1", 5, None)
     assert_frame(
-        anomalies_found(ReorderedWrites, write_frame(spark, events), read_frame(spark, [])), columns, [row]
+        anomalies_found(ReorderedWrites, write_frame(spark, events), read_frame(spark, [])), REORDERED, [row]
     )
+
+
+REORDERED = [
+    "topic",
+    "partition",
+    "acks",
+    "value",
+    "offsets",
+    "process",
+    "invoke_ns",
+    "complete_ns",
+    "ack_offset",
+    "earlier_value",
+    "earlier_offset",
+    "earlier_offsets",
+]
+
+
+def test_a_reordered_write_shows_the_earlier_attempt_that_was_appended_unacknowledged(
+    spark: SparkSession,
+) -> None:
+    """The issue's case: p:1 and p:2 appended at 3-4 by a request whose ack timed out; the retry
+    appended p:1 at 5, then p:3 at 6 (acknowledged), and p:2 only at 7."""
+    events = [*acked(100, "p:1", 5), *acked(200, "p:2", 7), *acked(300, "p:3", 6)]
+    reads = [
+        record(900 + offset, value, offset)
+        for offset, value in enumerate(["a", "b", "c", "p:1", "p:2", "p:1", "p:3", "p:2"])
+    ]
+    row = ("t-all", 0, "all", "p:3", [[0, 6]], "p", 300, 310, 6, "p:2", 7, [[0, 4], [0, 7]])
+    found = anomalies_found(ReorderedWrites, write_frame(spark, events), read_frame(spark, reads))
+    assert_frame(found, REORDERED, [row])
+    events = [*acked(100, "p:1", 5), *acked(200, "p:2", 3)]  # p:2 read at 3 and again at 6
+    reads = [record(903, "p:2", 3), record(905, "p:1", 5), record(906, "p:2", 6)]
+    row = ("t-all", 0, "all", "p:2", [[0, 3], [0, 6]], "p", 200, 210, 3, "p:1", 5, [[0, 5]])
+    found = anomalies_found(ReorderedWrites, write_frame(spark, events), read_frame(spark, reads))
+    assert_frame(found, REORDERED, [row])
 
 
 def test_a_clean_history_has_no_anomalies(spark: SparkSession) -> None:
