@@ -7,7 +7,7 @@ so is any violated verdict or failed expectation. It prints one line per run and
 code is 1 if any run had one.
 
     .venv/bin/python benchmarks/false_alarms.py                 # 10 + 10 runs of 30 s
-    .venv/bin/python benchmarks/false_alarms.py --runs 2 --duration 15
+    .venv/bin/python benchmarks/false_alarms.py --runs 2 --duration 15 --only full-speed
 """
 
 from __future__ import annotations
@@ -61,9 +61,12 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=10, help="runs of each kind")
     parser.add_argument("--duration", type=float, default=30.0, help="seconds of workload per run")
     parser.add_argument("--out", type=Path, default=Path("runs/false-alarms"))
+    parser.add_argument("--only", choices=["baseline", "full-speed"], help="run one kind only")
     args = parser.parse_args()
     clean: dict[str, int] = {}
     for label, scenario in _variants():
+        if args.only and label != args.only:
+            continue
         clean[label] = 0
         for number in range(1, args.runs + 1):
             started = time.monotonic()

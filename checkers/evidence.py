@@ -1,8 +1,9 @@
-"""Cluster state and active faults at a moment of the run, for the few example anomalies.
+"""Cluster state, active faults and client log lines around a moment of the run, for the few
+example anomalies.
 
-faults.jsonl and cluster.jsonl are small (a sample every few hundred milliseconds), so this is
-plain Python over what `checkers.io` loaded (faults paired into `harness.events.FaultWindow`s);
-it is only asked about capped example rows.
+faults.jsonl, cluster.jsonl (a sample every few hundred milliseconds) and client.jsonl (what the
+clients logged: trouble only) are small, so this is plain Python over what `checkers.io` loaded
+(faults paired into `harness.events.FaultWindow`s); it is only asked about capped example rows.
 """
 
 from __future__ import annotations
@@ -11,6 +12,9 @@ import bisect
 from typing import Any
 
 from harness.events import FaultWindow
+
+CLIENT_LINES_CAP = 8
+"""Client log lines quoted per example; the rest are counted."""
 
 
 def merged_windows(intervals: list[FaultWindow]) -> list[tuple[int, int | None]]:
@@ -52,3 +56,28 @@ def active_fault_names(intervals: list[FaultWindow], time_ns: int | None) -> lis
     if time_ns is None:
         return []
     return [interval.fault for interval in intervals if interval.active_at(time_ns)]
+
+
+class ClientLog:
+    """The client.jsonl lines, answering "what did this process's client log between two moments"."""
+
+    def __init__(self, lines: list[dict[str, Any]]) -> None:
+        self._by_process: dict[str, list[tuple[int, str]]] = {}
+        for line in sorted(lines, key=lambda line: int(line["time_ns"])):
+            quoted = f"{int(line['time_ns']) / 1e9:.3f} s {line.get('facility') or ''}: {line['message']}"
+            self._by_process.setdefault(str(line["process"]), []).append((int(line["time_ns"]), quoted))
+
+    def between(self, process: str | None, start_ns: int | None, stop_ns: int | None) -> list[str]:
+        """The lines `process`'s client logged from `start_ns` to `stop_ns` (None: the run's end),
+        each as "<run time> s <facility>: <message>", at most CLIENT_LINES_CAP and a count of the rest."""
+        lines = self._by_process.get(process or "", [])
+        if start_ns is None or not lines:
+            return []
+        first = bisect.bisect_left(lines, (start_ns, ""))
+        last = len(lines) if stop_ns is None else bisect.bisect_right(lines, (stop_ns, "\U0010ffff"))
+        quoted = [text for _, text in lines[first:last]]
+        if len(quoted) > CLIENT_LINES_CAP:
+            quoted[CLIENT_LINES_CAP:] = [
+                f"... and {len(quoted) - CLIENT_LINES_CAP} more lines in history/client.jsonl"
+            ]
+        return quoted

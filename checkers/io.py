@@ -7,8 +7,8 @@ with their ids, and ends.jsonl, the reads' end events); a fingerprint of what th
 (a SHA-256 of each file's content, and run.json's topics) lets a re-check skip the conversion. Lines
 are only numbered (an extra, slower pass) when something is wrong, to name the first offending line.
 Every file written under the run directory goes through `harness.history`'s no-link writers.
-faults.jsonl and cluster.jsonl are small, read and validated in Python (`harness.history`) before
-Spark starts, with run.json.
+faults.jsonl, cluster.jsonl and client.jsonl are small, read and validated in Python
+(`harness.history`) before Spark starts, with run.json.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import json
 import os
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +37,7 @@ from harness.history import (
     RESULT,
     WRITES,
     fresh_dir,
+    iter_client_lines,
     iter_cluster_samples,
     iter_fault_events,
     iter_jsonl,
@@ -66,6 +67,7 @@ class History:
     faults: list[FaultWindow]
     cluster: list[dict[str, Any]]
     event_counts: dict[str, int]
+    client_log: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -96,12 +98,13 @@ class Layout:
     faults: list[FaultWindow]
     fault_events: int
     cluster: list[dict[str, Any]]
+    client_log: list[dict[str, Any]]
 
 
 def check_layout(run_dir: Path) -> Layout:
-    """Fail fast, before Spark starts, on a missing, unknown-format or invalid run.json, faults.jsonl
-    or cluster.jsonl, a missing history file, or a run directory Spark could not name or the check
-    could not write its results in."""
+    """Fail fast, before Spark starts, on a missing, unknown-format or invalid run.json,
+    faults.jsonl, cluster.jsonl or client.jsonl, a missing history file, or a run directory Spark
+    could not name or the check could not write its results in."""
     run = load_run_json(run_dir)
     if found := sorted(set(SPARK_GLOB_CHARACTERS) & set(str(run_dir.resolve()))):
         raise HistoryError(
@@ -118,7 +121,8 @@ def check_layout(run_dir: Path) -> Layout:
     fault_events = list(iter_fault_events(run_dir))
     faults = fault_windows(fault_events, str(run_dir / FAULTS))
     cluster = [sample for _, sample in iter_cluster_samples(run_dir)]
-    return Layout(run, faults, len(fault_events), cluster)
+    client_log = [line for _, line in iter_client_lines(run_dir)]
+    return Layout(run, faults, len(fault_events), cluster, client_log)
 
 
 def history_bytes(run_dir: Path) -> int:
@@ -146,8 +150,14 @@ def load_history(spark: SparkSession, run_dir: Path, layout: Layout | None = Non
         values = frames.named(spark.read.parquet(_uri(cache / "values")), _name_tables(spark, cache))
         reads = _read_records(spark, cache)
         ends = spark.read.schema(frames.END_SCHEMA).json(_uri(cache / _ENDS))
-    counts = {**counts, "faults": layout.fault_events, "cluster": len(cluster)}
-    return History(run, values, frames.writes_of(values), reads, ends, faults, cluster, counts)
+    counts = {
+        **counts,
+        "faults": layout.fault_events,
+        "cluster": len(cluster),
+        "client": len(layout.client_log),
+    }
+    writes = frames.writes_of(values)
+    return History(run, values, writes, reads, ends, faults, cluster, counts, layout.client_log)
 
 
 def write_result(run_dir: Path, result: dict[str, Any]) -> Path:

@@ -24,7 +24,7 @@ from checkers import (
     checks,  # noqa: F401  (the built-in checkers register themselves)
 )
 from checkers.checker import Checker, CheckInputs, registered
-from checkers.evidence import ClusterTimeline, active_fault_names, merged_windows
+from checkers.evidence import ClientLog, ClusterTimeline, active_fault_names, merged_windows
 from checkers.guarantees import derive_guarantees, is_valid, unjudged
 from checkers.io import History, topic_acks
 from harness.anomaly_kinds import COUNT_KEYS, KINDS, WRITE_COUNTS
@@ -80,10 +80,12 @@ def _failed(exc: Exception) -> _Found:
 
 @dataclass(frozen=True)
 class _Evidence:
-    """What an example is annotated with: the cluster's state and the faults active at its ack."""
+    """What an example is annotated with: the cluster's state and the faults active at its ack, and
+    what its process's client logged while the write was outstanding."""
 
     timeline: ClusterTimeline
     intervals: list[FaultWindow]
+    client_log: ClientLog
 
 
 @dataclass(frozen=True)
@@ -123,6 +125,10 @@ def _examples(counted: _Counted, reads: DataFrame, evidence: _Evidence) -> list[
             at = example["complete_ns"]
             example |= evidence.timeline.state_at(at, example["topic"], example["partition"])
             example["active_faults"] = active_fault_names(evidence.intervals, at)
+        if "invoke_ns" in example:
+            example["client_log"] = evidence.client_log.between(
+                example["process"], example["invoke_ns"], example.get("complete_ns")
+            )
         examples.append(example)
     return examples
 
@@ -346,7 +352,7 @@ def build_result(history: History, checked_at: str, spark_info: dict[str, Any]) 
     """The result.json dict for a validated history; `spark_info` is master, version and seconds."""
     run = history.run
     intervals = history.faults
-    evidence = _Evidence(ClusterTimeline(history.cluster), intervals)
+    evidence = _Evidence(ClusterTimeline(history.cluster), intervals, ClientLog(history.client_log))
     context = history.reads.sparkSession.sparkContext
     inputs = CheckInputs.of(history)
     flags = inputs.flags.persist()

@@ -12,16 +12,17 @@ from harness.broker_config import KafkaVersion
 librdkafka_log = logging.getLogger("kchaos.librdkafka")
 
 
-class _KnownDeprecations(logging.Filter):
-    """Drops librdkafka's warning that the 0.9 compatibility settings are deprecated: we set them
-    on purpose (ENVIRONMENT.md), and two paragraphs per client would bury the lines that matter."""
+def is_known_deprecation(message: str) -> bool:
+    """librdkafka's warning that the 0.9 compatibility settings are deprecated: we set them on
+    purpose (ENVIRONMENT.md), and two paragraphs per client would bury the lines that matter."""
+    return "deprecated" in message and (
+        "api.version.request" in message or "broker.version.fallback" in message
+    )
 
+
+class _KnownDeprecations(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
-        message = record.getMessage()
-        return not (
-            "CONFWARN" in message
-            and ("api.version.request" in message or "broker.version.fallback" in message)
-        )
+        return not is_known_deprecation(record.getMessage())
 
 
 librdkafka_log.addFilter(_KnownDeprecations())

@@ -29,7 +29,7 @@ import orjson
 from harness import strictjson
 from harness.errors import HistoryError
 from harness.history_fields import ACKS_MODES as ACKS_MODES
-from harness.history_fields import check_cluster_sample, check_fault_event, check_run
+from harness.history_fields import check_client_line, check_cluster_sample, check_fault_event, check_run
 from harness.limits import brief
 
 FORMAT = 1
@@ -40,6 +40,7 @@ WRITES = "history/writes.jsonl"
 READS = "history/reads.jsonl"
 FAULTS = "history/faults.jsonl"
 CLUSTER = "history/cluster.jsonl"
+CLIENT = "history/client.jsonl"
 RESULT = "check/result.json"
 EXPECTATIONS = "check/expectations.json"
 CHECK_CACHE = "check/parquet"
@@ -92,6 +93,10 @@ class HistoryWriter:
             if self._fd is None:
                 raise HistoryError("history file is already closed", str(self.path))
             _write_all(self._fd, data)
+
+    @property
+    def closed(self) -> bool:
+        return self._fd is None
 
     def close(self) -> None:
         with self._lock:
@@ -317,6 +322,13 @@ def iter_cluster_samples(root: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     for line, sample in iter_jsonl(root / CLUSTER, required=False):
         check_cluster_sample(sample, root / CLUSTER, line)
         yield line, sample
+
+
+def iter_client_lines(root: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line, client log line) of history/client.jsonl (optional), each checked for the fields readers use."""
+    for line, event in iter_jsonl(root / CLIENT, required=False):
+        check_client_line(event, root / CLIENT, line)
+        yield line, event
 
 
 def new_run_id(name: str) -> str:

@@ -1,5 +1,5 @@
-"""What readers may trust of the run directory's JSON: run.json, faults.jsonl, cluster.jsonl, and
-(through `Fields`, used by the reports) check/result.json.
+"""What readers may trust of the run directory's JSON: run.json, faults.jsonl, cluster.jsonl,
+client.jsonl, and (through `Fields`, used by the reports) check/result.json.
 
 Each field a checker or a report uses is checked once, here or with `Fields`, as the file is read:
 its type, its range (times within a run's length, counts that fit memory) and, for the broker,
@@ -187,6 +187,19 @@ def check_fault_event(event: dict[str, Any], path: Path, line: int) -> None:
     if not all(isinstance(t, str) for t in fields.items("targets")):
         raise fields.fail("targets", "a list of node names", event.get("targets"))
     fields.child("detail")
+
+
+MAX_CLIENT_LINE = 10_000  # characters of a client log message
+
+
+def check_client_line(event: dict[str, Any], path: Path, line: int) -> None:
+    """A line of client.jsonl: time_ns, process, level, facility and message of a client log line."""
+    fields = Fields(event, path, line=line)
+    fields.time_ns("time_ns", required=True)
+    fields.text("process", required=True, longest=MAX_CLIENT_LINE)
+    fields.text("level", longest=MAX_CLIENT_LINE)
+    fields.text("facility", longest=MAX_CLIENT_LINE)
+    fields.text("message", required=True, longest=MAX_CLIENT_LINE)
 
 
 def check_cluster_sample(event: dict[str, Any], path: Path, line: int) -> None:

@@ -31,11 +31,18 @@ DEFAULT_PRODUCER_CONFIG: dict[str, Any] = {
     "queue.buffering.max.messages": 10000,
 }
 
+# At full speed (rate 0) the local queue is always full, and a write's time in it counts towards
+# message.timeout.ms: 10000 writes queued for an acks=all pipeline slowed to a few hundred writes a
+# second (a loaded machine) timed out before they were sent. 1000 is ten batches.
+FULL_SPEED_QUEUE_MESSAGES = 1000
+
 # librdkafka's poll() waits in whole milliseconds: a shorter timeout returns at once, so waiting out
 # a sub-millisecond remainder with it would spin. A paced loop waits at least this long and then
 # sends the writes that came due meanwhile.
 MIN_WAIT_S = 0.001
 MAX_WAIT_S = 0.1  # how soon stop() is seen by a paced loop between writes
+# Beyond message.timeout.ms, how long the client gets to complete what it holds.
+DRAIN_MARGIN_S = 10.0
 
 
 def paced_wait_s(delay_s: float) -> float:
@@ -133,25 +140,31 @@ class ProducerProcess:
             self._send(producer, sequence)
             sequence += 1
             producer.poll(0)
-        # Every invoked write gets its completion: flush until the queue drains
-        # (message.timeout.ms bounds how long that can take).
-        deadline = time.monotonic() + int(self.config["message.timeout.ms"]) / 1000 + 10
+        # Every invoked write gets its completion: flush until the queue drains.
+        deadline = self._drain_deadline()
         while len(producer) and time.monotonic() < deadline:
             producer.flush(1.0)
 
+    def _drain_deadline(self) -> float:
+        """When everything queued now has surely completed: message.timeout.ms bounds each write."""
+        return time.monotonic() + int(self.config["message.timeout.ms"]) / 1000 + DRAIN_MARGIN_S
+
     def _send(self, producer: Producer, sequence: int) -> None:
-        """Record write `sequence`'s invoke and produce it; a full local queue is drained and the
-        same write offered again until it is taken or the process is stopped (then the write was
-        never sent: it fails)."""
+        """Record write `sequence`'s invoke and produce it. A full local queue is drained and the
+        same write offered again until it is taken, stopping or not: a write given up on would be a
+        failure the cluster had no part in. Room comes as queued writes complete, so only a client
+        that stopped completing them makes the write fail, never sent, after `_drain_deadline`."""
         partition = sequence % self.partitions
         on_delivery = self._recorder.invoke(sequence, partition)
         payload = f"{self.process}:{sequence}{self._padding}".encode()
+        deadline: float | None = None
         while True:
             try:
                 producer.produce(self.topic, payload, None, partition, on_delivery)
                 return
-            except BufferError:  # local queue full: let deliveries drain, then try the same write again
-                if self._stop.is_set():
+            except BufferError:
+                deadline = deadline or self._drain_deadline()
+                if time.monotonic() >= deadline:
                     on_delivery(KafkaError(KafkaError._QUEUE_FULL), None)
                     return
                 producer.poll(0.1)

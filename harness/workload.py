@@ -1,7 +1,8 @@
 """The workload: producers under each acks mode, live consumers, and the final read.
 
 One topic per acks mode (`chaos-acks-all`, `chaos-acks-1`, `chaos-acks-0`), one or more producer
-processes each, all recording into history/writes.jsonl and history/reads.jsonl of a run directory.
+processes each, all recording into history/writes.jsonl and history/reads.jsonl of a run directory
+(and what their client library logged into history/client.jsonl).
 """
 
 from __future__ import annotations
@@ -12,14 +13,20 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.broker_config import ConfigValue, format_settings
+from harness.client_log import ClientLog
 from harness.clients import client_config
 from harness.cluster import KafkaCluster
 from harness.consumer import FinalReadResult, LiveConsumer, final_read
 from harness.errors import ConfigError, HarnessError
-from harness.history import ACKS_MODES, READS, WRITES, HistoryWriter, RunClock, RunDir
+from harness.history import ACKS_MODES, CLIENT, READS, WRITES, HistoryWriter, RunClock, RunDir
 from harness.history_fields import setting_problem
 from harness.limits import brief
-from harness.producer import DEFAULT_PRODUCER_CONFIG, ProcessCounts, ProducerProcess
+from harness.producer import (
+    DEFAULT_PRODUCER_CONFIG,
+    FULL_SPEED_QUEUE_MESSAGES,
+    ProcessCounts,
+    ProducerProcess,
+)
 
 
 def topic_name(acks: str) -> str:
@@ -73,7 +80,10 @@ class WorkloadSpec:
         ]
 
     def effective_producer_config(self) -> dict[str, Any]:
-        return {**DEFAULT_PRODUCER_CONFIG, **self.producer_config}
+        full_speed = (
+            {"queue.buffering.max.messages": FULL_SPEED_QUEUE_MESSAGES} if not self.rate_per_s else {}
+        )
+        return {**DEFAULT_PRODUCER_CONFIG, **full_speed, **self.producer_config}
 
 
 @dataclass(frozen=True)
@@ -107,6 +117,7 @@ class Workload:
         self.cluster, self.spec, self.rundir, self.clock = cluster, spec, rundir, clock
         self._writes: HistoryWriter | None = None
         self._reads: HistoryWriter | None = None
+        self._client_log: HistoryWriter | None = None
         self.producers: list[ProducerProcess] = []
         self.consumers: list[LiveConsumer] = []
         self._stopped = False
@@ -133,15 +144,18 @@ class Workload:
     def start(self) -> None:
         self._writes = self.rundir.writer(WRITES)
         self._reads = self.rundir.writer(READS)
+        self._client_log = self.rundir.writer(CLIENT)
         for acks in self.spec.acks:
             for n in range(self.spec.producers_per_mode):
+                process = f"p-{acks}-{n}"
+                logger = ClientLog(process, self._client_log, self.clock)
                 self.producers.append(
                     ProducerProcess(
-                        f"p-{acks}-{n}",
+                        process,
                         topic_name(acks),
                         self.spec.partitions,
                         acks,
-                        self._client_config(**self.spec.producer_config),
+                        self._client_config(**self.spec.effective_producer_config(), logger=logger),
                         self._writes,
                         self.clock,
                         self.spec.rate_per_s,
@@ -188,7 +202,7 @@ class Workload:
         one is interrupted or fails (first exception re-raised after). Safe to call again."""
         _every_step(
             [producer.close for producer in self.producers]
-            + [writer.close for writer in (self._writes, self._reads) if writer is not None]
+            + [writer.close for writer in (self._writes, self._reads, self._client_log) if writer is not None]
         )
 
     def counts(self) -> dict[str, ModeCounts]:

@@ -40,7 +40,10 @@ EXAMPLE_FIELDS = (
     "isr",
     "controller",
     "active_faults",
+    "client_log",
 )
+LINE_FIELDS = frozenset({"client_log"})
+"""Example fields whose items are lines of text, shown one per line."""
 # The base of each rate: lost / divergent / reordered / duplicated per acknowledged write,
 # phantom per failed write, the outcomes per attempted write.
 RATE_BASE = {
@@ -134,11 +137,11 @@ def scorecard(run: Run) -> list[ScoreRow]:
     return rows
 
 
-def _example_cell(value: Any) -> str:
+def _example_cell(field: str, value: Any) -> str:
     if isinstance(value, int) and not isinstance(value, bool) and value > 10**8:
         return f"{value} ({svg.clock(value / NS)})"  # a run-clock time in ns
     if isinstance(value, list):
-        return ", ".join(str(v) for v in value)
+        return ("\n" if field in LINE_FIELDS else ", ").join(str(v) for v in value)
     return "" if value is None else str(value)
 
 
@@ -156,7 +159,7 @@ def anomaly_groups(run: Run) -> list[dict[str, Any]]:
                 "error": a.error,
                 "capped": a.capped,
                 "columns": cols,
-                "rows": [[_example_cell(e.get(c)) for c in cols] for e in a.examples],
+                "rows": [[_example_cell(c, e.get(c)) for c in cols] for e in a.examples],
             }
         )
     groups.sort(key=lambda g: (g["count"] == 0 and not g["error"], KIND_IDS.index(g["kind"])))

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from harness.history import CLUSTER, FAULTS, READS, RUN_JSON, WRITES
+from harness.history import CLIENT, CLUSTER, FAULTS, READS, RUN_JSON, WRITES
 
 TOPICS: list[dict[str, Any]] = [
     {"name": "t-all", "partitions": 2, "replication_factor": 3, "acks": "all"},
@@ -58,6 +58,10 @@ def acked(
     ]
 
 
+def client_line(t: int, process: str, message: str, facility: str = "REQTMOUT") -> dict[str, Any]:
+    return {"time_ns": t, "process": process, "level": "info", "facility": facility, "message": message}
+
+
 def record(
     t: int, value: str, offset: int, topic: str = "t-all", partition: int = 0, phase: str = "final"
 ) -> dict[str, Any]:
@@ -103,6 +107,7 @@ def make_run(
     faults: Iterable[Mapping[str, Any]] = (),
     cluster: Iterable[Mapping[str, Any]] = (),
     run: Mapping[str, Any] | None = None,
+    client: Iterable[Mapping[str, Any]] = (),
 ) -> Path:
     root.mkdir(parents=True, exist_ok=True)
     (root / RUN_JSON).write_text(json.dumps(run or run_json()))
@@ -110,4 +115,5 @@ def make_run(
     _jsonl(root / READS, reads)
     _jsonl(root / FAULTS, faults)
     _jsonl(root / CLUSTER, cluster)
+    _jsonl(root / CLIENT, client)
     return root

@@ -10,13 +10,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from checker_rundirs import acked, all_ends, end, make_run, record, run_json, write
+from checker_rundirs import acked, all_ends, client_line, end, make_run, record, run_json, write
 from pyspark.sql import SparkSession
 
 from checkers import io as checker_io
 from checkers.checks import PhantomWrites, ReorderedWrites
 from harness.app.cli import main
-from harness.history import CHECK_CACHE, READS, RESULT, RUN_JSON, WRITES
+from harness.history import CHECK_CACHE, CLIENT, READS, RESULT, RUN_JSON, WRITES
 from harness.waiting import wait_until
 
 pytestmark = pytest.mark.spark
@@ -62,7 +62,7 @@ def test_clean_run_is_valid_and_rechecks_from_the_parquet_cache(
     assert "VALID" in text
     result = json.loads((run_dir / RESULT).read_text())
     assert (result["valid"], result["complete"], result["unexpected"]) == (True, True, 0)
-    assert result["events"] == {"writes": 6, "reads": 9, "faults": 1, "cluster": 1}
+    assert result["events"] == {"writes": 6, "reads": 9, "faults": 1, "cluster": 1, "client": 0}
     assert result["acks"]["all"] == {
         "attempted": 2,
         "acked": 2,
@@ -87,7 +87,14 @@ def test_lost_acked_write_violates_the_acks_all_guarantee_with_evidence(
 ) -> None:
     writes = [*acked(100, "p:1", 0), *acked(200, "p:2", 1)]
     reads = [record(900, "p:1", 0), *all_ends()]
-    run_dir = make_run(tmp_path / "run", writes, reads, [FAULT], [SAMPLE])
+    # What p's client logged while p:2 was outstanding (200-210) is quoted; other times and processes are not.
+    client = [
+        client_line(199, "p", "before"),
+        client_line(205, "q", "another client"),
+        client_line(205, "p", "Timed out ProduceRequest in flight"),
+        client_line(211, "p", "after"),
+    ]
+    run_dir = make_run(tmp_path / "run", writes, reads, [FAULT], [SAMPLE], client=client)
     code, text = kchaos_check(capfd, run_dir)
     assert code == 1
     assert "VIOLATED: t-all no-lost-acked-writes" in text
@@ -112,9 +119,11 @@ def test_lost_acked_write_violates_the_acks_all_guarantee_with_evidence(
                 "isr": [2, 1],
                 "controller": 1,
                 "active_faults": ["kill-leader"],
+                "client_log": ["0.000 s REQTMOUT: Timed out ProduceRequest in flight"],
             }
         ],
     }
+    assert result["events"]["client"] == 4
     lost_guarantee = [
         g for g in result["guarantees"] if g["id"] == "no-lost-acked-writes" and g["topic"] == "t-all"
     ]
@@ -218,9 +227,9 @@ def test_incomplete_final_read_is_reported_and_not_valid(
 
 
 def _bad_run(root: Path, **files: str) -> Path:
-    """A clean run with some files replaced by raw text (keys: writes, reads, run)."""
+    """A clean run with some files replaced by raw text (keys: writes, reads, run, client)."""
     clean_run(root)
-    names = {"writes": WRITES, "reads": READS, "run": RUN_JSON}
+    names = {"writes": WRITES, "reads": READS, "run": RUN_JSON, "client": CLIENT}
     for key, text in files.items():
         (root / names[key]).write_text(text)
     return root
@@ -254,6 +263,10 @@ BAD_INPUTS = {
     "unknown-topic": (
         {"reads": _lines(*all_ends(), record(900, "p:1", 0, topic="nope"))},
         f"{READS}:7: unknown topic 'nope'",
+    ),
+    "client-line-without-message": (
+        {"client": _lines(client_line(5, "p", "fine"), {"time_ns": 6, "process": "p"})},
+        f"{CLIENT}:2: field 'message': expected a string of at most 10000 characters, got None",
     ),
     "unknown-format": (
         {"run": json.dumps(run_json(format=7))},

@@ -1,4 +1,4 @@
-"""Fault windows and cluster state at a moment (pure Python)."""
+"""Fault windows, cluster state at a moment and client log lines between two (pure Python)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from checkers.evidence import ClusterTimeline, active_fault_names, merged_windows
+from checkers.evidence import CLIENT_LINES_CAP, ClientLog, ClusterTimeline, active_fault_names, merged_windows
 from harness.errors import HistoryError
 from harness.events import FaultWindow, fault_event, fault_windows
 
@@ -100,3 +100,24 @@ def test_cluster_state_is_the_last_sample_at_or_before_the_time() -> None:
         "isr": None,
         "controller": 1,
     }
+
+
+def test_client_log_quotes_one_process_between_two_moments_and_counts_what_it_leaves_out() -> None:
+    def line(t: int, process: str = "p-all-0", message: str = "m") -> dict[str, Any]:
+        return {"time_ns": t, "process": process, "facility": "REQTMOUT", "message": message}
+
+    log = ClientLog(
+        [line(3_000_000_000, message="late"), line(1_500_000_000, message="early"), line(2 * 10**9, "q")]
+    )
+    assert log.between("p-all-0", 10**9, 2 * 10**9) == ["1.500 s REQTMOUT: early"]
+    assert log.between("p-all-0", 1_500_000_000, None) == [
+        "1.500 s REQTMOUT: early",
+        "3.000 s REQTMOUT: late",
+    ]
+    assert log.between("p-all-0", 3_000_000_001, None) == []
+    assert log.between("nobody", 0, None) == []
+    assert log.between("p-all-0", None, None) == []  # no invoke: no window
+    many = ClientLog([line(t) for t in range(CLIENT_LINES_CAP + 3)])
+    quoted = many.between("p-all-0", 0, 10**9)
+    assert quoted[:CLIENT_LINES_CAP] == ["0.000 s REQTMOUT: m"] * CLIENT_LINES_CAP
+    assert quoted[CLIENT_LINES_CAP:] == ["... and 3 more lines in history/client.jsonl"]

@@ -278,29 +278,72 @@ def test_the_recorder_s_byte_templates_are_the_history_s_write_events(process: s
     assert filled == [orjson.dumps(event) + b"\n" for event in expected]  # the same bytes, in order
 
 
-def test_a_write_waiting_on_a_full_queue_fails_when_the_process_stops(
+def test_a_write_waiting_on_a_full_queue_is_sent_when_room_comes_even_after_stop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A write given up on at stop would be a failure the cluster had no part in.
+    client = FakeProducer({})
+    client.queue_full_once.clear()
+    full_polls: list[float] = []
+    produce, poll = client.produce, client.poll
+
+    def full_until_stopped(*args: Any) -> None:
+        if not stopping:
+            raise BufferError("Local: Queue full")
+        produce(*args)
+
+    def poll_and_count(timeout: float) -> int:
+        if stopping:
+            return poll(timeout)
+        full_polls.append(timeout)
+        return 0
+
+    stopping: list[bool] = []
+    client.produce = full_until_stopped  # type: ignore[method-assign]
+    client.poll = poll_and_count  # type: ignore[method-assign]
+    monkeypatch.setattr(harness.producer, "Producer", lambda config: client)
+    path = tmp_path / "writes.jsonl"
+    with HistoryWriter(path) as writer:
+        producer = ProducerProcess("p-1-0", "t-1", 2, "1", {"retries": 0}, writer, RunClock())
+        producer.start()
+        wait_until(
+            lambda: (len(full_polls) >= 3, f"{len(full_polls)} polls"), what="a full queue", timeout_s=10
+        )
+        producer.stop()
+        stopping.append(True)
+        producer.join(10)
+    assert not producer.running and producer.error is None
+    assert client.sent == [(0, b"p-1-0:0")]
+    events = [json.loads(line) for line in path.read_text().splitlines()]
+    assert [e["type"] for e in events] == ["invoke", "ok"]
+
+
+def test_a_write_the_queue_never_takes_fails_unsent_once_the_client_had_time_to_drain(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     client = FakeProducer({})
-    client.queue_full_once.clear()
-    polls_while_full: list[float] = []
 
     def always_full(*args: Any) -> None:
         raise BufferError("Local: Queue full")
 
-    def poll_and_count(timeout: float) -> int:
-        polls_while_full.append(timeout)
-        return 0
-
     client.produce = always_full  # type: ignore[method-assign]
-    client.poll = poll_and_count  # type: ignore[method-assign]
+    monkeypatch.setattr(harness.producer, "DRAIN_MARGIN_S", 0.0)
+    monkeypatch.setattr(harness.producer, "Producer", lambda config: client)
     path = tmp_path / "writes.jsonl"
-    stopped_after(
-        client,
-        monkeypatch,
-        path,
-        lambda _: (len(polls_while_full) >= 3, f"{len(polls_while_full)} polls"),
-        "the first write to wait on the full queue",
-    )
+    with HistoryWriter(path) as writer:
+        producer = ProducerProcess(
+            "p-1-0",
+            "t-1",
+            2,
+            "1",
+            {"retries": 0, "message.timeout.ms": 300},
+            writer,
+            RunClock(),
+            max_writes=1,
+        )
+        producer.start()
+        producer.join(10)
+    assert not producer.running and producer.error is None
     events = [json.loads(line) for line in path.read_text().splitlines()]
     assert [(e["type"], e.get("error")) for e in events] == [("invoke", None), ("fail", "_QUEUE_FULL")]
+    assert len(client.poll_timeouts) >= 2  # it waited for room before giving up
