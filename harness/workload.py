@@ -108,6 +108,13 @@ def _every_step(steps: Iterable[Callable[[], object]]) -> None:
         raise first
 
 
+# librdkafka's `broker` debug context: a line per failed request ("REQERR ... Request timed out:
+# actions Retry,MsgPossiblyPersisted", what a retry follows) and per connection change, a few lines
+# a second at worst; per-message contexts (msg, protocol) would be a line per request. A
+# scenario's own `debug` setting replaces it.
+PRODUCER_DEBUG = {"debug": "broker"}
+
+
 class Workload:
     """Producers and live consumers against one cluster, recording into `rundir`.
 
@@ -145,6 +152,7 @@ class Workload:
         self._writes = self.rundir.writer(WRITES)
         self._reads = self.rundir.writer(READS)
         self._client_log = self.rundir.writer(CLIENT)
+        producer_config = self.spec.effective_producer_config()
         for acks in self.spec.acks:
             for n in range(self.spec.producers_per_mode):
                 process = f"p-{acks}-{n}"
@@ -155,7 +163,7 @@ class Workload:
                         topic_name(acks),
                         self.spec.partitions,
                         acks,
-                        self._client_config(**self.spec.effective_producer_config(), logger=logger),
+                        self._client_config(**{**PRODUCER_DEBUG, **producer_config, "logger": logger}),
                         self._writes,
                         self.clock,
                         self.spec.rate_per_s,

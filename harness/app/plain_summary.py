@@ -37,8 +37,10 @@ def plain_summary(result: Mapping[str, Any], faults: Sequence[FaultWindow], exit
     writing = ", ".join(f"acks={mode}" for mode, n in result.get("acks", {}).items() if n.get("attempted"))
     if broke:
         outcome = (
-            "Broke: " + "; ".join(_phrase(result, g) for g in broke) + ". FAIL means Kafka broke a "
-            "promise this configuration makes; kafka-chaos itself ran correctly."
+            "Broke: "
+            + "; ".join(_phrase(result, g) + _promiser(g) for g in broke)
+            + f". FAIL means {_breaker(broke)} broke a promise this configuration makes; kafka-chaos "
+            "itself ran correctly."
         )
     else:
         outcome = "Broke: nothing Kafka promised"
@@ -50,6 +52,17 @@ def plain_summary(result: Mapping[str, Any], faults: Sequence[FaultWindow], exit
         "Held: " + ("; ".join(_phrase(result, g) for g in held) or "no promise was judged held") + ".",
         outcome,
     ]
+
+
+def _promiser(guarantee: Mapping[str, Any]) -> str:
+    return f" (promised by {guarantee['promised_by']})" if guarantee.get("promised_by") else ""
+
+
+def _breaker(broke: Sequence[Mapping[str, Any]]) -> str:
+    """Kafka, when only the brokers' promises broke; else who made each is named beside it."""
+    if all(str(g.get("promised_by") or "the brokers (").startswith("the brokers (") for g in broke):
+        return "Kafka"
+    return "the party that made it"
 
 
 def _faults(faults: Sequence[FaultWindow]) -> str:

@@ -66,3 +66,18 @@ def test_a_broken_promise_is_said_to_be_kafka_s() -> None:
         "Broke: acks=all: 2 of 500 acknowledged writes lost, 1 overwritten at their offset. FAIL means "
         "Kafka broke a promise this configuration makes; kafka-chaos itself ran correctly.",
     ]
+
+
+def test_a_promise_the_client_made_names_the_client_not_kafka() -> None:
+    order = guarantee("per-partition-order", "all", True, "violated")
+    order["promised_by"] = "the producer client (librdkafka 2.16.0)"
+    lost = guarantee("no-lost-acked-writes", "all", True, "held")
+    lines = plain_summary(result([order, lost], all={"acked": 500, "reordered": 3, "lost": 0}), [], 1)
+    assert lines[2] == (
+        "Broke: acks=all: 3 of 500 acknowledged writes reordered (promised by the producer client "
+        "(librdkafka 2.16.0)). FAIL means the party that made it broke a promise this configuration "
+        "makes; kafka-chaos itself ran correctly."
+    )
+    lost["verdict"], lost["promised_by"] = "violated", "the brokers (Kafka 0.9.0.1)"
+    assert "FAIL means the party that made it broke" in plain_summary(result([order, lost], all={}), [], 1)[2]
+    assert "FAIL means Kafka broke" in plain_summary(result([lost], all={}), [], 1)[2]

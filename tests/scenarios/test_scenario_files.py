@@ -22,6 +22,7 @@ EXPECTED_BUILTINS = {
     "slow-network",
     "unclean-election",
     "nemesis-mix",
+    "retry-reorder",
 }
 
 
