@@ -28,6 +28,7 @@ from typing import Any
 
 from confluent_kafka import KafkaError, Message, Producer
 
+from harness.app.signals import terminate_as_interrupt
 from harness.clients import client_config
 from harness.cluster import ClusterSpec, KafkaCluster
 from harness.history import HistoryWriter, RunClock
@@ -116,6 +117,7 @@ def main() -> None:
     args = parser.parse_args()
     rates = [float(r) for r in args.rates.split(",")]
     with (
+        terminate_as_interrupt(),  # SIGTERM removes the cluster too
         KafkaCluster(ClusterSpec(broker_config={"min.insync.replicas": 2})) as cluster,
         tempfile.TemporaryDirectory() as tmp,
     ):

@@ -21,6 +21,7 @@ from pathlib import Path
 from harness.anomaly_kinds import KINDS
 from harness.app.runner import RunOutcome, run_scenario
 from harness.app.scenario import Scenario, load_scenario
+from harness.app.signals import terminate_as_interrupt
 
 
 def _variants() -> list[tuple[str, Scenario]]:
@@ -85,4 +86,5 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    with terminate_as_interrupt():  # SIGTERM heals and removes the run's containers too
+        sys.exit(main())

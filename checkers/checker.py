@@ -52,6 +52,8 @@ class Checker(Protocol):
     """True when `details` reads the reads of the examples' values (and `example_positions`)."""
     example_positions: str | None
     """An offset column of the rows whose (topic, partition, offset) positions `details` reads at."""
+    example_values: tuple[str, ...]
+    """The value columns of the rows whose reads `details` looks at (`value`, at least)."""
 
     def find(self, inputs: CheckInputs) -> DataFrame:
         """One row per anomaly: `topic` first, `complete_ns` where a write is behind it."""

@@ -14,6 +14,7 @@ class _NoDetails:
 
     reads_details = False
     example_positions: str | None = None
+    example_values: tuple[str, ...] = ("value",)
 
     def details(self, examples: DataFrame, reads: DataFrame) -> DataFrame:
         return examples
@@ -24,6 +25,7 @@ class _ReadDetails:
 
     reads_details = True
     example_positions: str | None = None
+    example_values: tuple[str, ...] = ("value",)
 
 
 @register
@@ -86,6 +88,7 @@ class UnexpectedValues(_ReadDetails):
 @register
 class ReorderedWrites(_ReadDetails):
     kind = kind("reordered")
+    example_values = ("value", "earlier_value")
 
     def find(self, inputs: CheckInputs) -> DataFrame:
         return anomalies.reordered_writes(inputs.history.writes)

@@ -134,10 +134,17 @@ def _examples(counted: _Counted, reads: DataFrame, evidence: _Evidence) -> list[
 
 
 def _example_reads(reads: DataFrame, counted: list[_Counted]) -> DataFrame:
-    """The reads the details of these kinds' examples look at: of their values, and at their
+    """The reads the details of these kinds' examples look at: of their `example_values`, and at their
     `example_positions` (`anomalies.reads_of`, one scan of the reads; a few hundred rows at most)."""
     firsts = [c.first for c in counted]
-    values = reduce(DataFrame.unionByName, [first.select("value") for first in firsts])
+    values = reduce(
+        DataFrame.unionByName,
+        [
+            first.select(F.col(column).alias("value"))
+            for c, first in zip(counted, firsts, strict=True)
+            for column in c.checker.example_values
+        ],
+    )
     positions = [
         first.select("topic", "partition", F.col(column).alias("offset"))
         for c, first in zip(counted, firsts, strict=True)

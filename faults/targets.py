@@ -3,6 +3,7 @@
 A target is one of these words, or a comma-separated list of node names (`kafka-2,zk-1`):
 
 - `leader`      the leader of `topic`/`partition` (a random partition with a leader when not given)
+- `follower`    an in-sync follower of `topic`/`partition`'s leader (random, as for `leader`)
 - `controller`  the broker ZooKeeper names as controller
 - `one`         one random live broker
 - `minority`    a random minority of the brokers (at least one)
@@ -25,9 +26,9 @@ from faults.base import coerce_int, text_param
 from harness.cluster import KafkaCluster
 from harness.errors import ClusterError, TargetError
 from harness.services import Node
-from harness.zkstate import ClusterSnapshot
+from harness.zkstate import ClusterSnapshot, PartitionState
 
-KEYWORDS = ("leader", "controller", "one", "minority", "majority", "all", "zookeeper")
+KEYWORDS = ("leader", "follower", "controller", "one", "minority", "majority", "all", "zookeeper")
 MAX_PARTITION = 2**31 - 1  # Kafka numbers partitions with 32-bit integers
 
 
@@ -63,6 +64,8 @@ def choose(
     every = [*brokers, *zookeepers]
     if target == "leader":
         return _leader(snapshot, brokers, rng, topic, partition)
+    if target == "follower":
+        return _follower(snapshot, brokers, rng, topic, partition)
     if target == "controller":
         if snapshot.controller is None:
             raise TargetError("target 'controller': ZooKeeper names no controller right now")
@@ -95,13 +98,9 @@ def _known(name: str, brokers: Sequence[str]) -> str:
     return name
 
 
-def _leader(
-    snapshot: ClusterSnapshot,
-    brokers: Sequence[str],
-    rng: random.Random,
-    topic: str | None,
-    partition: int | None,
-) -> Choice:
+def _partitions(
+    target: str, snapshot: ClusterSnapshot, topic: str | None, partition: int | None
+) -> list[PartitionState]:
     candidates = [
         p
         for p in snapshot.partitions
@@ -111,8 +110,19 @@ def _leader(
         have = sorted({f"{p.topic}/{p.partition}" for p in snapshot.partitions})
         wanted = f"{topic or '*'}/{'*' if partition is None else partition}"
         raise TargetError(
-            f"target 'leader': no partition {wanted}; partitions are {', '.join(have) or 'none'}"
+            f"target {target!r}: no partition {wanted}; partitions are {', '.join(have) or 'none'}"
         )
+    return candidates
+
+
+def _leader(
+    snapshot: ClusterSnapshot,
+    brokers: Sequence[str],
+    rng: random.Random,
+    topic: str | None,
+    partition: int | None,
+) -> Choice:
+    candidates = _partitions("leader", snapshot, topic, partition)
     led = [p for p in candidates if p.leader >= 0]
     if not led:
         leaderless = ", ".join(f"{p.topic}/{p.partition}" for p in candidates)
@@ -120,6 +130,27 @@ def _leader(
     chosen = rng.choice(led)
     return Choice(
         [_known(broker_name(chosen.leader), brokers)], {"topic": chosen.topic, "partition": chosen.partition}
+    )
+
+
+def _follower(
+    snapshot: ClusterSnapshot,
+    brokers: Sequence[str],
+    rng: random.Random,
+    topic: str | None,
+    partition: int | None,
+) -> Choice:
+    """An in-sync follower of a led partition: cut off, it holds acks=all writes until the leader
+    drops it from the ISR."""
+    candidates = _partitions("follower", snapshot, topic, partition)
+    followed = [(p, f) for p in candidates if p.leader >= 0 for f in p.isr if f != p.leader]
+    if not followed:
+        alone = ", ".join(f"{p.topic}/{p.partition}" for p in candidates)
+        raise TargetError(f"target 'follower': no in-sync follower of a leader now for {alone}")
+    chosen, follower = rng.choice(followed)
+    return Choice(
+        [_known(broker_name(follower), brokers)],
+        {"topic": chosen.topic, "partition": chosen.partition, "leader": broker_name(chosen.leader)},
     )
 
 

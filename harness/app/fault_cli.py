@@ -57,7 +57,7 @@ def run_fault(
     target: str = typer.Option(
         None,
         "--target",
-        help="leader, controller, one, minority, majority, all, zookeeper, or node names (kafka-1,zk-1).",
+        help="leader, follower, controller, one, minority, majority, all, zookeeper, or kafka-1,zk-1...",
     ),
     duration: float = typer.Option(15.0, "--duration", help="Seconds to hold the fault before healing."),
     param: list[str] = typer.Option(

@@ -138,6 +138,29 @@ def test_lost_acked_write_violates_the_acks_all_guarantee_with_evidence(
     }
 
 
+def test_a_reordered_example_shows_the_offsets_of_the_write_it_overtook(
+    spark: SparkSession, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    # p:1's request timed out; p:2, built behind it, went first (1); p:1's retry landed at 2.
+    writes = [*acked(90, "q:1", 0), *acked(100, "p:1", 2), *acked(110, "p:2", 1)]
+    reads = [record(900, "q:1", 0), record(900, "p:2", 1), record(900, "p:1", 2), *all_ends()]
+    client = [client_line(115, "p", "Request timed out: actions Retry,MsgPossiblyPersisted", "REQERR")]
+    run_dir = make_run(tmp_path / "run", writes, reads, [FAULT], [SAMPLE], client=client)
+    code, text = kchaos_check(capfd, run_dir)
+    assert "duplicated 0, phantom 0, reordered 1" in text  # order is not promised here: exit 0
+    [example] = json.loads((run_dir / RESULT).read_text())["anomalies"]["reordered"]["examples"]
+    assert {
+        k: example[k] for k in ("value", "offsets", "earlier_value", "earlier_offset", "earlier_offsets")
+    } == {
+        "value": "p:2",
+        "offsets": [[0, 1]],
+        "earlier_value": "p:1",
+        "earlier_offset": 2,
+        "earlier_offsets": [[0, 2]],  # read from the shared scan of the examples' reads
+    }
+    assert example["client_log"] == ["0.000 s REQERR: Request timed out: actions Retry,MsgPossiblyPersisted"]
+
+
 def test_a_checker_that_raises_costs_only_its_own_kind_and_is_not_a_verdict(
     spark: SparkSession, tmp_path: Path, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

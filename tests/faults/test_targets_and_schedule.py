@@ -52,6 +52,18 @@ def test_leaderless_and_missing_partitions_are_target_errors() -> None:
         pick("leader", topic="t", partition=7)
 
 
+def test_follower_is_an_in_sync_follower_of_a_led_partition() -> None:
+    choice = choose("follower", SNAPSHOT, BROKERS, ZKS, random.Random(1), topic="t", partition=0)
+    # kafka-2 is a replica of t/0 but out of sync; t/1 has no leader; u/0's leader is alone in its ISR.
+    assert choice.names == ["kafka-1"]
+    assert choice.detail == {"topic": "t", "partition": 0, "leader": "kafka-3"}
+    assert {pick("follower", seed)[0] for seed in range(40)} == {"kafka-1"}
+    with pytest.raises(TargetError, match="no in-sync follower of a leader now for u/0"):
+        pick("follower", topic="u")
+    with pytest.raises(TargetError, match=r"target 'follower': no partition v/\*"):
+        pick("follower", topic="v")
+
+
 def test_keywords() -> None:
     assert pick("controller") == ["kafka-2"]
     assert {pick("one", s)[0] for s in range(60)} == {"kafka-1", "kafka-2", "kafka-3", "kafka-5"}  # live only
