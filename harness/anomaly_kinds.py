@@ -82,7 +82,8 @@ KINDS: tuple[AnomalyKind, ...] = (
         "one they were sent in. The offsets and earlier_offsets columns say where each was read: an earlier "
         "write also read below this one was first appended by an attempt whose acknowledgement never "
         "came (a timed-out request), then appended again, and acknowledged, by a retry sent after this "
-        "write.",
+        "write. client_log quotes what the producer's client logged meanwhile: a REQERR 'Request timed "
+        "out: actions Retry' line is the retry that fell behind (librdkafka, see README Findings).",
         "acknowledged writes stored out of their send order",
         "per-partition-order",
     ),

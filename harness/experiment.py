@@ -22,12 +22,22 @@ from typing import Any
 from harness.clients import client_versions
 from harness.cluster import ClusterSpec, KafkaCluster
 from harness.consumer import FinalReadResult
-from harness.errors import ReadinessTimeout
-from harness.history import CLUSTER, FAULTS, HARNESS_LOG, HistoryWriter, RunClock, RunDir, open_append
+from harness.errors import HarnessError, ReadinessTimeout
+from harness.history import (
+    CLUSTER,
+    FAULTS,
+    HARNESS_LOG,
+    HistoryWriter,
+    RunClock,
+    RunDir,
+    open_append,
+    write_atomic,
+)
 from harness.workload import Workload, WorkloadSpec
 from harness.zkstate import ClusterSampler
 
 log = logging.getLogger("kchaos")
+NODE_LOGS = "logs"  # RUN/logs/<node>.log: each container's output, kept before the cluster goes
 
 Chaos = Callable[[KafkaCluster, HistoryWriter, RunClock], AbstractContextManager[Any]]
 """Builds the context manager that injects faults while the workload runs (and heals on exit)."""
@@ -90,7 +100,11 @@ def run_experiment(
 
     interrupted = False
     final: FinalReadResult | None = None
-    with _harness_log(rundir), KafkaCluster(spec.cluster, run_id=run_id) as cluster:
+    with (
+        _harness_log(rundir),
+        KafkaCluster(spec.cluster, run_id=run_id) as cluster,
+        _node_logs_kept(cluster, rundir),
+    ):
         # Closed however the block ends (a second Ctrl-C in stop() too): the history files with it.
         with Workload(cluster, spec.workload, rundir, clock) as workload:
             workload.create_topics()
@@ -166,3 +180,17 @@ def run_metadata(spec: ExperimentSpec, run_id: str, cluster: KafkaCluster) -> di
         },
         **spec.extra,
     }
+
+
+@contextlib.contextmanager
+def _node_logs_kept(cluster: KafkaCluster, rundir: RunDir) -> Iterator[None]:
+    """On the way out, however the run ends, keep each node's log (the broker's own account of ISR
+    changes, leader elections and ZooKeeper sessions) in RUN/logs/ before its container is removed."""
+    try:
+        yield
+    finally:
+        for node in [*cluster.zookeepers, *cluster.brokers]:
+            try:
+                write_atomic(rundir.root, f"{NODE_LOGS}/{node.name}.log", node.logs(tail="all"))
+            except (HarnessError, OSError) as exc:  # the run's verdict does not depend on them
+                log.warning("could not keep %s's log: %s", node.name, exc)

@@ -7,7 +7,7 @@ kill or stop, keeping its filesystem, so a restarted broker comes back with its 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from docker.errors import APIError, NotFound
 from docker.types import EndpointConfig
@@ -115,7 +115,7 @@ class Node:
         except (APIError, NotFound) as exc:
             raise ClusterError(f"cannot exec in {self.name}: {exc.explanation or exc}") from None
 
-    def logs(self, tail: int = 40) -> str:
+    def logs(self, tail: int | Literal["all"] = 40) -> str:
         try:
             return str(self._wrapped().logs(tail=tail).decode(errors="replace"))
         except (ClusterError, APIError, NotFound):

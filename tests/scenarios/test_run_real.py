@@ -42,6 +42,10 @@ def test_isolate_leader_loses_acks1_writes_but_not_acks_all(chaos_run: ChaosRun)
     assert outcome.result["acks"]["all"]["divergent"] == 0
     held = {g["id"]: g["verdict"] for g in outcome.result["guarantees"] if g["acks"] == "all"}
     assert held["no-lost-acked-writes"] == "held"
+    # The brokers' own account is kept: the isolated leader's ZooKeeper session, the new leader.
+    logs = {path.name: path.read_text() for path in (outcome.rundir.root / "logs").iterdir()}
+    assert set(logs) == {"kafka-1.log", "kafka-2.log", "kafka-3.log", "zk-1.log"}
+    assert all("started (kafka.server.KafkaServer)" in logs[f"kafka-{n}.log"] for n in (1, 2, 3))
 
 
 def test_unclean_election_is_reported_as_promising_nothing(chaos_run: ChaosRun) -> None:
