@@ -284,20 +284,7 @@ def test_reordered_write_has_a_lower_offset_than_an_earlier_invoked_one(spark: S
     )
 
 
-REORDERED = [
-    "topic",
-    "partition",
-    "acks",
-    "value",
-    "offsets",
-    "process",
-    "invoke_ns",
-    "complete_ns",
-    "ack_offset",
-    "earlier_value",
-    "earlier_offset",
-    "earlier_offsets",
-]
+REORDERED = [*DUPLICATE, "earlier_value", "earlier_offset", "earlier_offsets"]  # the same columns first
 
 
 def test_a_reordered_write_shows_the_earlier_attempt_that_was_appended_unacknowledged(
