@@ -9,7 +9,7 @@ from typing import Any
 
 from checkers.io import check_layout, history_bytes, load_history, write_result
 from checkers.result import build_result
-from checkers.session import get_spark, spark_errors
+from checkers.session import get_spark, size_for, spark_errors
 
 
 def check_run(run_dir: Path, master: str | None = None) -> dict[str, Any]:
@@ -21,7 +21,9 @@ def check_run(run_dir: Path, master: str | None = None) -> dict[str, Any]:
     started = time.monotonic()
     checked_at = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     layout = check_layout(run_dir)
-    spark = get_spark(master, history_bytes=history_bytes(run_dir))
+    size = history_bytes(run_dir)
+    spark = get_spark(master, history_bytes=size)
+    size_for(spark, size)
     spark_info: dict[str, Any] = {"master": spark.sparkContext.master, "version": spark.version}
     history = load_history(spark, run_dir, layout)
     with spark_errors("checking the history", str(run_dir)):

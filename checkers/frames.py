@@ -158,16 +158,17 @@ def _name_id(column: str) -> Column:
     return F.when(F.col(column).isNotNull(), F.xxhash64(column))
 
 
-def named_ids(names: DataFrame) -> DataFrame:
-    """(kind, name) rows -> (kind, id, name): the id `value_table` gives a process or error name."""
-    return names.select("kind", _name_id("name").alias("id"), "name")
+def name_and_id(column: str) -> Column:
+    """A process or error name with the id `value_table` gives it: struct (name, id), null for none."""
+    named = F.struct(F.col(column).alias("name"), _name_id(column).alias("id"))
+    return F.when(F.col(column).isNotNull(), named)
 
 
 def names_of(write_events: DataFrame) -> DataFrame:
-    """Every process and error name of the write events, with its id (see `named_ids`)."""
-    processes = write_events.select(F.lit("process").alias("kind"), F.col("process").alias("name"))
-    errors = write_events.select(F.lit("error").alias("kind"), F.col("error").alias("name"))
-    return named_ids(processes.unionByName(errors).where(F.col("name").isNotNull()).distinct())
+    """Every process and error name of the write events, with its id: (kind, id, name) rows."""
+    kinds = [write_events.select(F.lit(k).alias("kind"), name_and_id(k).alias("n")) for k in NAME_KINDS]
+    named_rows = kinds[0].unionByName(kinds[1]).where(F.col("n").isNotNull())
+    return named_rows.select("kind", "n.id", "n.name").distinct()
 
 
 def value_table(write_events: DataFrame, read_events: DataFrame, topic_acks: Mapping[str, str]) -> DataFrame:

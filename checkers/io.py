@@ -2,9 +2,10 @@
 
 writes.jsonl and reads.jsonl are parsed by Spark with explicit schemas and converted once per run
 into Parquet under RUN_DIR/check/parquet/ (the read records, with only the columns checks use, and
-the per-value table; with names.jsonl, the process and error names the per-value table refers to,
-with their ids, and ends.jsonl, the reads' end events); a fingerprint of what the conversion read
-(a SHA-256 of each file's content, and run.json's topics) lets a re-check skip the conversion. Lines
+the per-value table, each with its schema; with names.jsonl, the process and error names the
+per-value table refers to, with their ids, and ends.jsonl, the reads' end events); a fingerprint of
+what the conversion read (a SHA-256 of each file's content, and run.json's topics) lets a re-check
+skip the conversion. Lines
 are only numbered (an extra, slower pass) when something is wrong, to name the first offending line.
 Every file written under the run directory goes through `harness.history`'s no-link writers.
 faults.jsonl, cluster.jsonl and client.jsonl are small, read and validated in Python
@@ -22,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pyspark.sql import Column, DataFrame, Observation, SparkSession
+from pyspark.sql import Column, DataFrame, Observation, Row, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -45,7 +46,7 @@ from harness.history import (
     write_atomic,
 )
 
-CACHE_VERSION = 10
+CACHE_VERSION = 11
 _FINGERPRINT = "fingerprint.json"
 _VALID = "_valid"
 
@@ -147,7 +148,7 @@ def load_history(spark: SparkSession, run_dir: Path, layout: Layout | None = Non
         fingerprint_json = json.dumps({**fingerprint, "events": counts}, indent=2) + "\n"
         write_atomic(run_dir, f"{CHECK_CACHE}/{_FINGERPRINT}", fingerprint_json)
     with spark_errors("reading the Parquet cache", str(cache)):
-        values = frames.named(spark.read.parquet(_uri(cache / "values")), _name_tables(spark, cache))
+        values = frames.named(_read_parquet(spark, cache, _VALUES), _name_tables(spark, cache))
         reads = _read_records(spark, cache)
         ends = spark.read.schema(frames.END_SCHEMA).json(_uri(cache / _ENDS))
     counts = {
@@ -240,7 +241,9 @@ def _convert(spark: SparkSession, run_dir: Path, run: dict[str, Any]) -> dict[st
             # undeclared topic, if any, and the process and error names (few) of the writes.
             valid, observation = F.col(_VALID), Observation()
             if source is _WRITES:
-                found = [F.collect_set(F.when(valid, F.col(kind))).alias(kind) for kind in frames.NAME_KINDS]
+                found = [
+                    F.collect_set(F.when(valid, frames.name_and_id(k))).alias(k) for k in frames.NAME_KINDS
+                ]
             else:  # the end events (one per partition read to its end): what completeness is decided on
                 is_end = valid & (F.col("type") == "end")
                 found = [F.collect_set(F.when(is_end, F.struct(*frames.END_COLUMNS))).alias("ends")]
@@ -253,14 +256,14 @@ def _convert(spark: SparkSession, run_dir: Path, run: dict[str, Any]) -> dict[st
             )
             if source is _READS:
                 records = observed.where(valid & (F.col("type") == "record"))
-                _write_parquet(records.select(*frames.RECORD_COLUMNS), cache / _RECORDS)
+                _write_parquet(run_dir, records.select(*frames.RECORD_COLUMNS), _RECORDS)
             else:
                 values = frames.value_table(
                     observed.where(valid), _read_records(spark, cache), topic_acks(run)
                 )
                 # Broken write rules are counted as the table is written; found only if there are any.
                 values = values.observe(problems, F.count(frames.write_problem()).alias("count"))
-                _write_parquet(values, cache / "values")
+                _write_parquet(run_dir, values, _VALUES)
             summary = observation.get
         if summary["bad"]:
             _raise_first_bad_line(spark, path, source)
@@ -271,14 +274,14 @@ def _convert(spark: SparkSession, run_dir: Path, run: dict[str, Any]) -> dict[st
             declared = ", ".join(known_topics)
             raise HistoryError(f"unknown topic {topic!r} (run.json declares: {declared})", str(path), line)
         if source is _WRITES:
-            _write_names(spark, run_dir, {kind: summary[kind] for kind in frames.NAME_KINDS}, path)
+            _write_names(run_dir, {kind: summary[kind] for kind in frames.NAME_KINDS}, path)
         else:
             ends = sorted(summary["ends"], key=lambda row: tuple(map(str, row)))
             write_atomic(run_dir, f"{CHECK_CACHE}/{_ENDS}", _jsonl(end.asDict() for end in ends))
     if not problems.get["count"]:
         return counts
     with spark_errors("locating a broken write rule", str(run_dir / WRITES)):
-        bad_value = frames.write_problems(spark.read.parquet(_uri(cache / "values"))).limit(1).collect()
+        bad_value = frames.write_problems(_read_parquet(spark, cache, _VALUES)).limit(1).collect()
     if bad_value:
         value, reason = bad_value[0]["value"], bad_value[0]["reason"]
         path = run_dir / WRITES
@@ -300,17 +303,29 @@ MOSTLY_UNIQUE = (
 """Cached columns whose values rarely repeat: stored without Parquet's dictionary encoding."""
 
 
-def _write_parquet(frame: DataFrame, path: Path) -> None:
-    """Write `frame` as Parquet, dictionary-encoding only the columns whose values repeat.
+def _write_parquet(run_dir: Path, frame: DataFrame, name: str) -> None:
+    """Write `frame` as the Parquet table `name` of the cache, with its schema beside it.
 
-    A dictionary of mostly unique values fills up and is thrown away, page after page; trying it cost
-    about 5% of a 10M-event conversion's CPU (79-88 -> 76.5-77.6 s with dictionaries off altogether).
+    Only the columns whose values repeat are dictionary-encoded: a dictionary of mostly unique values
+    fills up and is thrown away, page after page; trying it cost about 5% of a 10M-event conversion's
+    CPU (79-88 -> 76.5-77.6 s with dictionaries off altogether). The schema lets `_read_parquet` skip
+    the Spark job that would read it from a Parquet footer.
     """
     plain = {f"parquet.enable.dictionary#{c}": "false" for c in frame.columns if c in MOSTLY_UNIQUE}
-    frame.write.mode("overwrite").options(**plain).parquet(_uri(path))
+    frame.write.mode("overwrite").options(**plain).parquet(_uri(run_dir / CHECK_CACHE / name))
+    write_atomic(run_dir, f"{CHECK_CACHE}/{name}{_SCHEMA_SUFFIX}", frame.schema.json())
+
+
+def _read_parquet(spark: SparkSession, cache: Path, name: str) -> DataFrame:
+    """A cache table, with the schema it was written with, every column nullable as in a Parquet footer."""
+    written = T.StructType.fromJson(json.loads((cache / f"{name}{_SCHEMA_SUFFIX}").read_text()))
+    schema = T.StructType([T.StructField(f.name, f.dataType, nullable=True) for f in written.fields])
+    return spark.read.schema(schema).parquet(_uri(cache / name))
 
 
 _RECORDS = "read_records"
+_VALUES = "values"
+_SCHEMA_SUFFIX = ".schema.json"
 _ENDS = "ends.jsonl"
 _NAMES = "names.jsonl"
 _NAMES_SCHEMA = "kind string, id long, name string"
@@ -322,27 +337,17 @@ def _jsonl(rows: Iterable[dict[str, Any]]) -> str:
     return "".join(json.dumps(row) + "\n" for row in rows)
 
 
-def _write_names(spark: SparkSession, run_dir: Path, names: dict[str, list[str]], path: Path) -> None:
-    """Store the names the per-value table refers to, with their ids (`frames.named_ids`).
-
-    The ids are Spark's hash of each name, so Spark computes them, from a staging file written
-    from Python and read by its JSON reader: no Python worker process is started.
-    """
-    staging = write_atomic(
-        run_dir,
-        f"{CHECK_CACHE}/{_NAMES}.staging",
-        _jsonl({"kind": kind, "name": name} for kind in frames.NAME_KINDS for name in sorted(names[kind])),
-    )
-    with spark_errors("storing process and error names", str(path)):
-        rows = frames.named_ids(spark.read.schema("kind string, name string").json(_uri(staging))).collect()
-    staging.unlink()
+def _write_names(run_dir: Path, names: dict[str, list[Row]], path: Path) -> None:
+    """Store the names the per-value table refers to, with their ids (`frames.name_and_id`: Spark's
+    hash of each name, observed as the table was written)."""
     by_id: dict[tuple[str, int], str] = {}
-    for row in rows:
-        if by_id.setdefault((row["kind"], row["id"]), row["name"]) != row["name"]:
-            # Two names with one 64-bit hash: never seen, but it would be wrong.
-            raise HistoryError(
-                "two process or error names share an id (a 64-bit hash); rename one", str(path)
-            )
+    for kind, rows in names.items():
+        for row in rows:
+            if by_id.setdefault((kind, row["id"]), row["name"]) != row["name"]:
+                # Two names with one 64-bit hash: never seen, but it would be wrong.
+                raise HistoryError(
+                    "two process or error names share an id (a 64-bit hash); rename one", str(path)
+                )
     stored = ({"kind": kind, "id": id_, "name": name} for (kind, id_), name in sorted(by_id.items()))
     write_atomic(run_dir, f"{CHECK_CACHE}/{_NAMES}", _jsonl(stored))
 
@@ -365,7 +370,7 @@ def _name_tables(spark: SparkSession, cache: Path) -> dict[str, frames.NameTable
 
 def _read_records(spark: SparkSession, cache: Path) -> DataFrame:
     """The stored read records as read events (of type `record`), which the checkers take."""
-    return spark.read.parquet(_uri(cache / _RECORDS)).select(F.lit("record").alias("type"), "*")
+    return _read_parquet(spark, cache, _RECORDS).select(F.lit("record").alias("type"), "*")
 
 
 def _numbered(spark: SparkSession, path: Path) -> DataFrame:

@@ -37,6 +37,15 @@ QUICK_START_BYTES = 256 * 1024 * 1024
 """Below this much history, a local check compiles with the JIT's quick tier only (C1): the
 optimizing tier costs more than it saves on short jobs (a 170k-event run re-checks in 32 s instead
 of 41 s, 1M events first-check in 59 s instead of 68 s), while larger histories need its speed."""
+QUICK_TIER_ONLY = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m"
+"""The quick tier alone, with the code cache the JVM gives both tiers by default: alone it gets 48 MB,
+which one 170k-event check fills to 36 MB; a process that checks more histories then filled it and
+the JVM stopped compiling ("CodeCache is full"): further 170k-event checks took 10-11.8 s, 8.9-9.5 s
+with this (6 checks in one process, twice each, alternated)."""
+TINY_HISTORY_BYTES = 1024 * 1024
+"""Below this much history (a few thousand events), a check's expressions are evaluated, not compiled
+to Java classes, and its shuffles have one partition: compiling and scheduling cost more than they
+save on so few rows (60 events, first check after the JVM started: 7.7 s -> 5.3 s)."""
 OPTIMIZE_HOT_ONLY = (
     "-XX:Tier4InvocationThreshold=50000 -XX:Tier4MinInvocationThreshold=20000"
     " -XX:Tier4CompileThreshold=60000 -XX:Tier4BackEdgeThreshold=400000"
@@ -70,9 +79,7 @@ def _conf(
     local = master.startswith("local")
     # A local driver runs the tasks too: its JVM is tuned for them (measured on two cores).
     local_tuning = (
-        [THROUGHPUT_GC, "-XX:TieredStopAtLevel=1" if _is_short(history_bytes) else OPTIMIZE_HOT_ONLY]
-        if local
-        else []
+        [THROUGHPUT_GC, QUICK_TIER_ONLY if _is_short(history_bytes) else OPTIMIZE_HOT_ONLY] if local else []
     )
     driver_options = " ".join(filter(None, [java_options, *local_tuning, class_archive.driver_options()]))
     conf = (
@@ -167,6 +174,22 @@ def get_spark(
     logging.getLogger("py4j").setLevel(logging.CRITICAL)
     context.setLogLevel("ERROR")
     return SparkSession(context)
+
+
+def size_for(spark: SparkSession, history_bytes: int) -> None:
+    """Set the SQL settings that depend on the size of the history about to be checked.
+
+    Set again for every check: one process (a matrix, `kchaos check A B`, a test session) checks
+    histories of any size on its one session. Locally, a shuffle has one partition per core up to
+    QUICK_START_BYTES of history (LOCAL_SHUFFLE_PARTITIONS above), and one below TINY_HISTORY_BYTES.
+    """
+    tiny = history_bytes < TINY_HISTORY_BYTES
+    context = spark.sparkContext
+    if str(context.master).startswith("local"):
+        partitions = LOCAL_SHUFFLE_PARTITIONS if not _is_short(history_bytes) else context.defaultParallelism
+        spark.conf.set("spark.sql.shuffle.partitions", str(1 if tiny else partitions))
+    spark.conf.set("spark.sql.codegen.wholeStage", str(not tiny).lower())
+    spark.conf.set("spark.sql.codegen.factoryMode", "NO_CODEGEN" if tiny else "FALLBACK")
 
 
 def stop_spark(wait_s: float) -> None:

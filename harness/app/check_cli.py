@@ -1,4 +1,4 @@
-"""`kchaos check RUN_DIR`: judge a run, write check/result.json, print a short summary."""
+"""`kchaos check RUN_DIR...`: judge runs, write check/result.json, print a short summary."""
 
 from __future__ import annotations
 
@@ -11,9 +11,12 @@ import typer
 from checkers.check import check_run
 from checkers.class_archive import build
 from harness.anomaly_kinds import ANOMALY_COUNTS
+from harness.app.console import make_console, print_error
 from harness.app.crash import note_run_dir
-from harness.errors import SparkError
+from harness.errors import EnvironmentError_, HarnessError, SparkError
 from harness.history import RESULT
+
+_err_console = make_console(stderr=True)
 
 
 def _summary(result: dict[str, Any], run_dir: Path) -> str:
@@ -45,23 +48,44 @@ def _summary(result: dict[str, Any], run_dir: Path) -> str:
 
 
 def check(
-    run_dir: Path = typer.Argument(..., help="Run directory (HISTORY_FORMAT.md format 1)."),
+    run_dirs: list[Path] = typer.Argument(
+        ..., help="Run directories (HISTORY_FORMAT.md format 1), checked in turn on one Spark session."
+    ),
     master: str | None = typer.Option(
         None,
         "--master",
-        help="Spark master URL (default local[*]); the run directory must be readable there.",
+        help="Spark master URL (default local[*]); the run directories must be readable there.",
     ),
     as_json: bool = typer.Option(False, "--json", help="Print the whole result.json instead of a summary."),
 ) -> None:
-    """Check a run's history on Spark: anomalies, guarantees, availability. Exit 1 if a guarantee failed."""
+    """Check runs' histories on Spark: anomalies, guarantees, availability. Exit 1 if a guarantee failed.
+
+    With several run directories, each is checked even when another one is unusable (its error is
+    printed and the others go on); the exit code is the worst of theirs."""
+    worst = 0
+    for run_dir in run_dirs:
+        try:
+            worst = max(worst, _check_one(run_dir, master, as_json))
+        except EnvironmentError_:
+            raise  # Spark cannot start: nothing else can be checked either
+        except HarnessError as exc:
+            if len(run_dirs) == 1:
+                raise
+            print_error(_err_console, str(exc))
+            worst = max(worst, exc.exit_code)
+    note_run_dir(None)
+    if worst:
+        raise typer.Exit(worst)
+
+
+def _check_one(run_dir: Path, master: str | None, as_json: bool) -> int:
     note_run_dir(run_dir)
     result = check_run(run_dir, master)
     typer.echo(json.dumps(result, indent=2) if as_json else _summary(result, run_dir))
     if result["errors"]:  # could not judge every guarantee: not a verdict
         kinds = ", ".join(error["kind"] for error in result["errors"])
         raise SparkError(f"could not judge everything; checkers failed: {kinds} (see {run_dir / RESULT})")
-    if not result["valid"]:
-        raise typer.Exit(1)
+    return 0 if result["valid"] else 1
 
 
 def spark_archive(

@@ -20,7 +20,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import typer
-from rich.text import Text
 from typer._click.exceptions import ClickException, NoArgsIsHelpError, UsageError
 from typer.core import TyperGroup
 
@@ -34,7 +33,7 @@ from harness.app import (
     run_cli,
     workload_cli,
 )
-from harness.app.console import make_console
+from harness.app.console import make_console, print_error
 from harness.app.crash import log_crash, note_run_dir
 from harness.errors import HarnessError
 
@@ -116,8 +115,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _print_error(message: str) -> None:
-    # Whole, on one line (for grep and copy), and literal: the message may quote a history file.
-    err_console.print(Text.assemble(("error:", "bold red"), " ", message), soft_wrap=True)
+    print_error(err_console, message)
 
 
 if __name__ == "__main__":

@@ -8,7 +8,13 @@ markup, nor colour numbers and paths at random. Styles are given explicitly, as 
 from __future__ import annotations
 
 from rich.console import Console
+from rich.text import Text
 
 
 def make_console(*, stderr: bool = False) -> Console:
     return Console(stderr=stderr, highlight=False, markup=False, emoji=False)
+
+
+def print_error(console: Console, message: str) -> None:
+    """`error: message`: whole, on one line (for grep and copy), and literal (it may quote a history file)."""
+    console.print(Text.assemble(("error:", "bold red"), " ", message), soft_wrap=True)

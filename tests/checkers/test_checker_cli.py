@@ -161,6 +161,21 @@ def test_a_reordered_example_shows_the_offsets_of_the_write_it_overtook(
     assert example["client_log"] == ["0.000 s REQERR: Request timed out: actions Retry,MsgPossiblyPersisted"]
 
 
+def test_several_run_directories_are_each_checked_and_exit_with_the_worst(
+    spark: SparkSession, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    clean = clean_run(tmp_path / "clean")
+    lost = make_run(tmp_path / "lost", [*acked(100, "p:1", 0)], all_ends(), [FAULT], [SAMPLE])
+    unusable = _bad_run(tmp_path / "unusable", run=json.dumps(run_json(format=7)))
+    code, text = kchaos_check(capfd, unusable, str(clean), str(lost))
+    assert code == 2  # the worst: an unusable directory, after the others were checked
+    assert f"error: {unusable / RUN_JSON}: unknown format 7" in text
+    valid = [json.loads((run_dir / RESULT).read_text())["valid"] for run_dir in (clean, lost)]
+    assert valid == [True, False]
+    code, text = kchaos_check(capfd, clean, str(lost))
+    assert (code, text.count("result: ")) == (1, 2)
+
+
 def test_a_checker_that_raises_costs_only_its_own_kind_and_is_not_a_verdict(
     spark: SparkSession, tmp_path: Path, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

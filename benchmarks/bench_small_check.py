@@ -1,0 +1,155 @@
+"""Benchmark everyday checks: a held-out-sized history and a 60-second run, cold and in one process.
+
+For each size (default: 60 events, what a hand-written or held-out history holds, and 170,000
+events, what a 60-second run of three acks modes records; synthetic histories from
+checkers/synthetic.py, cached under --dir), side by side in this one run:
+  - cold: `kchaos check RUN` in a new process, with no Parquet cache (Python and JVM start,
+    conversion, check, result.json), --repeat times;
+  - one process: checks a copy of RUN, then --further other copies (each a new run directory, as
+    `kchaos run --matrix` or `kchaos check A B C` check them, on the process's one Spark session);
+  - the single-process Python check of bench_check.py, whose anomaly and write counts must be the
+    same as every Spark check's.
+The issue's targets are printed next to what was measured.
+
+    .venv/bin/python benchmarks/bench_small_check.py
+    .venv/bin/python benchmarks/bench_small_check.py --sizes 60 --repeat 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from bench_check import KINDS, python_availability, python_counts, python_read
+
+from checkers.synthetic import ANOMALIES, DEFAULT_RATE, generate
+from harness.anomaly_kinds import WRITE_COUNTS
+
+TARGETS = {60: (6.0, None), 170_000: (10.0, 4.0)}
+"""Events -> (cold check, further check in one process) targets in seconds, from the issue."""
+
+
+def _counts(result: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "counts": {kind: result["anomalies"][kind]["count"] for kind in KINDS},
+        "write_counts": {row["topic"]: {k: row[k] for k in WRITE_COUNTS} for row in result["topics"]},
+    }
+
+
+def _copy(run_dir: Path, name: str) -> Path:
+    """A copy of `run_dir` without its check/ (so a check converts it again)."""
+    copy = run_dir.parent / name
+    shutil.rmtree(copy, ignore_errors=True)
+    shutil.copytree(run_dir, copy, ignore=shutil.ignore_patterns("check"))
+    return copy
+
+
+def _cold(run_dir: Path) -> tuple[float, dict[str, Any]]:
+    shutil.rmtree(run_dir / "check", ignore_errors=True)
+    kchaos = Path(sys.executable).with_name("kchaos")
+    started = time.monotonic()
+    done = subprocess.run([str(kchaos), "check", str(run_dir)], capture_output=True, text=True)
+    seconds = time.monotonic() - started
+    if done.returncode not in (0, 1):  # 1: a guarantee broke, which synthetic anomalies do
+        raise SystemExit(f"kchaos check {run_dir} exited {done.returncode}: {done.stderr[-2000:]}")
+    return seconds, _counts(json.loads((run_dir / "check/result.json").read_text()))
+
+
+def _one_process_child(run_dirs: list[Path]) -> dict[str, Any]:
+    from checkers import check_run
+
+    seconds, counts = [], []
+    for run_dir in run_dirs:
+        started = time.monotonic()
+        result = check_run(run_dir)
+        seconds.append(time.monotonic() - started)
+        counts.append(_counts(result))
+    return {"seconds": seconds, "counts": counts}
+
+
+def _python_child(run_dir: Path) -> dict[str, Any]:
+    started = time.monotonic()
+    history = python_read(run_dir)
+    counts = python_counts(history)
+    availability = python_availability(history, run_dir)
+    return {
+        "seconds": time.monotonic() - started,
+        "counts": {"counts": counts, "write_counts": availability["topics"]},
+    }
+
+
+def _in_child(*args: str) -> dict[str, Any]:
+    output = subprocess.run(
+        [sys.executable, __file__, *args], check=True, capture_output=True, text=True
+    ).stdout
+    return dict(json.loads(output.strip().splitlines()[-1]))
+
+
+def _target(measured: float, target: float | None) -> str:
+    if target is None:
+        return ""
+    return f" (target <= {target:.0f} s: {'met' if measured <= target else 'MISSED'})"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--sizes", default="60,170000", help="comma-separated event counts")
+    parser.add_argument("--repeat", type=int, default=3, help="cold checks per size")
+    parser.add_argument("--further", type=int, default=3, help="further checks in one process")
+    parser.add_argument(
+        "--dir", type=Path, default=Path("/tmp/kchaos-bench-small"), help="where synthetic runs are kept"
+    )
+    parser.add_argument("--child", choices=("one-process", "python"), help=argparse.SUPPRESS)
+    parser.add_argument("--run-dirs", type=Path, nargs="*", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child == "one-process":
+        print(json.dumps(_one_process_child(args.run_dirs)))
+        return
+    if args.child == "python":
+        print(json.dumps(_python_child(args.run_dirs[0])))
+        return
+    for size in (int(s) for s in args.sizes.split(",")):
+        run_dir = args.dir / f"run-{size}"
+        if not (run_dir / "run.json").is_file():
+            generate(run_dir, size, seed=7, rates=dict.fromkeys(ANOMALIES, DEFAULT_RATE))
+        cold_target, further_target = TARGETS.get(size, (None, None))
+        python = _in_child("--child", "python", "--run-dirs", str(run_dir))
+        cold = [_cold(run_dir) for _ in range(args.repeat)]
+        copies = [_copy(run_dir, f"run-{size}-copy-{i}") for i in range(args.further + 1)]
+        warm = _in_child("--child", "one-process", "--run-dirs", *map(str, copies))
+        checked = [c for _, c in cold] + warm["counts"]
+        same = all(c == python["counts"] for c in checked)
+        cold_s = sorted(s for s, _ in cold)
+        further = warm["seconds"][1:]
+        print(f"{size} events ({sum(python['counts']['counts'].values())} anomalies):", flush=True)
+        print(
+            f"  cold `kchaos check`: median {statistics.median(cold_s):.1f} s"
+            f" (min {cold_s[0]:.1f}, max {cold_s[-1]:.1f}, {len(cold_s)} runs)"
+            f"{_target(statistics.median(cold_s), cold_target)}",
+            flush=True,
+        )
+        if further:
+            print(
+                f"  one process: first {warm['seconds'][0]:.1f} s, further"
+                f" {', '.join(f'{s:.1f}' for s in further)} s{_target(max(further), further_target)}",
+                flush=True,
+            )
+        print(
+            f"  Python reference: {python['seconds']:.2f} s; counts identical in every check: {same}",
+            flush=True,
+        )
+        for copy in copies:
+            shutil.rmtree(copy)
+
+
+if __name__ == "__main__":
+    main()

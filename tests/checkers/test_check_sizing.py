@@ -1,0 +1,89 @@
+"""Per-check settings for the history's size, on one shared session, change speed and never results."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from checker_rundirs import acked, all_ends, make_run, record, write
+from pyspark.sql import SparkSession
+
+from checkers.check import check_run
+from checkers.io import load_history
+from checkers.result import build_result
+from checkers.session import LOCAL_SHUFFLE_PARTITIONS, QUICK_START_BYTES, TINY_HISTORY_BYTES, size_for
+
+pytestmark = pytest.mark.spark
+
+SETTINGS = ("spark.sql.shuffle.partitions", "spark.sql.codegen.wholeStage", "spark.sql.codegen.factoryMode")
+
+
+@pytest.fixture
+def sized(spark: SparkSession) -> Iterator[SparkSession]:
+    """The session, its size settings put back after the test."""
+    before = {key: spark.conf.get(key) for key in SETTINGS}
+    yield spark
+    for key, value in before.items():
+        spark.conf.set(key, value)
+
+
+def settings(spark: SparkSession) -> tuple[str | None, ...]:
+    return tuple(spark.conf.get(key) for key in SETTINGS)
+
+
+def test_each_check_sets_partitions_and_code_generation_for_its_history(sized: SparkSession) -> None:
+    cores = str(sized.sparkContext.defaultParallelism)
+    size_for(sized, TINY_HISTORY_BYTES - 1)
+    assert settings(sized) == ("1", "false", "NO_CODEGEN")
+    size_for(sized, TINY_HISTORY_BYTES)
+    assert settings(sized) == (cores, "true", "FALLBACK")
+    size_for(sized, QUICK_START_BYTES)
+    assert settings(sized) == (str(LOCAL_SHUFFLE_PARTITIONS), "true", "FALLBACK")
+    size_for(sized, 10)  # and back: one process checks histories of any size in turn
+    assert settings(sized) == ("1", "false", "NO_CODEGEN")
+
+
+def _without_timing(result: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in result.items() if k not in ("checked_at", "spark")}
+
+
+def test_compiled_or_evaluated_a_history_has_one_result(sized: SparkSession, tmp_path: Path) -> None:
+    # Every kind at once: lost p:2, divergent at offset 1, duplicate p:1, phantom f:1, unexpected x,
+    # reordered r:2 (before r:1), an indeterminate i:1.
+    writes = [
+        *acked(100, "p:1", 0),
+        *acked(200, "p:2", 1),
+        *acked(300, "r:1", 5),
+        *acked(310, "r:2", 4),
+        write("invoke", 400, "f:1"),
+        write("fail", 410, "f:1", error="NOT_ENOUGH_REPLICAS"),
+        write("invoke", 500, "i:1"),
+    ]
+    reads = [
+        record(900, "p:1", 0),
+        record(900, "i:1", 1),
+        record(900, "p:1", 2),
+        record(900, "f:1", 3),
+        record(900, "r:2", 4),
+        record(900, "r:1", 5),
+        record(900, "x", 6),
+        *all_ends(),
+    ]
+    run_dir = make_run(tmp_path / "run", writes, reads)
+    evaluated = check_run(run_dir)  # a tiny history: evaluated, one shuffle partition
+    assert settings(sized) == ("1", "false", "NO_CODEGEN")
+    counts = {kind: entry["count"] for kind, entry in evaluated["anomalies"].items()}
+    assert counts == {
+        "lost-write": 1,
+        "divergent-offset": 1,
+        "duplicate": 1,
+        "phantom-write": 1,
+        "unexpected-value": 1,
+        "reordered": 1,
+    }
+    size_for(sized, QUICK_START_BYTES)  # as a large history is checked: compiled, more partitions
+    compiled = build_result(load_history(sized, run_dir), evaluated["checked_at"], evaluated["spark"])
+    assert json.loads(json.dumps(_without_timing(compiled))) == _without_timing(evaluated)
