@@ -18,13 +18,20 @@ TRAINING_EVENTS = 20_000
 TRAINING_RATE = 0.01  # per write and anomaly kind: every kind occurs, so every checker path runs
 
 
+TINY_EVENTS = 300
+TINY_RATE = 0.05
+
+
 def train() -> None:
-    """Check a small synthetic history twice, then let the JVM exit (and dump)."""
+    """Check a small and a tiny synthetic history (whose checks evaluate expressions instead of
+    compiling them: other classes), each twice, then let the JVM exit (and dump)."""
     with tempfile.TemporaryDirectory(prefix="kchaos-archive-") as tmp:
-        run_dir = Path(tmp) / "run"
-        generate(run_dir, TRAINING_EVENTS, seed=1, rates=dict.fromkeys(ANOMALIES, TRAINING_RATE))
-        check_run(run_dir)  # converts the history: JSON reader, per-value table, Parquet writer
-        check_run(run_dir)  # reads the Parquet cache
+        histories = (("tiny", TINY_EVENTS, TINY_RATE), ("small", TRAINING_EVENTS, TRAINING_RATE))
+        for name, events, rate in histories:
+            run_dir = Path(tmp) / name
+            generate(run_dir, events, seed=1, rates=dict.fromkeys(ANOMALIES, rate))
+            check_run(run_dir)  # converts the history: JSON reader, per-value table, Parquet writer
+            check_run(run_dir)  # reads the Parquet cache
         stop_spark(wait_s=BUILD_TIMEOUT_S)
 
 

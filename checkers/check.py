@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import time
+from contextlib import suppress
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from checkers.io import check_layout, history_bytes, load_history, write_result
 from checkers.result import build_result
-from checkers.session import get_spark, size_for, spark_errors
+from checkers.session import get_spark, size_for, spark_errors, start_in_background
+from harness.history import READS, WRITES
 
 
 def check_run(run_dir: Path, master: str | None = None) -> dict[str, Any]:
@@ -31,3 +33,14 @@ def check_run(run_dir: Path, master: str | None = None) -> dict[str, Any]:
     spark_info["seconds"] = round(time.monotonic() - started, 1)
     write_result(run_dir, result)
     return result
+
+
+def start_checking(run_dir: Path, master: str | None = None) -> None:
+    """Start Spark in the background while a run is still finishing (heal, final read, teardown), so
+    that its check does not wait for the JVM. The JVM is tuned for the history's size once the final
+    read has read back what was written: about the size of writes.jsonl, once more."""
+    sizes = []
+    for name in (WRITES, WRITES, READS):
+        with suppress(OSError):
+            sizes.append((run_dir / name).stat().st_size)
+    start_in_background(master, sum(sizes))

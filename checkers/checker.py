@@ -35,7 +35,7 @@ class CheckInputs:
 
     @classmethod
     def of(cls, history: History) -> CheckInputs:
-        """Inputs for `history`; the caller persists and releases `flags` around a check."""
+        """Inputs for `history`; the caller keeps and releases `flags` around a check."""
         partitions = {str(t["name"]): int(t.get("partitions") or 0) for t in history.run["topics"]}
         flags = anomalies.anomalous_values(anomalies.value_flags(history.values, history.ends, partitions))
         return cls(history, topic_acks(history.run), flags, lost_unsure=True)

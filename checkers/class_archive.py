@@ -29,6 +29,9 @@ ARCHIVE_ENV = "KCHAOS_SPARK_CLASS_ARCHIVE"
 DUMP_ENV = "_KCHAOS_CLASS_ARCHIVE_DUMP"
 """Set in the builder's child process only: the file its JVM writes the archive to when it exits."""
 BUILD_TIMEOUT_S = 600
+TRAINING_VERSION = 2
+"""Part of the archive's name: raised when `checkers.archive_training` checks other histories, so
+that an archive of older training is built again."""
 
 
 def _java_binary() -> Path | None:
@@ -44,7 +47,7 @@ def archive_path() -> Path | None:
     if java is None:
         return None
     stat = java.stat()
-    identity = [f"{java}:{stat.st_size}:{stat.st_mtime_ns}"]
+    identity = [f"{java}:{stat.st_size}:{stat.st_mtime_ns}", f"training:{TRAINING_VERSION}"]
     jars = Path(pyspark.__file__).parent / "jars"
     identity += sorted(f"{jar.name}:{jar.stat().st_size}" for jar in jars.glob("*.jar"))
     key = hashlib.sha256("\n".join(identity).encode()).hexdigest()[:16]

@@ -27,6 +27,7 @@ from checkers.checker import Checker, CheckInputs, registered
 from checkers.evidence import ClientLog, ClusterTimeline, active_fault_names, merged_windows
 from checkers.guarantees import derive_guarantees, is_valid, unjudged
 from checkers.io import History, topic_acks
+from checkers.session import kept, kept_until_done
 from harness.anomaly_kinds import COUNT_KEYS, KINDS, WRITE_COUNTS
 from harness.events import FaultWindow
 from harness.history import ACKS_MODES
@@ -90,7 +91,7 @@ class _Evidence:
 
 @dataclass(frozen=True)
 class _Counted:
-    """A checker's anomalous rows (persisted) and their counts per (topic, second of the ack)."""
+    """A checker's anomalous rows (kept: `kept`) and their counts per (topic, second of the ack)."""
 
     checker: Checker
     rows: DataFrame
@@ -103,7 +104,7 @@ class _Counted:
 
 
 def _count(checker: Checker, inputs: CheckInputs) -> _Counted:
-    rows = checker.find(inputs).persist()  # counted, then sampled: computed once
+    rows = kept(checker.find(inputs))  # counted, then sampled: computed once
     second = availability.second_of(F.col("complete_ns")) if "complete_ns" in rows.columns else F.lit(None)
     counted = rows.groupBy("topic", second.cast("long").alias("t_s")).count().collect()
     return _Counted(checker, rows, {(str(r["topic"]), r["t_s"]): int(r["count"]) for r in counted})
@@ -156,10 +157,7 @@ def _example_reads(reads: DataFrame, counted: list[_Counted]) -> DataFrame:
 def _found(checker: Checker, inputs: CheckInputs, evidence: _Evidence) -> _Found:
     """A kind whose rows hold their evidence: counted and sampled in one go."""
     counted = _count(checker, inputs)
-    try:
-        return _Found(counted.per_topic_second, _examples(counted, inputs.history.reads, evidence))
-    finally:
-        counted.rows.unpersist()
+    return _Found(counted.per_topic_second, _examples(counted, inputs.history.reads, evidence))
 
 
 def _safely(work: Callable[[], _Found]) -> _Found:
@@ -185,33 +183,25 @@ def _run_checkers(inputs: CheckInputs, evidence: _Evidence, pool: ThreadPoolExec
     }
     found: dict[str, _Found] = {}
     counted: dict[str, _Counted] = {}
-    try:
-        for kind_id, counting_future in counting.items():
-            try:
-                counted[kind_id] = counting_future.result()
-            except Exception as exc:
-                found[kind_id] = _failed(exc)
-        occurred = [c for c in counted.values() if c.per_topic_second]
-        reads = inputs.history.reads
-        example_reads = _example_reads(reads, occurred).persist() if occurred else reads
+    for kind_id, counting_future in counting.items():
         try:
-            if occurred:
-                example_reads.count()  # cached once, before the kinds read it side by side
-            sampling = {
-                kind_id: _submit(pool, context, kind_id, _examples, c, example_reads, evidence)
-                for kind_id, c in counted.items()
-            }
-            for kind_id, sampling_future in sampling.items():
-                try:
-                    found[kind_id] = _Found(counted[kind_id].per_topic_second, sampling_future.result())
-                except Exception as exc:  # check-safe, as in `_safely`
-                    found[kind_id] = _failed(exc)
-        finally:
-            if occurred:
-                example_reads.unpersist()
-    finally:
-        for c in counted.values():
-            c.rows.unpersist()
+            counted[kind_id] = counting_future.result()
+        except Exception as exc:
+            found[kind_id] = _failed(exc)
+    occurred = [c for c in counted.values() if c.per_topic_second]
+    reads = inputs.history.reads
+    example_reads = kept(_example_reads(reads, occurred)) if occurred else reads
+    if occurred:
+        example_reads.count()  # kept once, before the kinds read it side by side
+    sampling = {
+        kind_id: _submit(pool, context, kind_id, _examples, c, example_reads, evidence)
+        for kind_id, c in counted.items()
+    }
+    for kind_id, sampling_future in sampling.items():
+        try:
+            found[kind_id] = _Found(counted[kind_id].per_topic_second, sampling_future.result())
+        except Exception as exc:  # check-safe, as in `_safely`
+            found[kind_id] = _failed(exc)
     for kind_id, whole_future in whole.items():
         found[kind_id] = _safely(whole_future.result)
     return found
@@ -361,10 +351,9 @@ def build_result(history: History, checked_at: str, spark_info: dict[str, Any]) 
     intervals = history.faults
     evidence = _Evidence(ClusterTimeline(history.cluster), intervals, ClientLog(history.client_log))
     context = history.reads.sparkSession.sparkContext
-    inputs = CheckInputs.of(history)
-    flags = inputs.flags.persist()
-    try:
-        inputs = dataclasses.replace(inputs, flags=flags).settled()
+    with kept_until_done(context):
+        inputs = CheckInputs.of(history)
+        inputs = dataclasses.replace(inputs, flags=kept(inputs.flags)).settled()
         # Independent Spark jobs run side by side: each has serial stretches (planning, a last long
         # task, driver-side collection) in which the other cores would otherwise sit idle.
         with ThreadPoolExecutor(max_workers=8, thread_name_prefix="kchaos-check") as pool:
@@ -373,8 +362,6 @@ def build_result(history: History, checked_at: str, spark_info: dict[str, Any]) 
             found = _run_checkers(inputs, evidence, pool)
             write_counts, written, unplaced = counting_writes.result()
             availability_found = availability_rows.result()
-    finally:
-        flags.unpersist()
     incomplete = _incomplete_partitions(history, written, unplaced)
     topics = _topic_rows(history, found, write_counts, incomplete)
     failed = {kind_id: f.error for kind_id, f in found.items() if f.error}

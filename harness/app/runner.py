@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from checkers import check_run
+from checkers import check_run, start_checking
 from faults.schedule import Nemesis, Schedule, ScheduleEntry
 from harness.app.crash import note_run_dir
 from harness.app.scenario import FaultPlan, Scenario
@@ -135,13 +135,17 @@ def run_scenario(
     @contextlib.contextmanager
     def chaos(cluster: KafkaCluster, writer: HistoryWriter, clock: RunClock) -> Iterator[None]:
         leaders = _LeaderChanges(cluster, [t["name"] for t in experiment.workload.topics()])
-        if schedule is None:
-            status["fn"] = leaders.describe
-            yield
-            return
-        with Nemesis(cluster, schedule, writer, clock, experiment.seed) as nemesis:
-            status["fn"] = lambda: f"faults: {', '.join(nemesis.active()) or 'none'}; {leaders.describe()}"
-            yield
+        try:
+            if schedule is None:
+                status["fn"] = leaders.describe
+                yield
+                return
+            with Nemesis(cluster, schedule, writer, clock, experiment.seed) as nemesis:
+                active = nemesis.active
+                status["fn"] = lambda: f"faults: {', '.join(active()) or 'none'}; {leaders.describe()}"
+                yield
+        finally:
+            start_checking(rundir.root, master)  # while the faults heal and the final read runs
 
     def tick(workload: Workload, left: float) -> None:
         if on_tick:

@@ -1,4 +1,5 @@
-"""Per-check settings for the history's size, on one shared session, change speed and never results."""
+"""Checks on one shared session: settings for each history's size change speed, never results, and
+nothing a check kept stays behind."""
 
 from __future__ import annotations
 
@@ -50,9 +51,9 @@ def _without_timing(result: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in result.items() if k not in ("checked_at", "spark")}
 
 
-def test_compiled_or_evaluated_a_history_has_one_result(sized: SparkSession, tmp_path: Path) -> None:
-    # Every kind at once: lost p:2, divergent at offset 1, duplicate p:1, phantom f:1, unexpected x,
-    # reordered r:2 (before r:1), an indeterminate i:1.
+def every_kind(root: Path) -> Path:
+    """A run with one anomaly of every kind: lost p:2, divergent at offset 1, duplicate p:1, phantom
+    f:1, unexpected x, reordered r:2 (before r:1), and an indeterminate i:1."""
     writes = [
         *acked(100, "p:1", 0),
         *acked(200, "p:2", 1),
@@ -72,7 +73,11 @@ def test_compiled_or_evaluated_a_history_has_one_result(sized: SparkSession, tmp
         record(900, "x", 6),
         *all_ends(),
     ]
-    run_dir = make_run(tmp_path / "run", writes, reads)
+    return make_run(root, writes, reads)
+
+
+def test_compiled_or_evaluated_a_history_has_one_result(sized: SparkSession, tmp_path: Path) -> None:
+    run_dir = every_kind(tmp_path / "run")
     evaluated = check_run(run_dir)  # a tiny history: evaluated, one shuffle partition
     assert settings(sized) == ("1", "false", "NO_CODEGEN")
     counts = {kind: entry["count"] for kind, entry in evaluated["anomalies"].items()}
@@ -87,3 +92,11 @@ def test_compiled_or_evaluated_a_history_has_one_result(sized: SparkSession, tmp
     size_for(sized, QUICK_START_BYTES)  # as a large history is checked: compiled, more partitions
     compiled = build_result(load_history(sized, run_dir), evaluated["checked_at"], evaluated["spark"])
     assert json.loads(json.dumps(_without_timing(compiled))) == _without_timing(evaluated)
+
+
+def test_a_check_keeps_nothing_once_it_is_done(spark: SparkSession, tmp_path: Path) -> None:
+    kept_rdds = spark.sparkContext._jsc.getPersistentRDDs
+    before = set(kept_rdds().keys())
+    result = check_run(every_kind(tmp_path / "run"))
+    assert result["anomalies"]["reordered"]["count"] == 1  # examples were sampled from kept frames
+    assert set(kept_rdds().keys()) == before
