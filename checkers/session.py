@@ -234,7 +234,8 @@ def kept(frame: DataFrame) -> DataFrame:
 @contextmanager
 def kept_until_done(context: SparkContext) -> Iterator[None]:
     """Release, when the block ends however it ends, what was kept or persisted within it (one check:
-    a process that checks many histories keeps none of their frames)."""
+    a process that checks many histories keeps none of their frames). A process checks one history
+    at a time: what another check kept meanwhile would be released too."""
     before = set(context._jsc.getPersistentRDDs().keys())
     try:
         yield
