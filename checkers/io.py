@@ -5,8 +5,8 @@ into Parquet under RUN_DIR/check/parquet/ (the read records, with only the colum
 the per-value table, each with its schema; with names.jsonl, the process and error names the
 per-value table refers to, with their ids, and ends.jsonl, the reads' end events); a fingerprint of
 what the conversion read (a SHA-256 of each file's content, and run.json's topics) lets a re-check
-skip the conversion. Lines
-are only numbered (an extra, slower pass) when something is wrong, to name the first offending line.
+skip the conversion. Lines are only numbered (an extra, slower pass) when something is wrong, to
+name the first offending line.
 Every file written under the run directory goes through `harness.history`'s no-link writers.
 faults.jsonl, cluster.jsonl and client.jsonl are small, read and validated in Python
 (`harness.history`) before Spark starts, with run.json.

@@ -214,8 +214,13 @@ def size_for(spark: SparkSession, history_bytes: int) -> None:
     tiny = history_bytes < TINY_HISTORY_BYTES
     context = spark.sparkContext
     if str(context.master).startswith("local"):
-        partitions = LOCAL_SHUFFLE_PARTITIONS if not _is_short(history_bytes) else context.defaultParallelism
-        spark.conf.set("spark.sql.shuffle.partitions", str(1 if tiny else partitions))
+        if tiny:
+            partitions = 1
+        elif _is_short(history_bytes):
+            partitions = context.defaultParallelism
+        else:
+            partitions = LOCAL_SHUFFLE_PARTITIONS
+        spark.conf.set("spark.sql.shuffle.partitions", str(partitions))
     spark.conf.set("spark.sql.codegen.wholeStage", str(not tiny).lower())
     spark.conf.set("spark.sql.codegen.factoryMode", "NO_CODEGEN" if tiny else "FALLBACK")
 
