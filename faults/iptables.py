@@ -48,6 +48,11 @@ def drop_from_and_to(ips: Iterable[str]) -> list[str]:
     return [rule for ip in ips for rule in (f"-s {ip} -j DROP", f"-d {ip} -j DROP")]
 
 
+def drop_to(ips: Iterable[str]) -> list[str]:
+    """Rules dropping every packet this node sends to each IP (and none it receives): a one-way cut."""
+    return [f"-d {ip} -j DROP" for ip in ips]
+
+
 def remove_chain(node: Node, chain: str) -> None:
     """Unhook and delete `chain` in `node`. A stopped container is skipped: its network namespace,
     rules included, is gone, and a restart starts with none."""

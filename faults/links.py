@@ -129,11 +129,12 @@ class Slow(Targeted):
         target: str | None = None,
         topic: str | None = None,
         partition: int | str | None = None,
+        pick: str | None = None,
         rate_kbit: float | str = 1000,
         delay_ms: float | str = 100,
         jitter_ms: float | str = 20,
     ) -> None:
-        super().__init__(target=target, topic=topic, partition=partition)
+        super().__init__(target=target, topic=topic, partition=partition, pick=pick)
         self.rate_kbit = int(coerce_float("rate_kbit", rate_kbit, low=8, high=10_000_000))
         self.delay_ms = int(coerce_float("delay_ms", delay_ms, low=0, high=60_000))
         self.jitter_ms = int(coerce_float("jitter_ms", jitter_ms, low=0, high=60_000))
@@ -189,9 +190,10 @@ class Lossy(Targeted):
         target: str | None = None,
         topic: str | None = None,
         partition: int | str | None = None,
+        pick: str | None = None,
         probability: float | str = 0.2,
     ) -> None:
-        super().__init__(target=target, topic=topic, partition=partition)
+        super().__init__(target=target, topic=topic, partition=partition, pick=pick)
         self.probability = coerce_float("probability", probability, low=0.0, high=1.0)
         self._chain = FaultChain("LOSS")
 

@@ -9,6 +9,12 @@ Shapes (T = the resolved targets, N = every node, brokers and ZooKeeper):
 - `ring`                    N in a random order; each node reaches only its two neighbours
 - `bridge`                  N minus the target split in two halves cut from each other; the target
                             (the bridge) still reaches both
+- `among`                   only the links among the nodes of T (default: a partition's in-sync
+                            followers); each still reaches every other node
+- `between`                 only the links between T and P, the `peers` (resolved on T's partition)
+
+`direction: out` makes the cuts one-way (shapes with a target side only: not `among`, `ring`,
+`bridge`): T can no longer send to the other end of each cut link but still receives from it.
 
 The harness host is never cut: clients and the ZooKeeper state reader keep working, which is what
 lets a test write to an isolated leader.
@@ -20,9 +26,9 @@ import random
 from collections.abc import Sequence
 from typing import Any
 
-from faults.base import register
-from faults.iptables import FaultChain, drop_from_and_to
-from faults.targets import Targeted
+from faults.base import register, text_param
+from faults.iptables import FaultChain, drop_from_and_to, drop_to
+from faults.targets import Targeted, resolve, validate_target
 from harness.cluster import KafkaCluster
 from harness.errors import FaultError
 from harness.limits import brief
@@ -36,6 +42,8 @@ SHAPES = {
     "halves": "minority",
     "ring": "all",
     "bridge": "one",
+    "among": "followers",
+    "between": "leader",
 }
 """Shape -> default target."""
 SHAPE_EFFECTS = {
@@ -47,20 +55,40 @@ SHAPE_EFFECTS = {
     "halves": "The cluster is split in two halves that cannot reach each other.",
     "ring": "Each node reaches only its neighbours in a ring: no two nodes see the same majority.",
     "bridge": "Two halves that cannot reach each other, joined by one node that reaches both.",
+    "among": "The targets cannot reach each other; every other link, ZooKeeper included, stays up.",
+    "between": "The targets cannot reach the peers; every other link stays up.",
 }
 """Shape -> what it does, in plain words (reports show it)."""
+DIRECTIONS = ("both", "out")
+TWO_SIDED = ("among", "ring", "bridge")
+"""Shapes whose links have no target side, so no one-way cut."""
 
 
 def link(a: str, b: str) -> Link:
     return frozenset((a, b))
 
 
+def one_way(cuts: set[Link], senders: Sequence[str]) -> list[tuple[str, str]]:
+    """(sender, receiver) of each cut link for each of its ends among `senders` (the targets): both
+    directions of a link between two targets."""
+    return sorted((a, b) for c in cuts for a in c for b in c if a != b and a in senders)
+
+
 def cut_links(
-    shape: str, targets: Sequence[str], brokers: Sequence[str], zookeepers: Sequence[str], rng: random.Random
+    shape: str,
+    targets: Sequence[str],
+    brokers: Sequence[str],
+    zookeepers: Sequence[str],
+    rng: random.Random,
+    peers: Sequence[str] = (),
 ) -> tuple[set[Link], dict[str, Any]]:
     """The links a shape cuts, and what it chose (ring order, bridge halves). Pure, unit-tested."""
     every = [*brokers, *zookeepers]
     inside = set(targets)
+    if shape == "among":
+        return {link(a, b) for a in targets for b in targets if a != b}, {}
+    if shape == "between":
+        return {link(t, p) for t in targets for p in peers if p != t}, {"peers": list(peers)}
     if shape == "isolate":
         return {link(t, n) for t in targets for n in every if n != t}, {}
     if shape == "isolate-from-zookeeper":
@@ -94,7 +122,8 @@ class Partition(Targeted):
     name = "partition"
     description = (
         "Cut network links with iptables (shape: isolate, isolate-from-zookeeper, "
-        "isolate-from-followers, halves, ring, bridge); heal restores every link."
+        "isolate-from-followers, halves, ring, bridge, among, between with peers; direction both or "
+        "out for one-way); heal restores every link."
     )
 
     def __init__(
@@ -104,17 +133,40 @@ class Partition(Targeted):
         target: str | None = None,
         topic: str | None = None,
         partition: int | str | None = None,
+        pick: str | None = None,
+        peers: str | None = None,
+        direction: str = "both",
     ) -> None:
         if not isinstance(shape, str) or shape not in SHAPES:
             raise ValueError(f"param 'shape' must be one of {', '.join(SHAPES)}, got {brief(shape)}")
+        if direction not in DIRECTIONS:
+            raise ValueError(
+                f"param 'direction' must be one of {', '.join(DIRECTIONS)}, got {brief(direction)}"
+            )
+        if direction == "out" and shape in TWO_SIDED:
+            raise ValueError(f"shape {shape!r} cuts links with no target side: it has no one-way cut")
+        if (peers is None) != (shape != "between"):
+            raise ValueError("param 'peers' (a target) is needed by shape 'between', and only by it")
         self.default_target = SHAPES[shape]
-        super().__init__(target=target, topic=topic, partition=partition)
-        self.shape = shape
+        super().__init__(target=target, topic=topic, partition=partition, pick=pick)
+        self.shape, self.direction = shape, direction
+        self.peers = validate_target(text_param("peers", peers)) if peers is not None else None
         self.cuts: set[Link] = set()
         self._chain = FaultChain("PART")
 
     def describe(self) -> str:
-        return f"{SHAPE_EFFECTS[self.shape]} (iptables DROP rules; heal restores every link)"
+        one_way = (
+            " Only the targets' packets are dropped: they still receive." if self.direction == "out" else ""
+        )
+        return f"{SHAPE_EFFECTS[self.shape]}{one_way} (iptables DROP rules; heal restores every link)"
+
+    def _peers(self, cluster: KafkaCluster, rng: random.Random) -> list[str]:
+        """The peers, resolved on the partition the targets were chosen on (if any)."""
+        if self.peers is None:
+            return []
+        topic, partition = self.detail.get("topic", self.topic), self.detail.get("partition", self.partition)
+        nodes, _ = resolve(cluster, self.peers, rng, topic, partition)
+        return [n.name for n in nodes]
 
     def start(self, cluster: KafkaCluster, rng: random.Random) -> None:
         self.resolve(cluster, rng)
@@ -124,22 +176,30 @@ class Partition(Targeted):
             [b.name for b in cluster.brokers],
             [z.name for z in cluster.zookeepers],
             rng,
+            self._peers(cluster, rng),
         )
         if not self.cuts:
             raise FaultError(
                 f"partition {self.shape} of {', '.join(self.targets)} cuts no link in this cluster"
             )
-        self.detail.update(shape=self.shape, cuts=sorted("|".join(sorted(c)) for c in self.cuts), **chosen)
+        self.detail.update(shape=self.shape, direction=self.direction, **chosen)
+        if self.direction == "out":
+            self.detail["cuts"] = sorted(f"{a}>{b}" for a, b in one_way(self.cuts, self.targets))
+        else:
+            self.detail["cuts"] = sorted("|".join(sorted(c)) for c in self.cuts)
         for node in cluster.nodes:
-            peers = sorted(
-                cluster.node(other).ip
-                for c in self.cuts
-                if node.name in c
-                for other in c
-                if other != node.name
-            )
-            if peers:
-                self._chain.add(node, drop_from_and_to(peers))
+            if self.direction == "out":
+                receivers = sorted(
+                    cluster.node(b).ip for a, b in one_way(self.cuts, self.targets) if a == node.name
+                )
+                rules = drop_to(receivers)
+            else:
+                others = sorted(
+                    cluster.node(o).ip for c in self.cuts if node.name in c for o in c if o != node.name
+                )
+                rules = drop_from_and_to(others)
+            if rules:
+                self._chain.add(node, rules)
 
     def heal(self, cluster: KafkaCluster) -> None:
         self._chain.remove()

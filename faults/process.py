@@ -109,9 +109,10 @@ class Stop(_ProcessFault):
         target: str | None = None,
         topic: str | None = None,
         partition: int | str | None = None,
+        pick: str | None = None,
         grace_s: float | str = 30.0,
     ) -> None:
-        super().__init__(target=target, topic=topic, partition=partition)
+        super().__init__(target=target, topic=topic, partition=partition, pick=pick)
         self.grace_s = coerce_float("grace_s", grace_s, low=1, high=600)
 
     def start(self, cluster: KafkaCluster, rng: random.Random) -> None:

@@ -2,14 +2,21 @@
 
 A target is one of these words, or a comma-separated list of node names (`kafka-2,zk-1`):
 
-- `leader`      the leader of `topic`/`partition` (a random partition with a leader when not given)
-- `follower`    an in-sync follower of `topic`/`partition`'s leader (random, as for `leader`)
-- `controller`  the broker ZooKeeper names as controller
-- `one`         one random live broker
-- `minority`    a random minority of the brokers (at least one)
-- `majority`    a random majority of the brokers
-- `all`         every broker
-- `zookeeper`   every ZooKeeper node
+- `leader`            the leader of `topic`/`partition` (a random partition with a leader when not given)
+- `follower`          an in-sync follower of that partition's leader (random, as for `leader`)
+- `followers`         every in-sync follower of that partition's leader
+- `lagging-follower`  a replica of that partition that its leader has dropped from the ISR
+- `replicas`          every replica of that partition, leader or not
+- `controller`        the broker ZooKeeper names as controller
+- `one`               one random live broker
+- `minority`          a random minority of the brokers (at least one)
+- `majority`          a random majority of the brokers
+- `all`               every broker
+- `zookeeper`         every ZooKeeper node
+
+The partition roles (the first five) take `pick`: words that the chosen partition must match, by
+the roles of its replicas (`PICKS`), e.g. `controller-follows` for a partition one of whose
+followers is the controller.
 
 `choose` is pure (a snapshot and node names in, names out) so it is unit-tested without Docker;
 `resolve` reads the live state and returns the node objects.
@@ -18,7 +25,7 @@ A target is one of these words, or a comma-separated list of node names (`kafka-
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,7 +35,27 @@ from harness.errors import ClusterError, TargetError
 from harness.services import Node
 from harness.zkstate import ClusterSnapshot, PartitionState
 
-KEYWORDS = ("leader", "follower", "controller", "one", "minority", "majority", "all", "zookeeper")
+PARTITION_ROLES = {
+    "leader": "leader",
+    "follower": "in-sync follower of a leader",
+    "followers": "in-sync follower of a leader",
+    "lagging-follower": "out-of-sync follower of a leader",
+    "replicas": "replica",
+}
+"""Targets that are roles in one partition -> what a member is, for errors."""
+SINGLE_ROLES = ("leader", "follower", "lagging-follower")
+"""Roles of which a target is one member (picked at random), not all of them."""
+KEYWORDS = (*PARTITION_ROLES, "controller", "one", "minority", "majority", "all", "zookeeper")
+PICKS: dict[str, Callable[[PartitionState, int | None], bool]] = {
+    "controller-leads": lambda p, controller: controller is not None and p.leader == controller,
+    "controller-follows": lambda p, controller: (
+        controller is not None and p.leader != controller and controller in p.replicas
+    ),
+    "controller-apart": lambda p, controller: controller is None or controller not in p.replicas,
+    "isr-full": lambda p, _: p.isr_full,
+    "isr-shrunk": lambda p, _: p.leader >= 0 and not p.isr_full,
+}
+"""`pick` words: what the chosen partition's replicas must be, read from ZooKeeper at start."""
 MAX_PARTITION = 2**31 - 1  # Kafka numbers partitions with 32-bit integers
 
 
@@ -51,6 +78,17 @@ def validate_target(target: str) -> str:
     return target.strip()
 
 
+def validate_pick(pick: str, target: str) -> tuple[str, ...]:
+    """`pick` words (comma-separated) for a partition role `target`; ValueError naming the choices."""
+    words = tuple(dict.fromkeys(w.strip() for w in pick.split(",") if w.strip()))
+    unknown = [w for w in words if w not in PICKS]
+    if unknown or not words:
+        raise ValueError(f"pick must be words among {', '.join(PICKS)}, got {pick!r}")
+    if target not in PARTITION_ROLES:
+        raise ValueError(f"pick chooses a partition: target must be one of {', '.join(PARTITION_ROLES)}")
+    return words
+
+
 def choose(
     target: str,
     snapshot: ClusterSnapshot,
@@ -59,13 +97,12 @@ def choose(
     rng: random.Random,
     topic: str | None = None,
     partition: int | None = None,
+    pick: Sequence[str] = (),
 ) -> Choice:
     """Pick the target nodes' names. Raises TargetError saying what exists when nothing matches."""
     every = [*brokers, *zookeepers]
-    if target == "leader":
-        return _leader(snapshot, brokers, rng, topic, partition)
-    if target == "follower":
-        return _follower(snapshot, brokers, rng, topic, partition)
+    if target in PARTITION_ROLES:
+        return _role(target, snapshot, brokers, rng, topic, partition, pick)
     if target == "controller":
         if snapshot.controller is None:
             raise TargetError("target 'controller': ZooKeeper names no controller right now")
@@ -99,59 +136,75 @@ def _known(name: str, brokers: Sequence[str]) -> str:
 
 
 def _partitions(
-    target: str, snapshot: ClusterSnapshot, topic: str | None, partition: int | None
+    target: str, snapshot: ClusterSnapshot, topic: str | None, partition: int | None, pick: Sequence[str]
 ) -> list[PartitionState]:
     candidates = [
         p
         for p in snapshot.partitions
         if (topic is None or p.topic == topic) and (partition is None or p.partition == partition)
     ]
+    wanted = f"{topic or '*'}/{'*' if partition is None else partition}"
     if not candidates:
         have = sorted({f"{p.topic}/{p.partition}" for p in snapshot.partitions})
-        wanted = f"{topic or '*'}/{'*' if partition is None else partition}"
         raise TargetError(
             f"target {target!r}: no partition {wanted}; partitions are {', '.join(have) or 'none'}"
         )
-    return candidates
+    picked = [p for p in candidates if all(PICKS[word](p, snapshot.controller) for word in pick)]
+    if not picked:
+        seen = "; ".join(
+            f"{p.topic}/{p.partition} leader={p.leader} isr={list(p.isr)} replicas={list(p.replicas)}"
+            for p in candidates
+        )
+        raise TargetError(
+            f"target {target!r}: no partition {wanted} is {' and '.join(pick)} now "
+            f"(controller={snapshot.controller}; {seen})"
+        )
+    return picked
 
 
-def _leader(
+def _members(role: str, p: PartitionState) -> list[int]:
+    """The brokers that hold `role` in partition `p` (followers only while it has a leader)."""
+    if p.leader < 0:
+        return list(p.replicas) if role == "replicas" else []
+    if role == "leader":
+        return [p.leader]
+    if role in ("follower", "followers"):
+        return [f for f in p.isr if f != p.leader]
+    if role == "lagging-follower":
+        return [r for r in p.replicas if r != p.leader and r not in p.isr]
+    return list(p.replicas)
+
+
+def _role(
+    target: str,
     snapshot: ClusterSnapshot,
     brokers: Sequence[str],
     rng: random.Random,
     topic: str | None,
     partition: int | None,
+    pick: Sequence[str],
 ) -> Choice:
-    candidates = _partitions("leader", snapshot, topic, partition)
-    led = [p for p in candidates if p.leader >= 0]
-    if not led:
-        leaderless = ", ".join(f"{p.topic}/{p.partition}" for p in candidates)
-        raise TargetError(f"target 'leader': no leader now for {leaderless}")
-    chosen = rng.choice(led)
-    return Choice(
-        [_known(broker_name(chosen.leader), brokers)], {"topic": chosen.topic, "partition": chosen.partition}
-    )
-
-
-def _follower(
-    snapshot: ClusterSnapshot,
-    brokers: Sequence[str],
-    rng: random.Random,
-    topic: str | None,
-    partition: int | None,
-) -> Choice:
-    """An in-sync follower of a led partition: cut off, it holds acks=all writes until the leader
-    drops it from the ISR."""
-    candidates = _partitions("follower", snapshot, topic, partition)
-    followed = [(p, f) for p in candidates if p.leader >= 0 for f in p.isr if f != p.leader]
-    if not followed:
+    """One role of one partition: a random partition among those matching, then (for a single
+    follower) a random member of the role."""
+    candidates = _partitions(target, snapshot, topic, partition, pick)
+    options = [
+        (p, members)
+        for p in candidates
+        for members in (
+            [[m] for m in _members(target, p)] if target in SINGLE_ROLES else [_members(target, p)]
+        )
+        if members
+    ]
+    if not options:
         alone = ", ".join(f"{p.topic}/{p.partition}" for p in candidates)
-        raise TargetError(f"target 'follower': no in-sync follower of a leader now for {alone}")
-    chosen, follower = rng.choice(followed)
-    return Choice(
-        [_known(broker_name(follower), brokers)],
-        {"topic": chosen.topic, "partition": chosen.partition, "leader": broker_name(chosen.leader)},
-    )
+        raise TargetError(f"target {target!r}: no {PARTITION_ROLES[target]} now for {alone}")
+    chosen, members = rng.choice(options)
+    detail: dict[str, Any] = {"topic": chosen.topic, "partition": chosen.partition}
+    if target != "leader" and chosen.leader >= 0:
+        detail["leader"] = broker_name(chosen.leader)
+    if pick:
+        detail["pick"] = list(pick)
+    return Choice([_known(broker_name(m), brokers) for m in members], detail)
 
 
 def resolve(
@@ -160,6 +213,7 @@ def resolve(
     rng: random.Random,
     topic: str | None = None,
     partition: int | None = None,
+    pick: Sequence[str] = (),
 ) -> tuple[list[Node], dict[str, Any]]:
     """Resolve `target` against the live cluster: (nodes, detail)."""
     try:
@@ -174,22 +228,30 @@ def resolve(
         rng,
         topic,
         partition,
+        pick,
     )
     return [cluster.node(name) for name in choice.names], choice.detail
 
 
 class Targeted:
-    """Shared params and resolution of faults aimed at nodes: `target`, and `topic`/`partition`
-    to say which partition's leader `target=leader` means."""
+    """Shared params and resolution of faults aimed at nodes: `target`, `topic`/`partition` to say
+    which partition's leader (or followers...) a partition role means, and `pick` to choose that
+    partition by the roles of its replicas."""
 
     default_target = "one"
 
     def __init__(
-        self, *, target: str | None = None, topic: str | None = None, partition: int | str | None = None
+        self,
+        *,
+        target: str | None = None,
+        topic: str | None = None,
+        partition: int | str | None = None,
+        pick: str | None = None,
     ) -> None:
         self.target = validate_target(
             text_param("target", target if target is not None else self.default_target)
         )
+        self.pick = validate_pick(text_param("pick", pick), self.target) if pick is not None else ()
         self.topic = text_param("topic", topic) if topic is not None else None
         self.partition = (
             coerce_int("partition", partition, low=0, high=MAX_PARTITION) if partition is not None else None
@@ -204,7 +266,7 @@ class Targeted:
     def resolve(self, cluster: KafkaCluster, rng: random.Random) -> list[Node]:
         """Resolve from live state and record `targets` and `detail` before anything is applied,
         so a heal after a partial start knows every node the fault may have touched."""
-        self._nodes, detail = resolve(cluster, self.target, rng, self.topic, self.partition)
+        self._nodes, detail = resolve(cluster, self.target, rng, self.topic, self.partition, self.pick)
         self.targets = [n.name for n in self._nodes]
         self.detail = {**self.detail, "target": self.target, **detail}  # keeps what start already set
         return self._nodes

@@ -57,6 +57,27 @@ def can_connect(source: Node, dest: Node) -> bool:
     return code == 0
 
 
+UDP_PROBE_PORT = 9999
+
+
+def udp_arrives(source: Node, dest: Node, within_s: float = 3.0) -> bool:
+    """Does a UDP datagram sent from inside `source` reach `dest`? The one probe that sees a one-way
+    cut: a TCP connect needs packets both ways. `dest` listens for one datagram, `source` sends one
+    every 0.3 s, and the answer is whether `dest` received one within `within_s`."""
+    got = "/tmp/kchaos-udp-probe"
+    listen = f"rm -f {got}; (timeout {within_s + 2:g} nc -u -l -W 1 {UDP_PROBE_PORT} > {got} 2>&1 &)"
+    code, output = dest.exec(["bash", "-c", listen], timeout_s=10)
+    assert code == 0, output
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        source.exec(["bash", "-c", f"echo probe | nc -u -w 1 -q 0 {dest.ip} {UDP_PROBE_PORT}"], timeout_s=5)
+        code, _ = dest.exec(["grep", "-q", "probe", got], timeout_s=5)
+        if code == 0:
+            return True
+        time.sleep(0.3)  # the pace of the probe's datagrams, not a wait for readiness
+    return False
+
+
 def produce(
     cluster: KafkaCluster,
     bootstrap: str,

@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 from itertools import permutations
 
 import pytest
-from faultkit import TOPIC, can_connect, make_topic, p0, produce, wait_state
+from faultkit import TOPIC, can_connect, make_topic, p0, produce, udp_arrives, wait_state
 
 from faults import make_fault
 from faults.iptables import leftover_rules
@@ -88,6 +88,36 @@ def test_overlapping_partitions_heal_independently(cluster: KafkaCluster) -> Non
     assert p0(cluster.wait_for_isr([TOPIC], timeout_s=90)).isr_full
 
 
+def test_cuts_among_targets_and_one_way_cuts(cluster: KafkaCluster) -> None:
+    state = make_topic(cluster)
+    followers = {f"kafka-{b}" for b in state.replicas if b != state.leader}
+    leader, zk = cluster.broker(state.leader), cluster.node("zk-1")
+    among = make_fault("partition", {"shape": "among", "topic": TOPIC, "partition": 0})
+    among.start(cluster, random.Random(1))
+    try:
+        assert set(among.targets) == followers and among.detail["leader"] == leader.name
+        assert_cuts_exactly(cluster, {frozenset(followers)})  # the followers' one link, nothing else
+    finally:
+        among.heal(cluster)
+    assert all(reachability(cluster).values()), "after healing `among` some link is still cut"
+    one_way = make_fault(
+        "partition",
+        {"shape": "between", "target": "leader", "peers": "followers", "direction": "out", "topic": TOPIC},
+    )
+    one_way.start(cluster, random.Random(1))
+    try:
+        assert one_way.targets == [leader.name]
+        assert one_way.detail["cuts"] == sorted(f"{leader.name}>{f}" for f in followers)
+        for follower in (cluster.node(f) for f in followers):
+            assert udp_arrives(follower, leader), f"{follower.name} -> {leader.name} should still arrive"
+            assert not udp_arrives(leader, follower), f"{leader.name} -> {follower.name} should be dropped"
+        assert udp_arrives(leader, zk) and udp_arrives(zk, leader), "the leader's ZooKeeper link is not cut"
+    finally:
+        one_way.heal(cluster)
+    assert all(not leftover_rules(node) for node in cluster.nodes)
+    assert all(udp_arrives(leader, cluster.node(f)) for f in followers), "after heal the leader reaches all"
+
+
 def test_isolate_from_followers_shrinks_isr_to_the_leader(cluster: KafkaCluster) -> None:
     leader = make_topic(cluster).leader
     fault = make_fault("partition", {"shape": "isolate-from-followers", "topic": TOPIC, "partition": 0})
@@ -101,6 +131,15 @@ def test_isolate_from_followers_shrinks_isr_to_the_leader(cluster: KafkaCluster)
         # ZooKeeper, shrinks the ISR to itself and stays leader.
         shrunk = wait_state(cluster, lambda s: p0(s).isr == (leader,), "the ISR to shrink to the leader", 45)
         assert p0(shrunk).leader == leader
+        # Now both followers lag: the roles that name them resolve from this live state.
+        followers = {f"kafka-{b}" for b in p0(shrunk).replicas if b != leader}
+        lagging = make_fault("pause", {"target": "lagging-follower", "pick": "isr-shrunk", "topic": TOPIC})
+        lagging.resolve(cluster, random.Random(3))  # type: ignore[attr-defined]
+        assert lagging.targets[0] in followers and lagging.detail["pick"] == ["isr-shrunk"]
+        with pytest.raises(TargetError, match="no partition chaos/\\* is isr-full now"):
+            make_fault("kill", {"target": "leader", "pick": "isr-full", "topic": TOPIC}).start(
+                cluster, random.Random(1)
+            )
     finally:
         fault.heal(cluster)
     assert p0(cluster.wait_for_isr([TOPIC], timeout_s=60)).isr_full

@@ -11,8 +11,8 @@ from itertools import pairwise
 import pytest
 
 from faults import Fault, available, make_fault
-from faults.iptables import new_chain
-from faults.network import cut_links, link
+from faults.iptables import drop_to, new_chain
+from faults.network import cut_links, link, one_way
 from faults.schedule import Schedule, ScheduleEntry
 from faults.targets import choose
 from harness.errors import ConfigError, TargetError
@@ -64,6 +64,66 @@ def test_follower_is_an_in_sync_follower_of_a_led_partition() -> None:
         pick("follower", topic="v")
 
 
+def test_followers_lagging_follower_and_replicas_of_a_partition() -> None:
+    assert pick("followers", topic="t", partition=0) == ["kafka-1"]
+    lagging = choose("lagging-follower", SNAPSHOT, BROKERS, ZKS, random.Random(1), topic="t")
+    assert lagging.names == ["kafka-2"] and lagging.detail == {
+        "topic": "t",
+        "partition": 0,
+        "leader": "kafka-3",
+    }
+    # u/0: kafka-4 and kafka-3 are out of sync; each is picked by some seed.
+    assert {pick("lagging-follower", s, topic="u")[0] for s in range(40)} == {"kafka-3", "kafka-4"}
+    assert pick("replicas", topic="u") == ["kafka-5", "kafka-4", "kafka-3"]
+    assert pick("replicas", topic="t", partition=1) == ["kafka-1", "kafka-2", "kafka-4"]  # leaderless too
+    with pytest.raises(TargetError, match="no in-sync follower of a leader now for t/1"):
+        pick("followers", topic="t", partition=1)
+
+
+WIDE = ClusterSnapshot(
+    controller=2,
+    controller_epoch=1,
+    live_brokers=(1, 2, 3),
+    partitions=(
+        PartitionState("w", 0, 2, 0, (2, 1, 3), (2, 1, 3)),  # the controller leads
+        PartitionState("w", 1, 3, 0, (3, 2, 1), (3, 2, 1)),  # the controller follows
+        PartitionState("w", 2, 1, 0, (1,), (1, 3)),  # the controller is no replica; ISR shrunk
+    ),
+)
+
+
+def wide(target: str, seed: int = 1, pick: tuple[str, ...] = ()) -> tuple[list[str], int]:
+    choice = choose(target, WIDE, ["kafka-1", "kafka-2", "kafka-3"], ZKS, random.Random(seed), pick=pick)
+    return choice.names, choice.detail["partition"]
+
+
+def test_pick_chooses_the_partition_by_the_roles_of_its_replicas() -> None:
+    for seed in range(20):
+        assert wide("followers", seed, ("controller-follows",)) == (["kafka-2", "kafka-1"], 1)
+        assert wide("leader", seed, ("controller-leads",)) == (["kafka-2"], 0)
+        assert wide("replicas", seed, ("controller-apart",)) == (["kafka-1", "kafka-3"], 2)
+        assert wide("lagging-follower", seed, ("isr-shrunk",)) == (["kafka-3"], 2)
+        assert wide("leader", seed, ("isr-full", "controller-follows")) == (["kafka-3"], 1)
+    assert {wide("leader", seed, ("isr-full",))[1] for seed in range(40)} == {0, 1}
+    with pytest.raises(
+        TargetError,
+        match=r"no partition \*/\* is controller-leads and isr-shrunk now "
+        r"\(controller=2; w/0 leader=2 isr=\[2, 1, 3\]",
+    ):
+        wide("leader", pick=("controller-leads", "isr-shrunk"))
+
+
+def test_pick_is_checked_when_the_fault_is_made() -> None:
+    assert make_fault("kill", {"target": "leader", "pick": "controller-follows, isr-full"}).pick == (  # type: ignore[attr-defined]
+        "controller-follows",
+        "isr-full",
+    )
+    with pytest.raises(ConfigError, match=r"pick must be words among controller-leads, .*got 'bossy'"):
+        make_fault("kill", {"target": "leader", "pick": "bossy"})
+    with pytest.raises(ConfigError, match="pick chooses a partition: target must be one of leader, follower"):
+        make_fault("pause", {"target": "controller", "pick": "isr-full"})
+
+
 def test_keywords() -> None:
     assert pick("controller") == ["kafka-2"]
     assert {pick("one", s)[0] for s in range(60)} == {"kafka-1", "kafka-2", "kafka-3", "kafka-5"}  # live only
@@ -100,6 +160,41 @@ def test_shapes_cut_the_links_they_claim() -> None:
     bridge, detail = cut_links("bridge", ["kafka-3"], BROKERS, ZKS, rng)
     left, right = detail["sides"]
     assert bridge == {link(a, b) for a in left for b in right} and "kafka-3" not in left + right
+    among, _ = cut_links("among", ["kafka-1", "kafka-2", "kafka-3"], BROKERS, ZKS, rng)
+    assert among == {link("kafka-1", "kafka-2"), link("kafka-1", "kafka-3"), link("kafka-2", "kafka-3")}
+    between, detail = cut_links(
+        "between", ["kafka-1"], BROKERS, ZKS, rng, peers=["kafka-1", "kafka-4", "zk-1"]
+    )
+    assert (
+        between == {link("kafka-1", "kafka-4"), link("kafka-1", "zk-1")} and detail["peers"][1] == "kafka-4"
+    )
+
+
+def test_one_way_cuts_drop_only_what_the_targets_send() -> None:
+    cuts = {link("kafka-1", "kafka-4"), link("kafka-1", "kafka-2"), link("kafka-2", "zk-1")}
+    assert one_way(cuts, ["kafka-1"]) == [("kafka-1", "kafka-2"), ("kafka-1", "kafka-4")]
+    assert one_way(cuts, ["kafka-1", "kafka-2"]) == [
+        ("kafka-1", "kafka-2"),
+        ("kafka-1", "kafka-4"),
+        ("kafka-2", "kafka-1"),
+        ("kafka-2", "zk-1"),
+    ]
+    assert drop_to(["10.0.0.4"]) == ["-d 10.0.0.4 -j DROP"]  # on OUTPUT only can a packet go to a peer
+
+
+def test_partition_params_are_checked_when_the_fault_is_made() -> None:
+    fault = make_fault("partition", {"shape": "between", "target": "leader", "peers": "followers"})
+    assert fault.peers == "followers" and fault.direction == "both"  # type: ignore[attr-defined]
+    assert make_fault("partition", {"shape": "among"}).target == "followers"  # type: ignore[attr-defined]
+    assert "still receive" in make_fault("partition", {"shape": "isolate", "direction": "out"}).describe()
+    for params, error in [
+        ({"shape": "between"}, "'peers' .* is needed by shape 'between', and only by it"),
+        ({"shape": "halves", "peers": "one"}, "'peers' .* is needed by shape 'between', and only by it"),
+        ({"shape": "among", "direction": "out"}, "shape 'among' cuts links with no target side"),
+        ({"shape": "isolate", "direction": "in"}, "'direction' must be one of both, out, got 'in'"),
+    ]:
+        with pytest.raises(ConfigError, match=error):
+            make_fault("partition", params)
 
 
 def test_every_fault_gets_an_iptables_chain_of_its_own() -> None:
@@ -115,7 +210,7 @@ def test_registry_and_param_validation() -> None:
     assert names == sorted(["kill", "stop", "pause", "rolling-restart", "partition", "slow", "lossy"])
     assert all(isinstance(make_fault(name, {}), Fault) for name in names)
     with pytest.raises(
-        ConfigError, match=r"no param 'rate'; valid params: target, topic, partition, rate_kbit"
+        ConfigError, match=r"no param 'rate'; valid params: target, topic, partition, pick, rate_kbit"
     ):
         make_fault("slow", {"rate": 5})
     with pytest.raises(ConfigError, match=r"shape.*must be one of isolate"):
