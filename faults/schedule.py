@@ -8,10 +8,14 @@
 
 The same seed gives the same schedule and the same per-entry random choices (which broker is
 `one`, which order a ring takes); targets themselves are resolved from live state at start.
+
+An explicit timeline may also time a step by an event (`ScheduleEntry.after`, `faults.triggers`):
+such steps run in the order given, each waiting for its event after the step before started.
 """
 
 from __future__ import annotations
 
+import math
 import random
 import threading
 from collections.abc import Iterable, Mapping, Sequence
@@ -19,33 +23,50 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from faults.base import Fault, make_fault
+from faults.triggers import ZOOKEEPER_EVENTS, Trigger, Watched, seen, state_of
 from harness.cluster import KafkaCluster
-from harness.errors import ConfigError, FaultError, HarnessError
+from harness.errors import ClusterError, ConfigError, FaultError, HarnessError
 from harness.events import fault_event
 from harness.history import HistoryWriter, RunClock
 from harness.limits import MAX_DURATION_S
+from harness.zkstate import ClusterSnapshot
 
 MODES = ("mix", "sequence")
 MAX_ENTRIES = 10_000
 """Faults in one schedule: hours of back-to-back faults; more is a mistake in the intervals."""
+TRIGGER_POLL_S = 0.2
+"""How often a step waiting for an event reads ZooKeeper (a read of a few partitions takes ~10 ms)."""
 
 
 @dataclass(frozen=True)
 class ScheduleEntry:
-    """One fault: started `start_s` and healed `stop_s` seconds after the nemesis starts."""
+    """One fault: started `start_s` and healed `stop_s` seconds after the nemesis starts; or, with
+    `after`, started on that trigger and held `stop_s - start_s` seconds."""
 
     start_s: float
     stop_s: float
     fault: str
     params: Mapping[str, Any] = field(default_factory=dict)
+    after: Trigger | None = None
+    same_partition: bool = False
+    """Aim at the partition the step before was aimed at (its `topic` and `partition` params)."""
+
+    @property
+    def duration_s(self) -> float:
+        return round(self.stop_s - self.start_s, 3)
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        shown = {
             "start_s": self.start_s,
             "stop_s": self.stop_s,
             "fault": self.fault,
             "params": dict(self.params),
         }
+        if self.after is not None:
+            shown["after"] = self.after.to_json()
+        if self.same_partition:
+            shown["same_partition"] = True
+        return shown
 
 
 @dataclass(frozen=True)
@@ -100,37 +121,59 @@ class Schedule:
 
     @classmethod
     def from_entries(cls, entries: Iterable[ScheduleEntry | Mapping[str, Any]]) -> Schedule:
-        """An explicit timeline; entries may be mappings with start_s, stop_s, fault, params."""
+        """An explicit timeline; entries may be mappings with start_s, stop_s, fault, params (and
+        after, same_partition). Sorted by start time unless some step is timed by an event: then
+        the steps run in the order given."""
         built: list[ScheduleEntry] = []
         for i, raw in enumerate(entries):
             try:
-                entry = (
-                    raw
-                    if isinstance(raw, ScheduleEntry)
-                    else ScheduleEntry(
-                        float(raw["start_s"]),
-                        float(raw["stop_s"]),
-                        str(raw["fault"]),
-                        dict(raw.get("params", {})),
-                    )
-                )
+                entry = raw if isinstance(raw, ScheduleEntry) else _entry(raw)
             except (KeyError, TypeError, ValueError, OverflowError) as exc:
                 raise ConfigError(
-                    f"schedule entry {i}: needs start_s, stop_s, fault (and params): {exc}"
+                    f"schedule entry {i}: needs start_s, stop_s, fault "
+                    f"(and params, after, same_partition): {exc}"
                 ) from None
+            except ConfigError as exc:
+                raise ConfigError(f"schedule entry {i}: {exc}") from None
             if not 0 <= entry.start_s < entry.stop_s <= 2 * MAX_DURATION_S:  # false for NaN too
                 raise ConfigError(
                     f"schedule entry {i}: needs 0 <= start_s < stop_s <= {2 * MAX_DURATION_S}, "
                     f"got {entry.start_s}, {entry.stop_s}"
                 )
             make_fault(entry.fault, entry.params)
+            if entry.same_partition:
+                try:
+                    make_fault(entry.fault, {**entry.params, "topic": "t", "partition": 0})
+                except ConfigError:
+                    raise ConfigError(
+                        f"schedule entry {i}: same_partition needs a fault aimed at a partition's "
+                        f"replicas (params topic and partition); {entry.fault!r} is not"
+                    ) from None
             built.append(entry)
             if len(built) > MAX_ENTRIES:
                 raise ConfigError(f"a schedule holds at most {MAX_ENTRIES} faults")
+        if any(e.after is not None for e in built):
+            return cls(tuple(built))
         return cls(tuple(sorted(built, key=lambda e: e.start_s)))
+
+    @property
+    def event_timed(self) -> bool:
+        return any(e.after is not None for e in self.entries)
 
     def to_json(self) -> list[dict[str, Any]]:
         return [e.to_json() for e in self.entries]
+
+
+def _entry(raw: Mapping[str, Any]) -> ScheduleEntry:
+    after = raw.get("after")
+    return ScheduleEntry(
+        float(raw["start_s"]),
+        float(raw["stop_s"]),
+        str(raw["fault"]),
+        dict(raw.get("params", {})),
+        after if isinstance(after, Trigger) or after is None else Trigger.from_mapping(after),
+        bool(raw.get("same_partition", False)),
+    )
 
 
 class Nemesis:
@@ -160,6 +203,9 @@ class Nemesis:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="nemesis", daemon=True)
         self._origin_ns = 0
+        self._heal_at: dict[int, float] = {}  # started entry -> when to heal it (seconds after start)
+        self._last_start_s = 0.0  # when the step before started (seconds after start)
+        self._last_partition: Watched | None = None  # the topic/partition the last started step aimed at
 
     def active(self) -> list[str]:
         """Names of the faults in force now."""
@@ -180,39 +226,110 @@ class Nemesis:
         if self.heal_errors and exc_type is None:
             raise FaultError("; ".join(self.heal_errors))
 
-    def _wait_until(self, offset_s: float) -> bool:
-        """Sleep until `offset_s` after the start; False when asked to stop first."""
-        remaining = offset_s - (self.clock.now_ns() - self._origin_ns) / 1e9
-        return not self._stop.wait(remaining) if remaining > 0 else not self._stop.is_set()
+    def _now_s(self) -> float:
+        return (self.clock.now_ns() - self._origin_ns) / 1e9
+
+    def _pause_until(self, offset_s: float) -> bool:
+        """Wait until `offset_s` after the start, healing each fault when its time comes; False when
+        asked to stop first."""
+        while True:
+            now = self._now_s()
+            due = sorted((t, i) for i, t in self._heal_at.items() if t <= now)
+            for _, index in due:
+                del self._heal_at[index]
+                self._heal(index)
+            if now >= offset_s:
+                return not self._stop.is_set()
+            if self._stop.wait(min(offset_s, *self._heal_at.values(), math.inf) - now):
+                return False
 
     def _run(self) -> None:
-        # Starts and stops of all entries in time order, so explicit timelines may overlap.
-        events = sorted(
-            [(e.start_s, 1, i) for i, e in enumerate(self.schedule.entries)]
-            + [(e.stop_s, 0, i) for i, e in enumerate(self.schedule.entries)]
-        )
-        for offset_s, is_start, index in events:
-            if not self._wait_until(offset_s):
-                return
-            if is_start:
-                self._start(index, self.schedule.entries[index])
+        # Each step in turn, healing on time meanwhile, so explicit timelines may overlap.
+        entries = self.schedule.entries
+        before = self._snapshot() if entries and _watches_zookeeper(entries[0]) else None
+        for index, entry in enumerate(entries):
+            if entry.after is None:
+                if not self._pause_until(entry.start_s):
+                    return
+                waited: dict[str, Any] = {}
             else:
-                self._heal(index)
+                outcome = self._await(entry.after, before)
+                if outcome is None:
+                    return
+                waited = outcome
+            follows = entries[index + 1] if index + 1 < len(entries) else None
+            before = self._snapshot() if follows is not None and _watches_zookeeper(follows) else None
+            self._last_start_s = self._now_s()
+            if self._start(index, entry, waited):
+                self._heal_at[index] = (
+                    entry.stop_s if entry.after is None else self._now_s() + entry.duration_s
+                )
+        self._pause_until(max(self._heal_at.values(), default=0.0))
 
-    def _start(self, index: int, entry: ScheduleEntry) -> None:
-        fault = make_fault(entry.fault, entry.params)
+    def _snapshot(self) -> ClusterSnapshot | None:
+        try:
+            return self.cluster.state()
+        except ClusterError:
+            return None  # ZooKeeper unreachable (a fault may cut it off): the next readable one counts
+
+    def _await(self, trigger: Trigger, before: ClusterSnapshot | None) -> dict[str, Any] | None:
+        """Wait for `trigger` after the step before started, then its delay. What was waited for and
+        when it was seen, for the step's record (with `error` when it was not seen in time); None
+        when asked to stop."""
+        watched = trigger.watched(self._last_partition)
+        waited: dict[str, Any] = {"waited_for": trigger.describe(watched)}
+        if trigger.event in ZOOKEEPER_EVENTS and trigger.event != "controller-change" and watched is None:
+            return waited | {"error": f"{trigger.event}: no partition to watch (give topic and partition)"}
+        deadline = self._now_s() + trigger.within_s
+        seen_s = self._last_start_s if trigger.event == "start" else None
+        last = before
+        while seen_s is None:
+            now = self._now_s()
+            if trigger.event == "healed":
+                happened = not self.active()
+            else:
+                last = self._snapshot() or last
+                before = before or last
+                happened = (
+                    before is not None and last is not None and seen(trigger.event, before, last, watched)
+                )
+            if happened:
+                seen_s = now
+            elif now >= deadline:
+                return waited | {
+                    "error": f"not seen within {trigger.within_s:g} s; last seen: {state_of(last, watched)}"
+                }
+            elif not self._pause_until(now + TRIGGER_POLL_S):
+                return None
+        if not self._pause_until(seen_s + trigger.delay_s):
+            return None
+        return waited | {"seen_ns": self._origin_ns + int(seen_s * 1e9)}
+
+    def _start(self, index: int, entry: ScheduleEntry, waited: Mapping[str, Any]) -> bool:
+        """Start one step; False (recorded with its error) when it could not start."""
+        params = dict(entry.params)
+        if entry.same_partition and self._last_partition is not None:
+            params |= {"topic": self._last_partition[0], "partition": self._last_partition[1]}
+        fault = make_fault(entry.fault, params)
         with self._lock:  # active before start: a heal after a partial start must see it
             self._active[index] = (entry.fault, fault)
         began = self.clock.now_ns()
         try:
+            if "error" in waited:
+                raise FaultError(f"waited for {waited['waited_for']}: {waited['error']}")
+            if entry.same_partition and self._last_partition is None:
+                raise FaultError("same_partition: no step before was aimed at a partition")
             fault.start(self.cluster, random.Random(f"{self.seed}:{index}"))
         except Exception as exc:  # a runner thread must record and go on, not die silently
             exc = _as_harness_error(exc)
             self.errors.append(f"{entry.fault} could not start: {exc}")
-            self._record(began, index, entry.fault, "start", fault, {"error": str(exc)})
+            self._record(began, index, entry.fault, "start", fault, {**waited, "error": str(exc)})
             self._heal(index)
-            return
-        self._record(began, index, entry.fault, "start", fault, fault.detail)
+            return False
+        if "topic" in fault.detail and "partition" in fault.detail:
+            self._last_partition = (str(fault.detail["topic"]), int(fault.detail["partition"]))
+        self._record(began, index, entry.fault, "start", fault, {**fault.detail, **waited})
+        return True
 
     def _heal(self, index: int) -> None:
         with self._lock:
@@ -244,6 +361,10 @@ class Nemesis:
         """A start (with what the fault does) or stop; the schedule index is the fault's id."""
         description = fault.describe() if phase == "start" else None
         self.writer.write(fault_event(time_ns, index, name, phase, fault.targets, detail, description))
+
+
+def _watches_zookeeper(entry: ScheduleEntry) -> bool:
+    return entry.after is not None and entry.after.event in ZOOKEEPER_EVENTS
 
 
 def _as_harness_error(exc: Exception) -> HarnessError:

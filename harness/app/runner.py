@@ -72,7 +72,14 @@ def build_schedule(plan: FaultPlan, seed: int, duration_s: float) -> Schedule | 
         return None
     if plan.mode == "schedule":
         return Schedule.from_entries(
-            ScheduleEntry(e["at_s"], round(e["at_s"] + e["duration_s"], 3), e["fault"], e["params"])
+            ScheduleEntry(
+                e["at_s"],
+                round(e["at_s"] + e["duration_s"], 3),
+                e["fault"],
+                e["params"],
+                e.get("after"),
+                e.get("same_partition", False),
+            )
             for e in plan.schedule
         )
     schedule = Schedule.generate(

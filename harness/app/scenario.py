@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from faults import make_fault
+from faults.schedule import MAX_ENTRIES
+from faults.triggers import Trigger
 from harness.anomaly_kinds import COUNT_KEYS
 from harness.app.yamlfile import read_yaml
 from harness.cluster import ClusterSpec
@@ -39,6 +41,7 @@ from harness.workload import WorkloadSpec
 
 BUILTIN_DIR = Path(__file__).resolve().parent / "scenarios"
 MAX_NAME = 100  # a scenario's name goes into its run directory's name
+MAX_REPEAT = 1000
 MAX_TEXT = 10_000
 _HEAP = re.compile(r"[1-9][0-9]{0,6}[kmgKMG]")
 _OPERATORS: dict[str, Callable[[Any, Any], bool]] = {
@@ -80,7 +83,8 @@ class FaultPlan:
 
     mode: str = "none"  # none | sequence | mix | schedule
     faults: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
-    schedule: list[dict[str, Any]] = field(default_factory=list)  # {at_s, duration_s, fault, params}
+    schedule: list[dict[str, Any]] = field(default_factory=list)
+    """{at_s, duration_s, fault, params, after (a Trigger or None), same_partition}, in order."""
     interval_s: float = 10.0  # mean quiet gap before each generated fault (jittered by the seed)
     fault_duration_s: float = 10.0
 
@@ -190,19 +194,21 @@ def _fault_plan(data: Any) -> FaultPlan:
         entries.append((name, params))
     schedule: list[dict[str, Any]] = []
     for i, item in enumerate(f.get("schedule", list, [])):
-        entry = _Fields(item, f"faults.schedule[{i}]", ("at_s", "duration_s", "fault", "params"))
-        name, params = entry.text("fault", None, MAX_NAME), entry.mapping("params")
-        if name is None:
-            raise _fail(f"faults.schedule[{i}].fault", "required")
-        _checked(make_fault, f"faults.schedule[{i}]", name, params)
-        schedule.append(
-            {
-                "at_s": entry.number("at_s", 0.0, 0.0, MAX_DURATION_S),
-                "duration_s": entry.number("duration_s", 10.0, 0.1, MAX_DURATION_S),
-                "fault": name,
-                "params": params,
-            }
-        )
+        path = f"faults.schedule[{i}]"
+        if isinstance(item, dict) and "repeat" in item:
+            group = _Fields(item, path, ("repeat", "steps"))
+            steps = [
+                _step(step, f"{path}.steps[{j}]", repeated=True)
+                for j, step in enumerate(group.get("steps", list, []))
+            ]
+            if not steps:
+                raise _fail(f"{path}.steps", "a repeated group needs at least one step")
+            times = group.integer("repeat", 1, 1, MAX_REPEAT)
+            if len(schedule) + times * len(steps) > MAX_ENTRIES:
+                raise _fail(f"{path}.repeat", f"the schedule would hold more than {MAX_ENTRIES} steps")
+            schedule += [dict(step) for _ in range(times) for step in steps]
+        else:
+            schedule.append(_step(item, path, repeated=False))
     default_mode = "schedule" if schedule else ("sequence" if entries else "none")
     mode = f.get("mode", str, default_mode)
     if mode not in ("none", "sequence", "mix", "schedule"):
@@ -216,6 +222,33 @@ def _fault_plan(data: Any) -> FaultPlan:
         f.number("interval_s", 10.0, 0.1, MAX_DURATION_S),
         f.number("fault_duration_s", 10.0, 0.1, MAX_DURATION_S),
     )
+
+
+def _step(item: Any, path: str, repeated: bool) -> dict[str, Any]:
+    """One schedule step: a fault started at `at_s`, or `after` an event (`faults.triggers`)."""
+    entry = _Fields(item, path, ("at_s", "after", "duration_s", "fault", "params", "same_partition"))
+    name, params = entry.text("fault", None, MAX_NAME), entry.mapping("params")
+    if name is None:
+        raise _fail(f"{path}.fault", "required")
+    _checked(make_fault, path, name, params)
+    after = None
+    if "after" in entry.data:
+        if "at_s" in entry.data:
+            raise _fail(f"{path}.after", "a step starts at a time (at_s) or after an event, not both")
+        after = _checked_value(lambda: Trigger.from_mapping(entry.data["after"]), f"{path}.after")
+    elif repeated:
+        raise _fail(f"{path}.after", "a step of a repeated group starts after an event (a time would repeat)")
+    same_partition = entry.get("same_partition", bool, False)
+    if same_partition:
+        _checked(make_fault, f"{path}.same_partition", name, {**params, "topic": "t", "partition": 0})
+    return {
+        "at_s": entry.number("at_s", 0.0, 0.0, MAX_DURATION_S),
+        "duration_s": entry.number("duration_s", 10.0, 0.1, MAX_DURATION_S),
+        "fault": name,
+        "params": params,
+        "after": after,
+        "same_partition": same_partition,
+    }
 
 
 def _checked(build: Callable[..., Any], path: str, *args: Any) -> None:

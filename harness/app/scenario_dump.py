@@ -23,9 +23,11 @@ def explicit_plan(entries: tuple[ScheduleEntry, ...]) -> FaultPlan:
         schedule=[
             {
                 "at_s": e.start_s,
-                "duration_s": round(e.stop_s - e.start_s, 3),
+                "duration_s": e.duration_s,
                 "fault": e.fault,
                 "params": dict(e.params),
+                "after": e.after,
+                "same_partition": e.same_partition,
             }
             for e in entries
         ],
@@ -62,7 +64,7 @@ def scenario_data(scenario: Scenario) -> dict[str, Any]:
     plan = scenario.faults
     faults: dict[str, Any] = {"mode": plan.mode}
     if plan.mode == "schedule":
-        faults["schedule"] = [dict(e, params=dict(e["params"])) for e in plan.schedule]
+        faults["schedule"] = [_step_data(e) for e in plan.schedule]
     elif plan.mode != "none":
         faults["faults"] = [{"name": name, "params": dict(params)} for name, params in plan.faults]
         faults["interval_s"] = plan.interval_s
@@ -93,3 +95,19 @@ def scenario_yaml(scenario: Scenario, header: str = "") -> str:
     """The YAML text; `header` lines become comments above it."""
     comments = "".join(f"# {line}\n" for line in header.splitlines())
     return comments + yaml.safe_dump(scenario_data(scenario), sort_keys=False, allow_unicode=True, width=100)
+
+
+def _step_data(step: dict[str, Any]) -> dict[str, Any]:
+    """A schedule step as YAML: `at_s` or `after`, and `same_partition` only when set."""
+    data: dict[str, Any] = {
+        "duration_s": step["duration_s"],
+        "fault": step["fault"],
+        "params": dict(step["params"]),
+    }
+    if step.get("after") is not None:
+        data["after"] = step["after"].to_json()
+    else:
+        data["at_s"] = step["at_s"]
+    if step.get("same_partition"):
+        data["same_partition"] = True
+    return data

@@ -48,14 +48,18 @@ class Candidate:
 
 def _name(entry: ScheduleEntry) -> str:
     params = ", ".join(f"{k} {v}" for k, v in sorted(entry.params.items()))
-    return f"{entry.fault}{f' ({params})' if params else ''} at {entry.start_s:g} s"
+    when = f"after {entry.after.describe(None)}" if entry.after else f"at {entry.start_s:g} s"
+    return f"{entry.fault}{f' ({params})' if params else ''} {when}"
 
 
 def candidates(timeline: Timeline) -> Iterator[Candidate]:
     """Simpler timelines than `timeline`, cheapest to try first."""
     entries = timeline.entries
+    # Steps timed by events start when the cluster does something, not at a time: no end or shift
+    # can be computed from their times.
+    by_time = all(e.after is None for e in entries)
     end = round(max((e.stop_s for e in entries), default=MIN_LEAD_S) + TAIL_S, 3)
-    if end < timeline.duration_s:  # first: it makes every later trial shorter
+    if by_time and end < timeline.duration_s:  # first: it makes every later trial shorter
         yield Candidate(replace(timeline, duration_s=end), f"end the run at {end:g} s")
     for i, entry in enumerate(entries):
         yield Candidate(replace(timeline, entries=entries[:i] + entries[i + 1 :]), f"drop {_name(entry)}")
@@ -67,7 +71,7 @@ def candidates(timeline: Timeline) -> Iterator[Candidate]:
                 replace(timeline, entries=(*entries[:i], shorter, *entries[i + 1 :])),
                 f"hold {_name(entry)} {half:g} s instead of {half * 2:g} s",
             )
-    if entries:
+    if entries and by_time:
         shift = round((min(e.start_s for e in entries) - MIN_LEAD_S) / 2, 3)
         if shift >= MIN_FAULT_S:
             earlier = tuple(

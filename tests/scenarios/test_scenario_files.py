@@ -9,6 +9,7 @@ import pytest
 from harness.app.cli import main
 from harness.app.runner import build_schedule
 from harness.app.scenario import builtin_scenarios, load_scenario, parse_scenario
+from harness.app.scenario_dump import scenario_data
 from harness.errors import ConfigError
 
 EXPECTED_BUILTINS = {
@@ -91,6 +92,36 @@ def test_every_builtin_scenario_parses_and_describes_itself() -> None:
         (
             {"faults": {"schedule": [{"at_s": 1, "fault": "kill", "params": {"colour": 1}}]}},
             "faults.schedule[0]:",
+        ),
+        (
+            {"faults": {"schedule": [{"at_s": 1, "after": {"event": "start"}, "fault": "kill"}]}},
+            "faults.schedule[0].after: a step starts at a time (at_s) or after an event, not both",
+        ),
+        (
+            {"faults": {"schedule": [{"after": {"event": "isr-shrunk"}, "fault": "kill"}]}},
+            "faults.schedule[0].after: event: expected one of start, healed",
+        ),
+        (
+            {"faults": {"schedule": [{"repeat": 2, "steps": [{"at_s": 5, "fault": "kill"}]}]}},
+            "faults.schedule[0].steps[0].after: a step of a repeated group starts after an event",
+        ),
+        (
+            {
+                "faults": {
+                    "schedule": [{"repeat": 0, "steps": [{"after": {"event": "start"}, "fault": "kill"}]}]
+                }
+            },
+            "faults.schedule[0].repeat: expected an integer from 1 to 1000, got 0",
+        ),
+        (
+            {
+                "faults": {
+                    "schedule": [
+                        {"after": {"event": "start"}, "fault": "rolling-restart", "same_partition": True}
+                    ]
+                }
+            },
+            "faults.schedule[0].same_partition: fault 'rolling-restart' has no param 'topic'",
         ),
         ({"expect": ["acks=all lost is zero"]}, "expect[0]: cannot read 'acks=all lost is zero'"),
         ({"duration_s": 0}, "duration_s: expected a number from 1 to 604800, got 0"),
@@ -180,3 +211,47 @@ def test_a_run_too_short_for_any_fault_of_its_plan_is_an_error() -> None:
     with pytest.raises(ConfigError, match=r"no fault fits in 20 s: the first starts 7\.5-22\.5 s in"):
         build_schedule(plan, 7, 20)
     assert build_schedule(load_scenario("baseline").faults, 7, 20) is None  # no faults planned: fine
+
+
+def test_event_timed_steps_and_repeated_groups_expand_in_order_and_round_trip() -> None:
+    leader_change = {"event": "leader-change", "delay_s": 1}
+    document = {
+        "duration_s": 120,
+        "faults": {
+            "schedule": [
+                {"at_s": 5, "duration_s": 30, "fault": "partition", "params": {"shape": "among"}},
+                {
+                    "repeat": 2,
+                    "steps": [
+                        {
+                            "after": {"event": "healed", "delay_s": 5},
+                            "duration_s": 8,
+                            "fault": "kill",
+                            "params": {"target": "leader"},
+                        },
+                        {"after": leader_change, "duration_s": 6, "fault": "kill", "same_partition": True},
+                    ],
+                },
+            ]
+        },
+    }
+    scenario = parse_scenario(document, "inline")
+    schedule = build_schedule(scenario.faults, seed=1, duration_s=120)
+    assert schedule is not None and schedule.event_timed
+    assert [
+        (e.fault, e.after.event if e.after else e.start_s, e.same_partition) for e in schedule.entries
+    ] == [
+        ("partition", 5.0, False),
+        ("kill", "healed", False),
+        ("kill", "leader-change", True),
+        ("kill", "healed", False),
+        ("kill", "leader-change", True),
+    ]
+    assert schedule.entries[2].duration_s == 6 and schedule.entries[2].after.delay_s == 1  # type: ignore[union-attr]
+    again = parse_scenario(scenario_data(scenario), "again")
+    assert again.faults == scenario.faults
+    assert scenario_data(scenario)["faults"]["schedule"][2]["after"] == {
+        "event": "leader-change",
+        "delay_s": 1.0,
+        "within_s": 120.0,
+    }
