@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from faultkit import TOPIC, make_topic
@@ -60,6 +61,41 @@ def test_seeded_schedule_runs_and_records_every_start_and_stop(cluster: KafkaClu
     kill = events[0]
     assert kill["detail"] == {"target": "leader", "topic": TOPIC, "partition": 0}
     state = cluster.wait_for_isr([TOPIC], timeout_s=90)
+    assert state.live_brokers == (1, 2, 3)
+
+
+def test_an_event_timed_step_kills_the_leader_elected_after_the_first_kill(
+    cluster: KafkaCluster, tmp_path: Path
+) -> None:
+    first_leader = f"kafka-{make_topic(cluster).leader}"
+    schedule = Schedule.from_entries(
+        [
+            {"start_s": 1, "stop_s": 60, "fault": "kill", "params": {"target": "leader", "topic": TOPIC}},
+            {
+                "start_s": 0,
+                "stop_s": 60,
+                "fault": "kill",
+                "params": {"target": "leader"},
+                "same_partition": True,
+                "after": {"event": "leader-change", "delay_s": 1, "within_s": 60},
+            },
+        ]
+    )
+    path = tmp_path / "faults.jsonl"
+
+    def starts() -> list[dict[str, Any]]:
+        return [e for e in _events(path) if e["phase"] == "start"]
+
+    with HistoryWriter(path) as writer, Nemesis(cluster, schedule, writer, RunClock(), seed=1) as nemesis:
+        wait_until(lambda: (len(starts()) == 2, str(starts())), what="both kills started", timeout_s=90)
+    assert not nemesis.errors, nemesis.errors
+    first, second = starts()
+    assert first["targets"] == [first_leader]
+    assert second["targets"] != [first_leader] and second["detail"]["topic"] == TOPIC
+    assert second["detail"]["waited_for"] == f"leader-change of {TOPIC}/0, then 1 s"
+    assert first["time_ns"] < second["detail"]["seen_ns"] <= second["time_ns"] - 1e9
+    # Both heal (newest first) and rejoin: the ISR is whole again.
+    state = cluster.wait_for_isr([TOPIC], timeout_s=120)
     assert state.live_brokers == (1, 2, 3)
 
 
