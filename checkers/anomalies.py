@@ -106,12 +106,22 @@ def value_flags(values: DataFrame, reads: DataFrame, topic_partitions: Mapping[s
         (read & moved).alias("duplicate"),
         (read & written & (F.col("outcome") == "fail")).alias("phantom"),
         (read & ~written).alias("unexpected"),
+        # Read only by live consumers, at its own partition, and not in that partition's complete
+        # final read: a record a consumer saw (so below the high watermark: committed) is gone.
+        (
+            read
+            & written
+            & F.col("final_low").isNull()
+            & (F.col("read_low") == own)
+            & (F.col("read_high") == own)
+            & F.coalesce(F.col("partition_complete"), F.lit(False))
+        ).alias("read_then_lost"),
     )
 
 
 def anomalous_values(flags: DataFrame) -> DataFrame:
     """The rows of `value_flags` with any per-value anomaly (or an unsure loss): few, worth caching."""
-    kinds = ("lost", "lost_unsure", "duplicate", "phantom", "unexpected")
+    kinds = ("lost", "lost_unsure", "duplicate", "phantom", "unexpected", "read_then_lost")
     any_kind = F.lit(False)
     for kind in kinds:
         any_kind = any_kind | F.coalesce(F.col(kind), F.lit(False))
@@ -119,6 +129,13 @@ def anomalous_values(flags: DataFrame) -> DataFrame:
 
 
 LOST_COLUMNS = ["topic", "partition", "acks", "value", *WRITE_EVIDENCE]
+READ_THEN_LOST_COLUMNS = ["topic", "partition", "acks", "value", "outcome", *WRITE_EVIDENCE, "read_offset"]
+
+
+def read_then_lost_from(flags: DataFrame) -> DataFrame:
+    """Values a live consumer read at their own partition that its complete final read lacks."""
+    rows = flags.where(F.col("read_then_lost")).withColumn("read_offset", F.col("offset_low"))
+    return rows.select(*READ_THEN_LOST_COLUMNS)
 
 
 def lost_writes_from(flags: DataFrame, reads: DataFrame, unsure: bool = True) -> DataFrame:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pyspark.sql import DataFrame
 
-from checkers import anomalies
+from checkers import anomalies, replication
 from checkers.checker import CheckInputs, register
 from harness.anomaly_kinds import kind
 
@@ -95,3 +95,35 @@ class ReorderedWrites(_ReadDetails):
 
     def details(self, examples: DataFrame, reads: DataFrame) -> DataFrame:
         return anomalies.reordered_details(examples, reads)
+
+
+@register
+class ReadThenLost(_ReadDetails):
+    kind = kind("read-then-lost")
+    example_positions = "read_offset"  # and what the final read holds there now
+
+    def find(self, inputs: CheckInputs) -> DataFrame:
+        return anomalies.read_then_lost_from(inputs.flags)
+
+    def details(self, examples: DataFrame, reads: DataFrame) -> DataFrame:
+        with_final = anomalies.with_final_value(examples, reads, "read_offset")
+        return with_final.select(*anomalies.READ_THEN_LOST_COLUMNS, "final_value")
+
+
+@register
+class ReplicaDivergence(_NoDetails):
+    kind = kind("replica-divergence")
+
+    def find(self, inputs: CheckInputs) -> DataFrame:
+        history = inputs.history
+        assert history.replica_values is not None  # `checkers.io.load_history` always sets it
+        return replication.replica_divergence(history.replica_values, history.writes, inputs.topic_acks)
+
+
+@register
+class EpochRegressions(_NoDetails):
+    kind = kind("epoch-regression")
+
+    def find(self, inputs: CheckInputs) -> DataFrame:
+        assert inputs.history.epochs is not None  # `checkers.io.load_history` always sets it
+        return replication.epoch_regressions(inputs.history.epochs)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import bisect
 from typing import Any
 
+from harness.broker_logs import LogEvent
 from harness.events import FaultWindow
 
 CLIENT_LINES_CAP = 8
@@ -80,4 +81,32 @@ class ClientLog:
             quoted[CLIENT_LINES_CAP:] = [
                 f"... and {len(quoted) - CLIENT_LINES_CAP} more lines in history/client.jsonl"
             ]
+        return quoted
+
+
+TRUNCATION_LINES_CAP = 10
+
+
+class TruncationLog:
+    """The brokers' truncations and halts (`harness.broker_logs`), answering "which broker cut its
+    log below this offset"."""
+
+    def __init__(self, events: list[LogEvent], unix_ns_at_zero: int | None) -> None:
+        self._events, self._zero = events, unix_ns_at_zero
+
+    def below(self, topic: str | None, partition: int | None, offset: int | None) -> list[str]:
+        """Each truncation of (topic, partition) to an offset above 0 and at most `offset` (the
+        write there was cut away), and each halt of a broker over that topic, as "<run time> s
+        kafka-N: <line>"; at most TRUNCATION_LINES_CAP."""
+        if topic is None or offset is None:
+            return []
+        quoted = []
+        for event in self._events:
+            cut = event.offset is not None and event.partition == partition and 0 < event.offset <= offset
+            halted = event.offset is None
+            if event.topic == topic and (cut or halted):
+                at = event.at_run_s(self._zero)
+                quoted.append(f"{'' if at is None else f'{at:.3f} s '}kafka-{event.broker}: {event.line}")
+        if len(quoted) > TRUNCATION_LINES_CAP:
+            quoted[TRUNCATION_LINES_CAP:] = [f"... and {len(quoted) - TRUNCATION_LINES_CAP} more in logs/"]
         return quoted

@@ -17,6 +17,8 @@ from harness.anomaly_kinds import kind
 
 IDEMPOTENCE_SINCE = (0, 11)
 """Kafka 0.11 introduced the idempotent producer and made unclean leader election off by default."""
+LEADER_EPOCH_SINCE = (0, 11)
+"""Kafka 0.11 truncates a follower by leader epoch, not to its high watermark (KIP-101)."""
 
 HELD, VIOLATED, NOT_PROMISED, UNKNOWN = "held", "violated", "not-promised", "unknown"
 
@@ -149,6 +151,7 @@ def _no_lost(config: TopicConfig, counts: Mapping[str, Any]) -> dict[str, Any]:
     reason = ", ".join(text for _, text in conditions) + f"; {lost} lost, {divergent} divergent"
     if verdict == UNKNOWN:
         reason += "; the final read is incomplete, so loss cannot be judged"
+    reason += _known_truncation(config, verdict)
     return _row(
         config,
         "no-lost-acked-writes",
@@ -156,6 +159,71 @@ def _no_lost(config: TopicConfig, counts: Mapping[str, Any]) -> dict[str, Any]:
         promised,
         verdict,
         reason,
+        _brokers(config),
+    )
+
+
+def _known_truncation(config: TopicConfig, verdict: str) -> str:
+    """What a loss or divergence is known to come from on a Kafka before leader epochs."""
+    if verdict != VIOLATED or config.version is None or config.version >= LEADER_EPOCH_SINCE:
+        return ""
+    return (
+        f"; known in Kafka {_version_text(config)}: a follower truncates its log to its own high "
+        "watermark when the leader changes and can then be elected without committed writes "
+        "(KIP-101, fixed in 0.11 by leader epochs)"
+    )
+
+
+def _no_lost_reads(config: TopicConfig, counts: Mapping[str, Any]) -> dict[str, Any]:
+    promised = not config.unclean_leader_election
+    read_lost = int(counts["read_lost"])
+    verdict = _judge(promised, read_lost, bool(counts["complete"]))
+    basis = (
+        "unclean leader election disabled: a record a consumer can read is on every in-sync replica"
+        if promised
+        else "unclean leader election enabled: an out-of-sync replica may lead without it"
+    )
+    reason = f"{basis}; {read_lost} read then lost"
+    if verdict == UNKNOWN:
+        reason += "; the final read is incomplete, so loss cannot be judged"
+    return _row(
+        config,
+        "no-lost-reads",
+        "a record a consumer read is never lost",
+        promised,
+        verdict,
+        reason + _known_truncation(config, verdict),
+        _brokers(config),
+    )
+
+
+def _replicas_agree(config: TopicConfig, counts: Mapping[str, Any]) -> dict[str, Any]:
+    diverged = int(counts["replica_divergent"] or 0)
+    verdict = _judge(True, diverged)
+    basis = "replicas copy their leader's log and truncate to it after a leader change"
+    reason = f"{basis}; {diverged} offsets differ"
+    if counts["replicas_not_read"]:
+        reason += f" among the replicas read (not read: {counts['replicas_not_read']})"
+    return _row(
+        config,
+        "replicas-agree",
+        "the replicas of a partition hold the same values below their ends",
+        True,
+        verdict,
+        reason + _known_truncation(config, verdict),
+        _brokers(config),
+    )
+
+
+def _epochs_advance(config: TopicConfig, counts: Mapping[str, Any]) -> dict[str, Any]:
+    regressions = int(counts["epoch_regressions"])
+    return _row(
+        config,
+        "epochs-advance",
+        "leader and controller epochs never go backwards",
+        True,
+        _judge(True, regressions),
+        f"always promised: leaders and controllers are fenced by their epochs; {regressions} went backwards",
         _brokers(config),
     )
 
@@ -238,14 +306,19 @@ def derive_guarantees(
 ) -> list[dict[str, Any]]:
     """One row per (topic, guarantee): promise, whether promised, verdict and reason.
 
-    `topic_counts[topic]` holds lost, divergent, duplicated, phantom, reordered, unexpected, complete.
+    `topic_counts[topic]` holds each anomaly kind's count (`harness.anomaly_kinds`), `complete`,
+    `replicas_read` (whether history/replicas.jsonl was there) and `replicas_not_read` (the brokers
+    whose replicas could not be read, as text; empty when all were).
     """
     rows: list[dict[str, Any]] = []
     for topic in run["topics"]:
         config = topic_config(run, topic)
         counts = topic_counts[config.topic]
-        for judge in (_no_lost, _no_phantom, _no_duplicates, _order, _no_unexpected):
-            rows.append(judge(config, counts))
+        judges = [_no_lost, _no_lost_reads, _replicas_agree, _no_phantom, _no_duplicates, _order]
+        judges += [_no_unexpected, _epochs_advance]
+        for judge in judges:
+            if judge is not _replicas_agree or counts["replicas_read"]:  # judged where replicas were read
+                rows.append(judge(config, counts))
     return rows
 
 

@@ -29,12 +29,15 @@ from pyspark.sql import types as T
 
 from checkers import frames, problems
 from checkers.session import spark_errors
+from harness.broker_logs import LogEvent, read_broker_logs
 from harness.errors import HistoryError
 from harness.events import FaultWindow, fault_windows
 from harness.history import (
     CHECK_CACHE,
     FAULTS,
+    NODE_LOGS,
     READS,
+    REPLICAS,
     RESULT,
     WRITES,
     fresh_dir,
@@ -42,6 +45,7 @@ from harness.history import (
     iter_cluster_samples,
     iter_fault_events,
     iter_jsonl,
+    iter_replica_lines,
     load_run_json,
     write_atomic,
 )
@@ -69,6 +73,15 @@ class History:
     cluster: list[dict[str, Any]]
     event_counts: dict[str, int]
     client_log: list[dict[str, Any]] = field(default_factory=list)
+    epochs: DataFrame | None = None
+    """Leader and controller epochs as ZooKeeper showed them (`replication.EPOCH_COLUMNS`)."""
+    replica_values: DataFrame | None = None
+    """What each replica held at the end (`replication.REPLICA_COLUMNS`; empty without replicas.jsonl)."""
+    replica_states: list[dict[str, Any]] | None = None
+    """replicas.jsonl's `replica` lines (each replica's offsets and what could not be read); None
+    without the file."""
+    broker_log: list[LogEvent] = field(default_factory=list)
+    """The truncations and halts the brokers logged (RUN/logs/kafka-N.log)."""
 
 
 @dataclass(frozen=True)
@@ -100,6 +113,9 @@ class Layout:
     fault_events: int
     cluster: list[dict[str, Any]]
     client_log: list[dict[str, Any]]
+    replica_states: list[dict[str, Any]] | None
+    """None without replicas.jsonl."""
+    broker_log: list[LogEvent]
 
 
 def check_layout(run_dir: Path) -> Layout:
@@ -123,7 +139,10 @@ def check_layout(run_dir: Path) -> Layout:
     faults = fault_windows(fault_events, str(run_dir / FAULTS))
     cluster = [sample for _, sample in iter_cluster_samples(run_dir)]
     client_log = [line for _, line in iter_client_lines(run_dir)]
-    return Layout(run, faults, len(fault_events), cluster, client_log)
+    states = [e for _, e in iter_replica_lines(run_dir) if e["type"] == "replica"]
+    replica_states = states if (run_dir / REPLICAS).is_file() else None
+    broker_log = read_broker_logs(run_dir / NODE_LOGS)
+    return Layout(run, faults, len(fault_events), cluster, client_log, replica_states, broker_log)
 
 
 def history_bytes(run_dir: Path) -> int:
@@ -157,8 +176,69 @@ def load_history(spark: SparkSession, run_dir: Path, layout: Layout | None = Non
         "cluster": len(cluster),
         "client": len(layout.client_log),
     }
+    replica_values = _replica_values(spark, run_dir, layout.replica_states is not None)
     writes = frames.writes_of(values)
-    return History(run, values, writes, reads, ends, faults, cluster, counts, layout.client_log)
+    if layout.replica_states is not None:
+        counts["replicas"] = len(layout.replica_states)
+    return History(
+        run,
+        values,
+        writes,
+        reads,
+        ends,
+        faults,
+        cluster,
+        counts,
+        layout.client_log,
+        _epochs(spark, cluster),
+        replica_values,
+        layout.replica_states,
+        layout.broker_log,
+    )
+
+
+_REPLICA_LINE_SCHEMA = T.StructType(
+    [
+        T.StructField("type", T.StringType()),
+        T.StructField("broker", T.IntegerType()),
+        T.StructField("topic", T.StringType()),
+        T.StructField("partition", T.IntegerType()),
+        T.StructField("offset", T.LongType()),
+        T.StructField("values", T.ArrayType(T.StringType())),
+    ]
+)
+
+
+_REPLICA_VALUES_SCHEMA = "broker int, topic string, partition int, offset long, value string"
+
+
+def _replica_values(spark: SparkSession, run_dir: Path, present: bool) -> DataFrame:
+    """replicas.jsonl's values, one row per (broker, topic, partition, offset) (none without the
+    file); validated line by line in `check_layout` before Spark reads it."""
+    if not present:
+        return spark.createDataFrame([], _REPLICA_VALUES_SCHEMA)
+    lines = spark.read.schema(_REPLICA_LINE_SCHEMA).json(_uri(run_dir / REPLICAS))
+    held = lines.where(F.col("type") == "values").select(
+        "broker", "topic", "partition", "offset", F.posexplode("values").alias("position", "value")
+    )
+    return held.select(
+        "broker", "topic", "partition", (F.col("offset") + F.col("position")).alias("offset"), "value"
+    )
+
+
+_EPOCH_SCHEMA = "time_ns long, topic string, partition int, epoch long"
+
+
+def _epochs(spark: SparkSession, cluster: list[dict[str, Any]]) -> DataFrame:
+    """cluster.jsonl's epochs (a few thousand rows: samples every half second), as a frame."""
+    rows: list[tuple[int, str | None, int | None, int]] = []
+    for sample in cluster:
+        if sample.get("controller_epoch") is not None:
+            rows.append((sample["time_ns"], None, None, sample["controller_epoch"]))
+        for p in sample.get("partitions") or []:
+            if p.get("leader_epoch") is not None and p["leader_epoch"] >= 0:
+                rows.append((sample["time_ns"], p["topic"], p["partition"], p["leader_epoch"]))
+    return spark.createDataFrame(rows, _EPOCH_SCHEMA)
 
 
 def write_result(run_dir: Path, result: dict[str, Any]) -> Path:

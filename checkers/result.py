@@ -24,7 +24,7 @@ from checkers import (
     checks,  # noqa: F401  (the built-in checkers register themselves)
 )
 from checkers.checker import Checker, CheckInputs, registered
-from checkers.evidence import ClientLog, ClusterTimeline, active_fault_names, merged_windows
+from checkers.evidence import ClientLog, ClusterTimeline, TruncationLog, active_fault_names, merged_windows
 from checkers.guarantees import derive_guarantees, is_valid, unjudged
 from checkers.io import History, topic_acks
 from checkers.session import kept, kept_until_done
@@ -36,6 +36,8 @@ RESULT_FORMAT = 1
 EXAMPLE_CAP = 50
 _OUTCOME_COUNT = {"ok": "acked", "fail": "failed", "info": "indeterminate"}
 _EXAMPLE_ORDER = ("complete_ns", "topic", "partition", "offset", "value")
+_OFFSET_KEYS = ("offset", "ack_offset", "read_offset")
+"""Where an example's write sits, for the truncations below it."""
 
 
 _T = TypeVar("_T")
@@ -87,6 +89,7 @@ class _Evidence:
     timeline: ClusterTimeline
     intervals: list[FaultWindow]
     client_log: ClientLog
+    truncations: TruncationLog
 
 
 @dataclass(frozen=True)
@@ -129,6 +132,11 @@ def _examples(counted: _Counted, reads: DataFrame, evidence: _Evidence) -> list[
         if "invoke_ns" in example:
             example["client_log"] = evidence.client_log.between(
                 example["process"], example["invoke_ns"], example.get("complete_ns")
+            )
+        if counted.checker.kind.truncated:
+            offset = next((example[k] for k in _OFFSET_KEYS if example.get(k) is not None), None)
+            example["truncations"] = evidence.truncations.below(
+                example["topic"], example.get("partition"), offset
             )
         examples.append(example)
     return examples
@@ -325,10 +333,15 @@ def _topic_rows(
         row: dict[str, Any] = {"topic": topic, "acks": mode, **write_counts[topic]}
         for kind in KINDS:
             kind_found = found[kind.id]
+            # A kind not tied to writes counts its cluster-wide rows (no topic) for every topic.
             row[kind.count] = (
                 None
                 if kind_found.error
-                else sum(n for (t, _), n in kind_found.per_topic_second.items() if t == topic)
+                else sum(
+                    n
+                    for (t, _), n in kind_found.per_topic_second.items()
+                    if t == topic or (t is None and not kind.per_acks)
+                )
             )
         row["complete"] = topic not in incomplete_topics
         rows.append(row)
@@ -349,7 +362,13 @@ def build_result(history: History, checked_at: str, spark_info: dict[str, Any]) 
     """The result.json dict for a validated history; `spark_info` is master, version and seconds."""
     run = history.run
     intervals = history.faults
-    evidence = _Evidence(ClusterTimeline(history.cluster), intervals, ClientLog(history.client_log))
+    zero = (run.get("clock") or {}).get("unix_ns_at_zero")
+    evidence = _Evidence(
+        ClusterTimeline(history.cluster),
+        intervals,
+        ClientLog(history.client_log),
+        TruncationLog(history.broker_log, zero if isinstance(zero, int) else None),
+    )
     context = history.reads.sparkSession.sparkContext
     with kept_until_done(context):
         inputs = CheckInputs.of(history)
@@ -365,8 +384,16 @@ def build_result(history: History, checked_at: str, spark_info: dict[str, Any]) 
     incomplete = _incomplete_partitions(history, written, unplaced)
     topics = _topic_rows(history, found, write_counts, incomplete)
     failed = {kind_id: f.error for kind_id, f in found.items() if f.error}
+    not_read = (run.get("replicas") or {}).get("not_read") or {}
+    replicas = {
+        "replicas_read": history.replica_states is not None,
+        "replicas_not_read": ", ".join(sorted(map(str, not_read))) if isinstance(not_read, dict) else "",
+    }
     guarantees = unjudged(
-        derive_guarantees(run, {row["topic"]: {k: v or 0 for k, v in row.items()} for row in topics}),
+        derive_guarantees(
+            run,
+            {row["topic"]: {**{k: v or 0 for k, v in row.items()}, **replicas} for row in topics},
+        ),
         {kind_id: error for kind_id, error in failed.items() if error},
     )
     unexpected = None if "unexpected-value" in failed else found["unexpected-value"].count

@@ -318,11 +318,12 @@ class Nemesis:
             if "error" in waited:
                 raise FaultError(f"waited for {waited['waited_for']}: {waited['error']}")
             if entry.same_partition and self._last_partition is None:
-                raise FaultError("same_partition: no step before was aimed at a partition")
+                raise FaultError("same_partition: the step before did not start aimed at a partition")
             fault.start(self.cluster, random.Random(f"{self.seed}:{index}"))
         except Exception as exc:  # a runner thread must record and go on, not die silently
             exc = _as_harness_error(exc)
             self.errors.append(f"{entry.fault} could not start: {exc}")
+            self._last_partition = None  # a step aimed at the same partition as this one has none
             self._record(began, index, entry.fault, "start", fault, {**waited, "error": str(exc)})
             self._heal(index)
             return False

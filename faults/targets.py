@@ -45,18 +45,47 @@ PARTITION_ROLES = {
 """Targets that are roles in one partition -> what a member is, for errors."""
 SINGLE_ROLES = ("leader", "follower", "lagging-follower")
 """Roles of which a target is one member (picked at random), not all of them."""
-KEYWORDS = (*PARTITION_ROLES, "controller", "one", "minority", "majority", "all", "zookeeper")
+TARGETS = {
+    "leader": "the leader of topic/partition (a random led partition when not given)",
+    "follower": "an in-sync follower of that partition's leader",
+    "followers": "every in-sync follower of that partition's leader",
+    "lagging-follower": "a replica of that partition out of its ISR",
+    "replicas": "every replica of that partition",
+    "controller": "the broker ZooKeeper names as controller",
+    "one": "one random live broker",
+    "minority": "a random minority of the brokers",
+    "majority": "a random majority of the brokers",
+    "all": "every broker",
+    "zookeeper": "every ZooKeeper node",
+}
+"""Target word -> what it resolves to (`kchaos faults` lists them)."""
+KEYWORDS = tuple(TARGETS)
+PICK_MEANINGS = {
+    "controller-leads": "the controller is its leader",
+    "controller-follows": "the controller is one of its followers",
+    "controller-trails": "the controller is an in-sync follower, after another in ISR order: the one "
+    "the leader's death leaves behind (Kafka 0.9 elects the first live replica of the ISR)",
+    "controller-apart": "the controller holds no replica of it",
+    "isr-full": "every replica is in its ISR",
+    "isr-shrunk": "it has a leader and a replica out of its ISR",
+}
 PICKS: dict[str, Callable[[PartitionState, int | None], bool]] = {
     "controller-leads": lambda p, controller: controller is not None and p.leader == controller,
     "controller-follows": lambda p, controller: (
         controller is not None and p.leader != controller and controller in p.replicas
     ),
+    "controller-trails": lambda p, controller: _trails(p, controller),
     "controller-apart": lambda p, controller: controller is None or controller not in p.replicas,
     "isr-full": lambda p, _: p.isr_full,
     "isr-shrunk": lambda p, _: p.leader >= 0 and not p.isr_full,
 }
 """`pick` words: what the chosen partition's replicas must be, read from ZooKeeper at start."""
 MAX_PARTITION = 2**31 - 1  # Kafka numbers partitions with 32-bit integers
+
+
+def _trails(p: PartitionState, controller: int | None) -> bool:
+    followers = [r for r in p.isr if r != p.leader]
+    return p.leader >= 0 and controller in followers[1:]
 
 
 def broker_name(broker_id: int) -> str:

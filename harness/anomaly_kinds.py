@@ -25,6 +25,8 @@ class AnomalyKind:
     """The id of the guarantee (checkers.guarantees) whose verdict this kind decides."""
     per_acks: bool = True
     """Counted per acks mode; False for kinds with no write behind them (unexpected values)."""
+    truncated: bool = False
+    """A write of this kind was cut out of a log: examples quote the brokers' truncations below it."""
 
 
 KINDS: tuple[AnomalyKind, ...] = (
@@ -36,6 +38,7 @@ KINDS: tuple[AnomalyKind, ...] = (
         "partition is read back at the end. Data the application believed was safe is gone.",
         "acknowledged writes missing from the complete final read",
         "no-lost-acked-writes",
+        truncated=True,
     ),
     AnomalyKind(
         "divergent-offset",
@@ -45,6 +48,7 @@ KINDS: tuple[AnomalyKind, ...] = (
         "and replaced, or two leaders handed out the same offset. Consumers at that offset disagree.",
         "acknowledged writes whose offset holds another value",
         "no-lost-acked-writes",
+        truncated=True,
     ),
     AnomalyKind(
         "duplicate",
@@ -86,6 +90,39 @@ KINDS: tuple[AnomalyKind, ...] = (
         "out: actions Retry' line is the retry that fell behind (librdkafka, see README Findings).",
         "acknowledged writes stored out of their send order",
         "per-partition-order",
+    ),
+    AnomalyKind(
+        "read-then-lost",
+        "read_lost",
+        "Read, then lost",
+        "A live consumer read this record, so it was committed (below the high watermark), yet the "
+        "complete final read of its partition no longer holds it: data consumers already acted on "
+        "is gone, whatever the acks mode. final_value says what the final read holds at that offset.",
+        "records a live consumer read that the complete final read lacks",
+        "no-lost-reads",
+        truncated=True,
+    ),
+    AnomalyKind(
+        "replica-divergence",
+        "replica_divergent",
+        "Diverged replicas",
+        "Two replicas of one partition hold different values at the same offset, below both of "
+        "their ends, after the run healed: the replicas no longer agree on the log, so what a "
+        "consumer reads depends on which replica leads. The broker logs' truncations say how.",
+        "offsets at which the replicas of a partition hold different values",
+        "replicas-agree",
+        truncated=True,
+    ),
+    AnomalyKind(
+        "epoch-regression",
+        "epoch_regressions",
+        "Epoch went backwards",
+        "ZooKeeper showed a partition's leader epoch, or the controller epoch, lower than an earlier "
+        "sample did: a stale leader or controller state was written back, which the fencing of "
+        "leaders and controllers relies on never happening.",
+        "times a leader or controller epoch was seen going backwards",
+        "epochs-advance",
+        per_acks=False,
     ),
 )
 

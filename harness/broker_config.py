@@ -70,6 +70,11 @@ _BOOL_KEYS = frozenset(
     }
 )
 
+DATA_DIR = "/var/lib/kafka/data"
+"""The brokers' one log directory (log.dirs): a partition's segments and the offset checkpoints."""
+KAFKA_LOG_DIR = "/var/log/kafka"
+"""Where the image's entrypoint has log4j write server.log, state-change.log and controller.log."""
+
 
 @dataclass(frozen=True, order=True)
 class KafkaVersion:
@@ -204,7 +209,7 @@ def broker_settings(
     settings: dict[str, ConfigValue] = {
         "broker.id": broker_id,
         "zookeeper.connect": ",".join(f"{zk}:{ZK_CLIENT_PORT}" for zk in zookeeper_ips),
-        "log.dirs": "/var/lib/kafka/data",
+        "log.dirs": DATA_DIR,
         "auto.create.topics.enable": False,  # a write to a missing topic must fail, not create it
         "delete.topic.enable": True,
         "zookeeper.session.timeout.ms": 6000,

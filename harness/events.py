@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from harness.errors import HistoryError
+from harness.replica_logs import SegmentContents
 
 WRITE_TYPES = ("invoke", "ok", "fail", "info")
 READ_TYPES = ("record", "end")
@@ -104,6 +105,45 @@ def read_end(
         "partition": partition,
         "log_start": log_start,
         "high_watermark": high_watermark,
+    }
+
+
+def replica_state(
+    broker: int,
+    topic: str,
+    partition: int,
+    contents: SegmentContents,
+    high_watermark: int | None,
+    recovery_point: int | None,
+) -> dict[str, Any]:
+    """What one replica held when the run ended: its log's first and end offsets, its checkpointed
+    high watermark and recovery point (None when not checkpointed), and what could not be read."""
+    return {
+        "type": "replica",
+        "broker": broker,
+        "topic": topic,
+        "partition": partition,
+        "log_start": contents.offsets[0] if contents.offsets else None,
+        "log_end": contents.log_end_offset,
+        "high_watermark": high_watermark,
+        "recovery_point": recovery_point,
+        "messages": len(contents.offsets),
+        "unreadable": contents.unreadable,
+        "torn_bytes": contents.torn_bytes,
+    }
+
+
+def replica_values(
+    broker: int, topic: str, partition: int, offset: int, values: Sequence[str | None]
+) -> dict[str, Any]:
+    """The values one replica holds at consecutive offsets from `offset`."""
+    return {
+        "type": "values",
+        "broker": broker,
+        "topic": topic,
+        "partition": partition,
+        "offset": offset,
+        "values": list(values),
     }
 
 

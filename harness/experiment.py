@@ -1,7 +1,8 @@
 """One experiment from start to final read: the order of things, and what survives an interruption.
 
     cluster up -> topics -> run.json -> sampler + workload (+ chaos) for the duration
-    -> stop producers -> heal (leaving the chaos context) -> settle -> final read -> cluster down
+    -> stop producers -> heal (leaving the chaos context) -> settle -> final read
+    -> forensics (what each replica holds, the nodes' logs) -> cluster down
 
 A KeyboardInterrupt (Ctrl-C, or SIGTERM via harness.app.signals) during the chaos phase ends it early:
 faults are healed, the final read still runs, run.json records `interrupted`, and the
@@ -19,6 +20,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness import forensics
 from harness.clients import client_versions
 from harness.cluster import ClusterSpec, KafkaCluster
 from harness.consumer import FinalReadResult
@@ -27,6 +29,8 @@ from harness.history import (
     CLUSTER,
     FAULTS,
     HARNESS_LOG,
+    NODE_LOGS,
+    RUN_JSON,
     HistoryWriter,
     RunClock,
     RunDir,
@@ -37,7 +41,6 @@ from harness.workload import Workload, WorkloadSpec
 from harness.zkstate import ClusterSampler
 
 log = logging.getLogger("kchaos")
-NODE_LOGS = "logs"  # RUN/logs/<node>.log: each container's output, kept before the cluster goes
 
 Chaos = Callable[[KafkaCluster, HistoryWriter, RunClock], AbstractContextManager[Any]]
 """Builds the context manager that injects faults while the workload runs (and heals on exit)."""
@@ -100,17 +103,21 @@ def run_experiment(
 
     interrupted = False
     final: FinalReadResult | None = None
+    topics = [t["name"] for t in spec.workload.topics()]
     with (
         _harness_log(rundir),
         KafkaCluster(spec.cluster, run_id=run_id) as cluster,
-        _node_logs_kept(cluster, rundir),
+        _forensics_kept(cluster, rundir, topics) as forensics,
     ):
         # Closed however the block ends (a second Ctrl-C in stop() too): the history files with it.
         with Workload(cluster, spec.workload, rundir, clock) as workload:
             workload.create_topics()
-            rundir.write_run_json(run_metadata(spec, run_id, cluster))
+            # The brokers' log lines carry wall-clock times: this maps them to the run clock.
+            unix_ns_at_zero = time.time_ns() - clock.now_ns()
+            rundir.write_run_json(
+                {**run_metadata(spec, run_id, cluster), "clock": {"unix_ns_at_zero": unix_ns_at_zero}}
+            )
             phase("setup")
-            topics = [t["name"] for t in spec.workload.topics()]
             with (
                 rundir.writer(CLUSTER) as cluster_writer,
                 rundir.writer(FAULTS) as fault_writer,
@@ -137,9 +144,12 @@ def run_experiment(
                 phase("settle")
                 final = workload.final_read(spec.final_read_timeout_s)
                 phase("final_read")
+        replicas = forensics.collect()
+        phase("forensics")
         run = rundir.load_run_json()
         run.update(
             {
+                "replicas": replicas,
                 "interrupted": interrupted,
                 "phases_s": phases,
                 "final_read": {
@@ -182,13 +192,36 @@ def run_metadata(spec: ExperimentSpec, run_id: str, cluster: KafkaCluster) -> di
     }
 
 
+class _Forensics:
+    """Collects what each replica holds once: after the final read, or on the way out when the run
+    ends any other way."""
+
+    def __init__(self, cluster: KafkaCluster, rundir: RunDir, topics: list[str]) -> None:
+        self.cluster, self.rundir, self.topics = cluster, rundir, topics
+        self.summary: dict[str, Any] | None = None
+
+    def collect(self) -> dict[str, Any]:
+        if self.summary is None:
+            self.summary = forensics.collect(self.cluster.brokers, self.rundir, self.topics)
+        return self.summary
+
+
 @contextlib.contextmanager
-def _node_logs_kept(cluster: KafkaCluster, rundir: RunDir) -> Iterator[None]:
-    """On the way out, however the run ends, keep each node's log (the broker's own account of ISR
-    changes, leader elections and ZooKeeper sessions) in RUN/logs/ before its container is removed."""
+def _forensics_kept(cluster: KafkaCluster, rundir: RunDir, topics: list[str]) -> Iterator[_Forensics]:
+    """On the way out, however the run ends, keep what each replica holds and each node's log (the
+    broker's own account of ISR changes, leader elections, truncations and ZooKeeper sessions) in
+    the run directory before the containers are removed."""
+    kept = _Forensics(cluster, rundir, topics)
     try:
-        yield
+        yield kept
     finally:
+        if kept.summary is None:
+            try:
+                summary = kept.collect()
+                if rundir.path(RUN_JSON).exists():
+                    rundir.write_run_json({**rundir.load_run_json(), "replicas": summary})
+            except (HarnessError, OSError) as exc:
+                log.warning("could not keep the replicas' contents: %s", exc)
         for node in [*cluster.zookeepers, *cluster.brokers]:
             try:
                 write_atomic(rundir.root, f"{NODE_LOGS}/{node.name}.log", node.logs(tail="all"))

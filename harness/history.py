@@ -29,7 +29,13 @@ import orjson
 from harness import strictjson
 from harness.errors import HistoryError
 from harness.history_fields import ACKS_MODES as ACKS_MODES
-from harness.history_fields import check_client_line, check_cluster_sample, check_fault_event, check_run
+from harness.history_fields import (
+    check_client_line,
+    check_cluster_sample,
+    check_fault_event,
+    check_replica_line,
+    check_run,
+)
 from harness.limits import brief
 
 FORMAT = 1
@@ -41,6 +47,9 @@ READS = "history/reads.jsonl"
 FAULTS = "history/faults.jsonl"
 CLUSTER = "history/cluster.jsonl"
 CLIENT = "history/client.jsonl"
+REPLICAS = "history/replicas.jsonl"
+NODE_LOGS = "logs"
+"""RUN/logs/<node>.log: each container's output, and RUN/logs/kafka-N/: each broker's log files."""
 RESULT = "check/result.json"
 EXPECTATIONS = "check/expectations.json"
 CHECK_CACHE = "check/parquet"
@@ -322,6 +331,13 @@ def iter_cluster_samples(root: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     for line, sample in iter_jsonl(root / CLUSTER, required=False):
         check_cluster_sample(sample, root / CLUSTER, line)
         yield line, sample
+
+
+def iter_replica_lines(root: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line, replica line) of history/replicas.jsonl (optional), each checked for the fields readers use."""
+    for line, event in iter_jsonl(root / REPLICAS, required=False):
+        check_replica_line(event, root / REPLICAS, line)
+        yield line, event
 
 
 def iter_client_lines(root: Path) -> Iterator[tuple[int, dict[str, Any]]]:

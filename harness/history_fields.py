@@ -23,6 +23,7 @@ MAX_TOPICS = 1000
 MAX_NODES = 1000  # brokers, ZooKeeper nodes, replicas
 MAX_VERSION = 64  # characters of a Kafka version: its numbers are read as integers
 MAX_BROKER_ID = 2**31 - 1
+MAX_TOPIC_NAME = 249  # Kafka's own limit on a topic name
 INT_SETTINGS = ("min.insync.replicas", "max.in.flight.requests.per.connection")
 """Broker, topic and producer settings that guarantees are derived from: integers of at least 1."""
 BOOL_SETTINGS = ("unclean.leader.election.enable", "enable.idempotence")
@@ -207,6 +208,7 @@ def check_cluster_sample(event: dict[str, Any], path: Path, line: int) -> None:
     fields = Fields(event, path, line=line)
     fields.time_ns("time_ns", required=True)
     fields.integer("controller", -1, MAX_BROKER_ID)
+    fields.integer("controller_epoch", -1, MAX_INT64)
     fields.int_list("live_brokers", 0, MAX_BROKER_ID, MAX_NODES)
     if len(fields.items("partitions")) > MAX_PARTITIONS:
         raise fields.fail("partitions", f"at most {MAX_PARTITIONS} partitions", "a longer list")
@@ -216,3 +218,35 @@ def check_cluster_sample(event: dict[str, Any], path: Path, line: int) -> None:
         p.integer("leader", -1, MAX_BROKER_ID)
         p.integer("leader_epoch", -1, MAX_INT64)
         p.int_list("isr", 0, MAX_BROKER_ID, MAX_NODES)
+
+
+MAX_VALUES_PER_LINE = 100_000
+REPLICA_LINE_TYPES = ("replica", "values")
+
+
+def check_replica_line(event: dict[str, Any], path: Path, line: int) -> None:
+    """A line of replicas.jsonl: a `replica` (one replica's offsets and what could not be read) or
+    `values` (the values it holds at consecutive offsets from `offset`)."""
+    fields = Fields(event, path, line=line)
+    kind = event.get("type")
+    if kind not in REPLICA_LINE_TYPES:
+        raise fields.fail("type", " or ".join(REPLICA_LINE_TYPES), kind)
+    fields.integer("broker", 0, MAX_BROKER_ID, required=True)
+    fields.text("topic", required=True, longest=MAX_TOPIC_NAME)
+    fields.integer("partition", 0, MAX_PARTITIONS, required=True)
+    if kind == "replica":
+        for key in (
+            "log_start",
+            "log_end",
+            "high_watermark",
+            "recovery_point",
+            "messages",
+            "unreadable",
+            "torn_bytes",
+        ):
+            fields.integer(key)
+        return
+    fields.integer("offset", required=True)
+    values = fields.items("values", required=True)
+    if len(values) > MAX_VALUES_PER_LINE or not all(v is None or isinstance(v, str) for v in values):
+        raise fields.fail("values", f"a list of at most {MAX_VALUES_PER_LINE} strings or nulls", values[:3])

@@ -7,10 +7,13 @@ kill or stop, keeping its filesystem, so a restarted broker comes back with its 
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any, Literal
 
 from docker.errors import APIError, NotFound
 from docker.types import EndpointConfig
+from requests.exceptions import RequestException
 from testcontainers.core.container import DockerContainer
 from testcontainers.core.network import Network
 
@@ -114,6 +117,24 @@ class Node:
             return docker_env.exec_run(self._wrapped(), command, timeout_s)
         except (APIError, NotFound) as exc:
             raise ClusterError(f"cannot exec in {self.name}: {exc.explanation or exc}") from None
+
+    def archive(self, path: str) -> Iterator[bytes]:
+        """The files under `path` in the container as a tar stream, whether it runs or not (a killed
+        broker's log directory is still there to read)."""
+        try:
+            chunks, _ = docker_call(lambda: self._wrapped().get_archive(path, chunk_size=1 << 20))
+        except (APIError, NotFound) as exc:
+            raise ClusterError(f"cannot read {path} in {self.name}: {exc.explanation or exc}") from None
+        try:
+            yield from chunks
+        except (APIError, RequestException) as exc:
+            raise ClusterError(f"reading {path} in {self.name} broke off: {exc}") from None
+        finally:
+            # A reader that stops early must not leave the engine writing the rest: until it has,
+            # Docker holds the container, and every later call on it (exec, kill, remove) waits.
+            with contextlib.suppress(APIError, RequestException):
+                for _ in chunks:
+                    pass
 
     def logs(self, tail: int | Literal["all"] = 40) -> str:
         try:

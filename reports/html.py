@@ -29,7 +29,11 @@ EXAMPLE_FIELDS = (
     "invoke_ns",
     "complete_ns",
     "ack_offset",
+    "read_offset",
+    "outcome",
     "final_value",
+    "acked_values",
+    "replicas",
     "values",
     "offsets",
     "earlier_value",
@@ -40,9 +44,10 @@ EXAMPLE_FIELDS = (
     "isr",
     "controller",
     "active_faults",
+    "truncations",
     "client_log",
 )
-LINE_FIELDS = frozenset({"client_log"})
+LINE_FIELDS = frozenset({"client_log", "truncations", "replicas"})
 """Example fields whose items are lines of text, shown one per line."""
 # The base of each rate: lost / divergent / reordered / duplicated per acknowledged write,
 # phantom per failed write, the outcomes per attempted write.
@@ -55,6 +60,8 @@ RATE_BASE = {
     "duplicated": "acked",
     "phantom": "failed",
     "reordered": "acked",
+    "read_lost": "acked",
+    "replica_divergent": "acked",
 }
 
 
@@ -137,11 +144,18 @@ def scorecard(run: Run) -> list[ScoreRow]:
     return rows
 
 
+def _item(value: Any) -> str:
+    """One item of a list field: a replica's value as `kafka-N: value`."""
+    if isinstance(value, dict) and "broker" in value:
+        return f"kafka-{value['broker']}: {value.get('value')}"
+    return str(value)
+
+
 def _example_cell(field: str, value: Any) -> str:
     if isinstance(value, int) and not isinstance(value, bool) and value > 10**8:
         return f"{value} ({svg.clock(value / NS)})"  # a run-clock time in ns
     if isinstance(value, list):
-        return ("\n" if field in LINE_FIELDS else ", ").join(str(v) for v in value)
+        return ("\n" if field in LINE_FIELDS else ", ").join(_item(v) for v in value)
     return "" if value is None else str(value)
 
 

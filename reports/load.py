@@ -259,6 +259,8 @@ def load_result(root: Path) -> Result:
     anomalies_fields = top.child("anomalies")
     anomalies = []
     for kind in KIND_IDS:
+        if kind not in anomalies_fields.obj:
+            continue  # a result written before this kind was checked: not shown as zero
         a = anomalies_fields.child(kind)
         examples = tuple(e.obj for e in a.children("examples"))
         error = a.text("error")

@@ -12,6 +12,8 @@ from faults.base import available, make_fault, params_help
 from faults.leftovers import heal_leftovers
 from faults.links import kernel_capabilities
 from faults.process import REJOIN_TIMEOUT_S
+from faults.targets import PICK_MEANINGS, TARGETS
+from faults.triggers import EVENTS
 from harness.app import options
 from harness.app.cluster_cli import print_state
 from harness.app.console import make_console
@@ -33,6 +35,14 @@ def list_faults(
         params = ", ".join(f"{k}={v}" for k, v in params_help(name).items())
         console.print(Text(f"{name:<16}", style="bold"), description, soft_wrap=True)
         console.print(Text.assemble(" " * 17, (f"params: {params}", "dim")), soft_wrap=True)
+    for title, words in (
+        ("targets (resolved from ZooKeeper when a fault starts; or node names like kafka-2,zk-1)", TARGETS),
+        ("pick (partition roles choose their partition: words joined by commas)", PICK_MEANINGS),
+        ("after (a schedule step's event)", EVENTS),
+    ):
+        console.print(Text(f"\n{title}:", style="bold"))
+        for word, meaning in words.items():
+            console.print(f"  {word:<20}{meaning}", soft_wrap=True)
     if run is not None:
         cluster = KafkaCluster.attach(run)
         try:

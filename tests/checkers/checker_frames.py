@@ -60,6 +60,7 @@ def per_value_writes(write_events: DataFrame) -> DataFrame:
 def inputs_of(write_events: DataFrame, read_events: DataFrame) -> CheckInputs:
     """Checker inputs for these events, as a check builds them from a converted history."""
     values = values_of(write_events, read_events)
+    spark = write_events.sparkSession
     history = History(
         run_json(),
         values,
@@ -69,6 +70,10 @@ def inputs_of(write_events: DataFrame, read_events: DataFrame) -> CheckInputs:
         [],
         [],
         {},
+        epochs=spark.createDataFrame([], "time_ns long, topic string, partition int, epoch long"),
+        replica_values=spark.createDataFrame(
+            [], "broker int, topic string, partition int, offset long, value string"
+        ),
     )
     return CheckInputs.of(history).settled()
 

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from harness.history import CLIENT, CLUSTER, FAULTS, READS, RUN_JSON, WRITES
+from harness.history import CLIENT, CLUSTER, FAULTS, NODE_LOGS, READS, REPLICAS, RUN_JSON, WRITES
 
 TOPICS: list[dict[str, Any]] = [
     {"name": "t-all", "partitions": 2, "replication_factor": 3, "acks": "all"},
@@ -108,7 +108,10 @@ def make_run(
     cluster: Iterable[Mapping[str, Any]] = (),
     run: Mapping[str, Any] | None = None,
     client: Iterable[Mapping[str, Any]] = (),
+    replicas: Iterable[Mapping[str, Any]] | None = None,
+    node_logs: Mapping[str, str] | None = None,
 ) -> Path:
+    """A run directory of these events; replicas.jsonl and RUN/logs/<node>.log only when given."""
     root.mkdir(parents=True, exist_ok=True)
     (root / RUN_JSON).write_text(json.dumps(run or run_json()))
     _jsonl(root / WRITES, writes)
@@ -116,4 +119,9 @@ def make_run(
     _jsonl(root / FAULTS, faults)
     _jsonl(root / CLUSTER, cluster)
     _jsonl(root / CLIENT, client)
+    if replicas is not None:
+        _jsonl(root / REPLICAS, replicas)
+    for node, text in (node_logs or {}).items():
+        (root / NODE_LOGS).mkdir(exist_ok=True)
+        (root / NODE_LOGS / f"{node}.log").write_text(text)
     return root

@@ -88,6 +88,9 @@ def test_compiled_or_evaluated_a_history_has_one_result(sized: SparkSession, tmp
         "phantom-write": 1,
         "unexpected-value": 1,
         "reordered": 1,
+        "read-then-lost": 0,
+        "replica-divergence": 0,
+        "epoch-regression": 0,
     }
     size_for(sized, QUICK_START_BYTES)  # as a large history is checked: compiled, more partitions
     compiled = build_result(load_history(sized, run_dir), evaluated["checked_at"], evaluated["spark"])

@@ -73,6 +73,8 @@ def test_clean_run_is_valid_and_rechecks_from_the_parquet_cache(
         "duplicated": 0,
         "phantom": 0,
         "reordered": 0,
+        "read_lost": 0,
+        "replica_divergent": 0,
     }
     assert {g["verdict"] for g in result["guarantees"] if g["promised"]} == {"held"}
     fingerprint = (run_dir / "check/parquet/fingerprint.json").stat().st_mtime_ns
@@ -120,6 +122,7 @@ def test_lost_acked_write_violates_the_acks_all_guarantee_with_evidence(
                 "controller": 1,
                 "active_faults": ["kill-leader"],
                 "client_log": ["0.000 s REQTMOUT: Timed out ProduceRequest in flight"],
+                "truncations": [],
             }
         ],
     }

@@ -15,7 +15,12 @@ CLEAN = {
     "phantom": 0,
     "reordered": 0,
     "unexpected": 0,
+    "read_lost": 0,
+    "replica_divergent": 0,
+    "epoch_regressions": 0,
     "complete": True,
+    "replicas_read": True,
+    "replicas_not_read": "",
 }
 
 
@@ -175,7 +180,52 @@ def test_each_guarantee_names_who_promises_it() -> None:
         "no-duplicates": "the idempotent producer (librdkafka 2.16.0 with Kafka 0.9.0.1 brokers)",
         "per-partition-order": "the producer client (librdkafka 2.16.0)",
         "no-unexpected-values": "the brokers and the client together (Kafka 0.9.0.1, librdkafka 2.16.0)",
+        "no-lost-reads": "the brokers (Kafka 0.9.0.1)",
+        "replicas-agree": "the brokers (Kafka 0.9.0.1)",
+        "epochs-advance": "the brokers (Kafka 0.9.0.1)",
     }
     del run["client"]  # a run directory from before run.json named its client
     order = next(r for r in derive_guarantees(run, {"t": CLEAN}) if r["id"] == "per-partition-order")
     assert order["promised_by"] == "the producer client (client not named in run.json)"
+
+
+def test_reads_are_kept_unless_unclean_election_and_losses_name_kip_101_before_0_11() -> None:
+    clean = {"min.insync.replicas": "2", "unclean.leader.election.enable": "false"}
+    assert judged(run_with(acks="1", broker=clean))["no-lost-reads"] == (True, "held")
+    assert judged(run_with(broker={"unclean.leader.election.enable": "true"}), read_lost=3)[
+        "no-lost-reads"
+    ] == (
+        False,
+        "not-promised",
+    )
+    assert judged(run_with(broker=clean), complete=False)["no-lost-reads"] == (True, "unknown")
+    rows = {
+        r["id"]: r
+        for r in derive_guarantees(run_with(broker=clean), {"t": CLEAN | {"read_lost": 2, "lost": 1}})
+    }
+    for gid in ("no-lost-reads", "no-lost-acked-writes"):
+        assert (
+            rows[gid]["verdict"] == "violated"
+            and "KIP-101, fixed in 0.11 by leader epochs" in rows[gid]["reason"]
+        )
+    modern = {
+        r["id"]: r
+        for r in derive_guarantees(run_with("2.8.1", broker=clean), {"t": CLEAN | {"read_lost": 2}})
+    }
+    assert (
+        modern["no-lost-reads"]["verdict"] == "violated"
+        and "KIP-101" not in modern["no-lost-reads"]["reason"]
+    )
+
+
+def test_replicas_agree_only_where_replicas_were_read_and_epochs_always_advance() -> None:
+    assert judged(run_with(), replica_divergent=2)["replicas-agree"] == (True, "violated")
+    assert "replicas-agree" not in judged(run_with(), replicas_read=False, replica_divergent=2)
+    rows = {
+        r["id"]: r for r in derive_guarantees(run_with(), {"t": CLEAN | {"replicas_not_read": "kafka-3"}})
+    }
+    assert (
+        rows["replicas-agree"]["verdict"] == "held"
+        and "(not read: kafka-3)" in rows["replicas-agree"]["reason"]
+    )
+    assert judged(run_with(), epoch_regressions=1)["epochs-advance"] == (True, "violated")

@@ -113,6 +113,28 @@ def test_pick_chooses_the_partition_by_the_roles_of_its_replicas() -> None:
         wide("leader", pick=("controller-leads", "isr-shrunk"))
 
 
+def test_controller_trails_when_the_leaders_death_elects_another_follower() -> None:
+    def trails(isr: tuple[int, ...]) -> bool:
+        state = PartitionState("w", 0, isr[0], 0, isr, (1, 2, 3))
+        snapshot = ClusterSnapshot(2, 1, (1, 2, 3), (state,))
+        try:
+            choose(
+                "leader",
+                snapshot,
+                ["kafka-1", "kafka-2", "kafka-3"],
+                ZKS,
+                random.Random(1),
+                pick=("controller-trails",),
+            )
+        except TargetError:
+            return False
+        return True
+
+    assert trails((3, 1, 2)) and trails((1, 3, 2))  # 1 or 3 is elected; the controller, 2, is left
+    assert not trails((3, 2, 1))  # the controller itself is elected
+    assert not trails((2, 1, 3)) and not trails((3, 1))  # it leads; it is out of sync
+
+
 def test_pick_is_checked_when_the_fault_is_made() -> None:
     assert make_fault("kill", {"target": "leader", "pick": "controller-follows, isr-full"}).pick == (  # type: ignore[attr-defined]
         "controller-follows",

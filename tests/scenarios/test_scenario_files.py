@@ -24,6 +24,7 @@ EXPECTED_BUILTINS = {
     "unclean-election",
     "nemesis-mix",
     "retry-reorder",
+    "hw-truncation",
 }
 
 
