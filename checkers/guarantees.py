@@ -9,7 +9,7 @@ the cluster's `broker_config`, then the Kafka version's default. Producer settin
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,6 +38,10 @@ class TopicConfig:
     version: tuple[int, ...] | None
     client: str
     """The producer's client library and version, as run.json's `client` names it."""
+    power_loss: bool = False
+    """The run cut every replica's power at once (a `power-loss` fault)."""
+    fsync_each: bool = False
+    """Every message is flushed to disk before it is acknowledged (flush.messages=1)."""
 
 
 def parse_version(text: object) -> tuple[int, ...] | None:
@@ -50,7 +54,9 @@ def _truthy(value: object) -> bool:
     return str(value).strip().lower() == "true"
 
 
-def topic_config(run: Mapping[str, Any], topic: Mapping[str, Any]) -> TopicConfig:
+def topic_config(
+    run: Mapping[str, Any], topic: Mapping[str, Any], faults: Collection[str] = ()
+) -> TopicConfig:
     version = parse_version((run.get("kafka") or {}).get("version"))
     modern = version is None or version >= IDEMPOTENCE_SINCE
     broker = (run.get("cluster") or {}).get("broker_config") or {}
@@ -61,6 +67,7 @@ def topic_config(run: Mapping[str, Any], topic: Mapping[str, Any]) -> TopicConfi
         return overrides.get(key, broker.get(key))
 
     unclean = setting("unclean.leader.election.enable")
+    flush = overrides.get("flush.messages", broker.get("log.flush.interval.messages"))
     return TopicConfig(
         topic=str(topic["name"]),
         acks=str(topic["acks"]),
@@ -72,6 +79,8 @@ def topic_config(run: Mapping[str, Any], topic: Mapping[str, Any]) -> TopicConfi
         max_in_flight=int(producer.get("max.in.flight.requests.per.connection") or 5),
         version=version,
         client=_client_text(run.get("client")),
+        power_loss="power-loss" in faults,
+        fsync_each=str(flush).strip() == "1",
     )
 
 
@@ -123,6 +132,7 @@ def _acks_are_durable(config: TopicConfig) -> bool:
         and config.replication_factor >= 3
         and config.min_insync_replicas >= 2
         and not config.unclean_leader_election
+        and (config.fsync_each or not config.power_loss)
     )
 
 
@@ -145,6 +155,16 @@ def _no_lost(config: TopicConfig, counts: Mapping[str, Any]) -> dict[str, Any]:
             f"unclean leader election {unclean}{unclean_origin}",
         ),
     ]
+    if config.power_loss:
+        conditions.append(
+            (
+                config.fsync_each,
+                "every replica lost power; flush.messages=1: every acknowledged write was on disk"
+                if config.fsync_each
+                else "every replica lost power, and writes are acknowledged before they are flushed "
+                "(flush.messages is not 1): acknowledged writes in the page cache are lost",
+            )
+        )
     promised = _acks_are_durable(config)
     lost, divergent = int(counts["lost"]), int(counts["divergent"])
     verdict = _judge(promised, lost + divergent, bool(counts["complete"]))
@@ -175,14 +195,18 @@ def _known_truncation(config: TopicConfig, verdict: str) -> str:
 
 
 def _no_lost_reads(config: TopicConfig, counts: Mapping[str, Any]) -> dict[str, Any]:
-    promised = not config.unclean_leader_election
+    survives_power_loss = config.fsync_each or not config.power_loss
+    promised = not config.unclean_leader_election and survives_power_loss
     read_lost = int(counts["read_lost"])
     verdict = _judge(promised, read_lost, bool(counts["complete"]))
-    basis = (
-        "unclean leader election disabled: a record a consumer can read is on every in-sync replica"
-        if promised
-        else "unclean leader election enabled: an out-of-sync replica may lead without it"
-    )
+    if config.unclean_leader_election:
+        basis = "unclean leader election enabled: an out-of-sync replica may lead without it"
+    elif not survives_power_loss:
+        basis = (
+            "every replica lost power, and what consumers read need not be flushed (flush.messages is not 1)"
+        )
+    else:
+        basis = "unclean leader election disabled: a record a consumer can read is on every in-sync replica"
     reason = f"{basis}; {read_lost} read then lost"
     if verdict == UNKNOWN:
         reason += "; the final read is incomplete, so loss cannot be judged"
@@ -302,17 +326,18 @@ def _no_unexpected(config: TopicConfig, counts: Mapping[str, Any]) -> dict[str, 
 
 
 def derive_guarantees(
-    run: Mapping[str, Any], topic_counts: Mapping[str, Mapping[str, Any]]
+    run: Mapping[str, Any], topic_counts: Mapping[str, Mapping[str, Any]], faults: Collection[str] = ()
 ) -> list[dict[str, Any]]:
     """One row per (topic, guarantee): promise, whether promised, verdict and reason.
 
     `topic_counts[topic]` holds each anomaly kind's count (`harness.anomaly_kinds`), `complete`,
     `replicas_read` (whether history/replicas.jsonl was there) and `replicas_not_read` (the brokers
-    whose replicas could not be read, as text; empty when all were).
+    whose replicas could not be read, as text; empty when all were). `faults` names the faults the
+    run applied (a power loss changes what is promised).
     """
     rows: list[dict[str, Any]] = []
     for topic in run["topics"]:
-        config = topic_config(run, topic)
+        config = topic_config(run, topic, faults)
         counts = topic_counts[config.topic]
         judges = [_no_lost, _no_lost_reads, _replicas_agree, _no_phantom, _no_duplicates, _order]
         judges += [_no_unexpected, _epochs_advance]

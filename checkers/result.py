@@ -393,6 +393,7 @@ def build_result(history: History, checked_at: str, spark_info: dict[str, Any]) 
         derive_guarantees(
             run,
             {row["topic"]: {**{k: v or 0 for k, v in row.items()}, **replicas} for row in topics},
+            {interval.fault for interval in intervals},
         ),
         {kind_id: error for kind_id, error in failed.items() if error},
     )

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 import struct
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 _HEAD = struct.Struct(">qi")  # offset, message size
@@ -43,18 +44,29 @@ class SegmentContents:
         return self.offsets[-1] + 1 if self.offsets else None
 
 
-def read_segment(data: bytes | memoryview, into: SegmentContents) -> None:
-    """Append the messages of one segment file (`data`) to `into`."""
+def messages(data: bytes | memoryview) -> Iterator[tuple[int, int, int]]:
+    """(offset, first byte, byte after it) of each whole message of one segment file, in file order;
+    it stops at preallocated zeros or a torn last message."""
     view = memoryview(data)
     position, end = 0, len(view)
     while position + _HEAD.size <= end:
         offset, size = _HEAD.unpack_from(view, position)
-        body = position + _HEAD.size
-        if size < _MESSAGE.size + 2 * _LENGTH.size or body + size > end:
-            break  # preallocated zeros or a torn last message
+        after = position + _HEAD.size + size
+        if size < _MESSAGE.size + 2 * _LENGTH.size or after > end:
+            return
+        yield offset, position, after
+        position = after
+
+
+def read_segment(data: bytes | memoryview, into: SegmentContents) -> None:
+    """Append the messages of one segment file (`data`) to `into`."""
+    view = memoryview(data)
+    position = 0
+    for offset, start, after in messages(view):
+        position = after
+        body = start + _HEAD.size
         _crc, magic, attributes = _MESSAGE.unpack_from(view, body)
         at = body + _MESSAGE.size + (_TIMESTAMP_BYTES if magic == 1 else 0)
-        position = body + size
         if magic > 1 or attributes & 0x07:
             into.unreadable += 1
             continue
@@ -71,14 +83,28 @@ def read_segment(data: bytes | memoryview, into: SegmentContents) -> None:
                 continue
         into.offsets.append(offset)
         into.values.append(value)
-    if position < end and any(view[position:end]):
-        into.torn_bytes += end - position
+    if position < len(view) and any(view[position:]):
+        into.torn_bytes += len(view) - position
+
+
+def cut_at(data: bytes | memoryview, offset: int) -> int | None:
+    """The byte at which the first message of offset `offset` or later starts in a segment: the size
+    to truncate it to, to keep only what comes before `offset`; None when it holds nothing to cut."""
+    position = 0
+    for message_offset, start, after in messages(data):
+        if message_offset >= offset:
+            return start
+        position = after
+    return position if position < len(data) and any(memoryview(data)[position:]) else None
 
 
 def read_checkpoint(text: str) -> dict[tuple[str, int], int]:
     """A `replication-offset-checkpoint` or `recovery-point-offset-checkpoint` file: version 0, a
-    count, then `topic partition offset` lines. Raises ValueError on anything else."""
+    count, then `topic partition offset` lines; an empty file holds none. Raises ValueError on
+    anything else."""
     lines = text.splitlines()
+    if not text.strip():
+        return {}  # not written yet (a broker writes its checkpoints every minute or so)
     if len(lines) < 2 or lines[0].strip() != "0":
         raise ValueError(f"expected version 0 and a count, got {lines[:2]!r}")
     count = int(lines[1])

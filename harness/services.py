@@ -8,6 +8,8 @@ kill or stop, keeping its filesystem, so a restarted broker comes back with its 
 from __future__ import annotations
 
 import contextlib
+import io
+import tarfile
 from collections.abc import Iterator
 from typing import Any, Literal
 
@@ -135,6 +137,22 @@ class Node:
             with contextlib.suppress(APIError, RequestException):
                 for _ in chunks:
                     pass
+
+    def put_file(self, path: str, content: bytes) -> None:
+        """Write a file into the container, whether it runs or not (a fault leaving a script for the
+        entrypoint to run at the next start)."""
+        folder, name = path.rsplit("/", 1)
+        packed = io.BytesIO()
+        with tarfile.open(fileobj=packed, mode="w") as archive:
+            info = tarfile.TarInfo(name)
+            info.size, info.mode = len(content), 0o644
+            archive.addfile(info, io.BytesIO(content))
+        try:
+            written = docker_call(lambda: self._wrapped().put_archive(folder or "/", packed.getvalue()))
+        except (APIError, NotFound) as exc:
+            raise ClusterError(f"cannot write {path} in {self.name}: {exc.explanation or exc}") from None
+        if not written:
+            raise ClusterError(f"cannot write {path} in {self.name}: the engine refused it")
 
     def logs(self, tail: int | Literal["all"] = 40) -> str:
         try:

@@ -20,6 +20,11 @@ case "$role" in
   *) echo "unknown role '$role' (expected kafka or zookeeper)" >&2; exit 2 ;;
 esac
 
+# A fault may leave a script to run once before the next start (power-loss: the logs cut back to
+# their last flushed point while the broker was down).
+before=/etc/kchaos/before-start.sh
+if [ -f "$before" ]; then bash "$before"; rm -f "$before"; fi
+
 log4j=/opt/kafka/config/log4j.properties
 [ "$role" = zookeeper ] && [ -f /opt/kafka/config/zookeeper-log4j.properties ] && log4j=/opt/kafka/config/zookeeper-log4j.properties
 heap=${KCHAOS_HEAP:-256m}

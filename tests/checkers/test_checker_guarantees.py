@@ -229,3 +229,21 @@ def test_replicas_agree_only_where_replicas_were_read_and_epochs_always_advance(
         and "(not read: kafka-3)" in rows["replicas-agree"]["reason"]
     )
     assert judged(run_with(), epoch_regressions=1)["epochs-advance"] == (True, "violated")
+
+
+def test_a_power_loss_takes_the_durability_promise_unless_every_message_is_flushed() -> None:
+    clean = {"min.insync.replicas": "2", "unclean.leader.election.enable": "false"}
+    rows = {r["id"]: r for r in derive_guarantees(run_with(broker=clean), {"t": CLEAN}, {"power-loss"})}
+    assert (
+        not rows["no-lost-acked-writes"]["promised"]
+        and "page cache" in rows["no-lost-acked-writes"]["reason"]
+    )
+    flushed = run_with(broker=clean | {"log.flush.interval.messages": "1"})
+    rows = {r["id"]: r for r in derive_guarantees(flushed, {"t": CLEAN}, {"power-loss", "kill"})}
+    assert (
+        rows["no-lost-acked-writes"]["promised"]
+        and "flush.messages=1" in rows["no-lost-acked-writes"]["reason"]
+    )
+    topic_flush = run_with(broker=clean, topic_config={"flush.messages": "1"})
+    assert judged(topic_flush)["no-lost-acked-writes"] == (True, "held")
+    assert derive_guarantees(topic_flush, {"t": CLEAN}, {"power-loss"})[0]["promised"]

@@ -25,6 +25,7 @@ EXPECTED_BUILTINS = {
     "nemesis-mix",
     "retry-reorder",
     "hw-truncation",
+    "power-loss",
 }
 
 
