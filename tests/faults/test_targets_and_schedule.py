@@ -229,7 +229,9 @@ def test_every_fault_gets_an_iptables_chain_of_its_own() -> None:
 
 def test_registry_and_param_validation() -> None:
     names = [name for name, _ in available()]
-    assert names == sorted(["kill", "stop", "pause", "rolling-restart", "partition", "slow", "lossy"])
+    assert names == sorted(
+        ["kill", "stop", "pause", "rolling-restart", "partition", "slow", "lossy", "power-loss"]
+    )
     assert all(isinstance(make_fault(name, {}), Fault) for name in names)
     with pytest.raises(
         ConfigError, match=r"no param 'rate'; valid params: target, topic, partition, pick, rate_kbit"
