@@ -94,18 +94,23 @@ class TruncationLog:
     def __init__(self, events: list[LogEvent], unix_ns_at_zero: int | None) -> None:
         self._events, self._zero = events, unix_ns_at_zero
 
-    def below(self, topic: str | None, partition: int | None, offset: int | None) -> list[str]:
+    def below(
+        self, topic: str | None, partition: int | None, offset: int | None, after_ns: int | None = None
+    ) -> list[str]:
         """Each truncation of (topic, partition) to an offset above 0 and at most `offset` (the
-        write there was cut away), and each halt of a broker over that topic, as "<run time> s
-        kafka-N: <line>"; at most TRUNCATION_LINES_CAP."""
+        write there was cut away), and each halt of a broker over that topic, logged after `after_ns`
+        (the write's acknowledgement; the whole run when the log times cannot be placed), as "<run
+        time> s kafka-N: <line>"; at most TRUNCATION_LINES_CAP."""
         if topic is None or offset is None:
             return []
         quoted = []
         for event in self._events:
+            at = event.at_run_s(self._zero)
+            if after_ns is not None and at is not None and at * 1e9 < after_ns - 1e6:  # log times are in ms
+                continue
             cut = event.offset is not None and event.partition == partition and 0 < event.offset <= offset
             halted = event.offset is None
             if event.topic == topic and (cut or halted):
-                at = event.at_run_s(self._zero)
                 quoted.append(f"{'' if at is None else f'{at:.3f} s '}kafka-{event.broker}: {event.line}")
         if len(quoted) > TRUNCATION_LINES_CAP:
             quoted[TRUNCATION_LINES_CAP:] = [f"... and {len(quoted) - TRUNCATION_LINES_CAP} more in logs/"]

@@ -136,7 +136,7 @@ def _examples(counted: _Counted, reads: DataFrame, evidence: _Evidence) -> list[
         if counted.checker.kind.truncated:
             offset = next((example[k] for k in _OFFSET_KEYS if example.get(k) is not None), None)
             example["truncations"] = evidence.truncations.below(
-                example["topic"], example.get("partition"), offset
+                example["topic"], example.get("partition"), offset, example.get("complete_ns")
             )
         examples.append(example)
     return examples
