@@ -31,6 +31,7 @@ from checkers.session import kept, kept_until_done
 from harness.anomaly_kinds import COUNT_KEYS, KINDS, WRITE_COUNTS
 from harness.events import FaultWindow
 from harness.history import ACKS_MODES
+from harness.limits import MAX_RUN_NS
 
 RESULT_FORMAT = 1
 EXAMPLE_CAP = 50
@@ -138,6 +139,9 @@ def _examples(counted: _Counted, reads: DataFrame, evidence: _Evidence) -> list[
             example["truncations"] = evidence.truncations.below(
                 example["topic"], example.get("partition"), offset, example.get("complete_ns")
             )
+            # The epoch the partition ended in: how many leaders it went through since the ack.
+            end = evidence.timeline.state_at(MAX_RUN_NS, example["topic"], example.get("partition"))
+            example["leader_epoch_at_end"] = end["leader_epoch"]
         examples.append(example)
     return examples
 

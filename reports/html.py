@@ -41,6 +41,7 @@ EXAMPLE_FIELDS = (
     "earlier_offsets",
     "leader",
     "leader_epoch",
+    "leader_epoch_at_end",
     "isr",
     "controller",
     "active_faults",

@@ -123,6 +123,7 @@ def test_lost_acked_write_violates_the_acks_all_guarantee_with_evidence(
                 "active_faults": ["kill-leader"],
                 "client_log": ["0.000 s REQTMOUT: Timed out ProduceRequest in flight"],
                 "truncations": [],
+                "leader_epoch_at_end": 3,
             }
         ],
     }

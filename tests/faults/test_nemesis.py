@@ -99,6 +99,49 @@ def test_an_event_timed_step_kills_the_leader_elected_after_the_first_kill(
     assert state.live_brokers == (1, 2, 3)
 
 
+def test_a_step_after_an_isr_shrink_pauses_the_follower_left_out(
+    cluster: KafkaCluster, tmp_path: Path
+) -> None:
+    leader = f"kafka-{make_topic(cluster).leader}"
+    schedule = Schedule.from_entries(
+        [
+            {
+                "start_s": 0.5,
+                "stop_s": 90,
+                "fault": "partition",
+                "params": {"shape": "isolate-from-followers", "topic": TOPIC, "partition": 0},
+            },
+            {
+                "start_s": 0,
+                "stop_s": 60,
+                "fault": "pause",
+                "params": {"target": "lagging-follower"},
+                "same_partition": True,
+                "after": {"event": "isr-shrink", "within_s": 60},
+            },
+        ]
+    )
+    path = tmp_path / "faults.jsonl"
+
+    def starts() -> list[dict[str, Any]]:
+        return [e for e in _events(path) if e["phase"] == "start"]
+
+    with HistoryWriter(path) as writer, Nemesis(cluster, schedule, writer, RunClock(), seed=1) as nemesis:
+        wait_until(
+            lambda: (len(starts()) == 2, str(starts())), what="the cut and the pause started", timeout_s=90
+        )
+        paused = starts()[1]["targets"][0]
+        assert cluster.node(paused).status() == "paused"
+    assert not nemesis.errors, nemesis.errors
+    cut, pause = starts()
+    assert cut["targets"] == [leader] and pause["detail"]["waited_for"] == f"isr-shrink of {TOPIC}/0"
+    assert paused != leader and pause["detail"]["topic"] == TOPIC and pause["detail"]["leader"] == leader
+    assert pause["detail"]["seen_ns"] > cut["time_ns"]
+    assert all(node.status() == "running" for node in cluster.nodes)
+    state = cluster.wait_for_isr([TOPIC], timeout_s=120)
+    assert state.live_brokers == (1, 2, 3)
+
+
 def test_ctrl_c_mid_fault_heals_everything_and_records_the_stops(
     cluster: KafkaCluster, tmp_path: Path
 ) -> None:
