@@ -43,9 +43,24 @@ def test_isolate_leader_loses_acks1_writes_but_not_acks_all(chaos_run: ChaosRun)
     held = {g["id"]: g["verdict"] for g in outcome.result["guarantees"] if g["acks"] == "all"}
     assert held["no-lost-acked-writes"] == "held"
     # The brokers' own account is kept: the isolated leader's ZooKeeper session, the new leader.
-    logs = {path.name: path.read_text() for path in (outcome.rundir.root / "logs").iterdir()}
+    root = outcome.rundir.root
+    logs = {path.name: path.read_text() for path in (root / "logs").iterdir() if path.is_file()}
     assert set(logs) == {"kafka-1.log", "kafka-2.log", "kafka-3.log", "zk-1.log"}
     assert all("started (kafka.server.KafkaServer)" in logs[f"kafka-{n}.log"] for n in (1, 2, 3))
+    assert all((root / f"logs/kafka-{n}/state-change.log").stat().st_size > 0 for n in (1, 2, 3))
+    # What each replica held at the end: every replica of every workload partition, compared.
+    run = json.loads((root / "run.json").read_text())
+    replicas = sum(t["partitions"] * t["replication_factor"] for t in run["topics"])
+    assert run["replicas"] == {
+        "collected": True,
+        "partitions_read": {f"kafka-{n}": replicas // 3 for n in (1, 2, 3)},
+    }
+    assert outcome.result["events"]["replicas"] == replicas
+    assert {g["verdict"] for g in outcome.result["guarantees"] if g["id"] == "replicas-agree"} <= {
+        "held",
+        "violated",
+    }
+    assert "forensics" in run["phases_s"]
 
 
 def test_unclean_election_is_reported_as_promising_nothing(chaos_run: ChaosRun) -> None:
