@@ -29,6 +29,11 @@ def _events(path: Path) -> list[dict[str, object]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
+def _starts(path: Path) -> list[dict[str, Any]]:
+    """The fault starts recorded so far (an event-timed step appears once it has fired)."""
+    return [e for e in _events(path) if e["phase"] == "start"]
+
+
 def test_seeded_schedule_runs_and_records_every_start_and_stop(cluster: KafkaCluster, tmp_path: Path) -> None:
     make_topic(cluster)
     faults = [
@@ -83,13 +88,12 @@ def test_an_event_timed_step_kills_the_leader_elected_after_the_first_kill(
     )
     path = tmp_path / "faults.jsonl"
 
-    def starts() -> list[dict[str, Any]]:
-        return [e for e in _events(path) if e["phase"] == "start"]
-
     with HistoryWriter(path) as writer, Nemesis(cluster, schedule, writer, RunClock(), seed=1) as nemesis:
-        wait_until(lambda: (len(starts()) == 2, str(starts())), what="both kills started", timeout_s=90)
+        wait_until(
+            lambda: (len(_starts(path)) == 2, str(_starts(path))), what="both kills started", timeout_s=90
+        )
     assert not nemesis.errors, nemesis.errors
-    first, second = starts()
+    first, second = _starts(path)
     assert first["targets"] == [first_leader]
     assert second["targets"] != [first_leader] and second["detail"]["topic"] == TOPIC
     assert second["detail"]["waited_for"] == f"leader-change of {TOPIC}/0, then 1 s"
@@ -123,17 +127,16 @@ def test_a_step_after_an_isr_shrink_pauses_the_follower_left_out(
     )
     path = tmp_path / "faults.jsonl"
 
-    def starts() -> list[dict[str, Any]]:
-        return [e for e in _events(path) if e["phase"] == "start"]
-
     with HistoryWriter(path) as writer, Nemesis(cluster, schedule, writer, RunClock(), seed=1) as nemesis:
         wait_until(
-            lambda: (len(starts()) == 2, str(starts())), what="the cut and the pause started", timeout_s=90
+            lambda: (len(_starts(path)) == 2, str(_starts(path))),
+            what="the cut and the pause started",
+            timeout_s=90,
         )
-        paused = starts()[1]["targets"][0]
+        paused = _starts(path)[1]["targets"][0]
         assert cluster.node(paused).status() == "paused"
     assert not nemesis.errors, nemesis.errors
-    cut, pause = starts()
+    cut, pause = _starts(path)
     assert cut["targets"] == [leader] and pause["detail"]["waited_for"] == f"isr-shrink of {TOPIC}/0"
     assert paused != leader and pause["detail"]["topic"] == TOPIC and pause["detail"]["leader"] == leader
     assert pause["detail"]["seen_ns"] > cut["time_ns"]
