@@ -293,6 +293,7 @@ class Nemesis:
                 happened = (
                     before is not None and last is not None and seen(trigger.event, before, last, watched)
                 )
+                before = last  # sample to sample after the first look: an ISR that left and came back counts
             if happened:
                 seen_s = now
             elif now >= deadline:

@@ -3,8 +3,10 @@
 Events (`EVENTS`) are seen in ZooKeeper (`leader-change`, `controller-change`, `isr-shrink`,
 `isr-expand`) or in the nemesis itself (`start`: the step before started; `healed`: no fault is in
 force). The reference point is always the start of the step before (the nemesis start for the
-first): a ZooKeeper event counts when the state differs from what ZooKeeper held just before that
-step started, so an election that the step itself caused is seen however quickly it happens.
+first): a ZooKeeper event counts when the first look differs from what ZooKeeper held just before
+that step started, so an election that the step itself caused is seen however quickly it happens,
+and after that when a sample differs from the one before it (a broker that leaves the ISR and
+comes back is an isr-expand, though the ISR ends as it began).
 
 `seen` is pure (two snapshots in, what changed out) so it is unit-tested without Docker.
 """

@@ -145,6 +145,59 @@ def test_a_step_after_an_isr_shrink_pauses_the_follower_left_out(
     assert state.live_brokers == (1, 2, 3)
 
 
+def test_steps_after_a_controller_change_and_after_an_isr_expand(
+    cluster: KafkaCluster, tmp_path: Path
+) -> None:
+    make_topic(cluster)
+    schedule = Schedule.from_entries(
+        [
+            {"start_s": 0.5, "stop_s": 8.5, "fault": "kill", "params": {"target": "controller"}},
+            {
+                "start_s": 0,
+                "stop_s": 2,
+                "fault": "pause",
+                "params": {"target": "controller"},
+                "after": {"event": "controller-change", "within_s": 60},
+            },
+            {
+                "start_s": 0,
+                "stop_s": 8,
+                "fault": "kill",
+                "params": {"target": "follower", "topic": TOPIC},
+                "after": {"event": "healed", "delay_s": 2},
+            },
+            {
+                "start_s": 0,
+                "stop_s": 2,
+                "fault": "pause",
+                "params": {"target": "follower"},
+                "same_partition": True,
+                "after": {"event": "isr-expand", "within_s": 90},
+            },
+        ]
+    )
+    path = tmp_path / "faults.jsonl"
+    with HistoryWriter(path) as writer, Nemesis(cluster, schedule, writer, RunClock(), seed=1) as nemesis:
+        wait_until(
+            lambda: (len(_starts(path)) == 4, str(_starts(path))),
+            what="all four steps started",
+            timeout_s=180,
+        )
+    assert not nemesis.errors, nemesis.errors
+    old_controller, new_controller, killed_follower, paused = _starts(path)
+    assert new_controller["detail"]["waited_for"] == "controller-change"
+    assert new_controller["targets"] != old_controller["targets"]
+    assert paused["detail"]["waited_for"] == f"isr-expand of {TOPIC}/0"
+    assert (paused["detail"]["topic"], paused["detail"]["partition"]) == (
+        TOPIC,
+        killed_follower["detail"]["partition"],
+    )
+    rejoined = next(e for e in _events(path) if e["id"] == 2 and e["phase"] == "stop")
+    assert int(str(paused["detail"]["seen_ns"])) > int(str(rejoined["time_ns"])) - 1e9  # after the restart
+    state = cluster.wait_for_isr([TOPIC], timeout_s=120)
+    assert state.live_brokers == (1, 2, 3)
+
+
 def test_ctrl_c_mid_fault_heals_everything_and_records_the_stops(
     cluster: KafkaCluster, tmp_path: Path
 ) -> None:
