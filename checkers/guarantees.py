@@ -349,7 +349,8 @@ def derive_guarantees(
 
 def unjudged(guarantees: list[dict[str, Any]], failed: Mapping[str, str]) -> list[dict[str, Any]]:
     """`guarantees` with the verdicts that rest on a failed checker (`failed`: kind id -> error)
-    made `unknown`, the error in the reason: a crash never passes for a kept promise."""
+    made `unknown`, the error in the reason: a crash never passes for a kept promise. A promise the
+    other checkers already found broken stays `violated`: the crash cannot unfind what they found."""
     rows = []
     for row in guarantees:
         errors = [
@@ -358,7 +359,7 @@ def unjudged(guarantees: list[dict[str, Any]], failed: Mapping[str, str]) -> lis
             if kind(kind_id).guarantee == row["id"]
         ]
         if errors:
-            verdict = UNKNOWN if row["promised"] else row["verdict"]
+            verdict = UNKNOWN if row["promised"] and row["verdict"] != VIOLATED else row["verdict"]
             row = {**row, "verdict": verdict, "reason": f"{row['reason']}; {'; '.join(errors)}"}
         rows.append(row)
     return rows

@@ -168,6 +168,9 @@ def test_verdicts_resting_on_a_failed_checker_are_unknown() -> None:
     assert by_id["no-phantom-writes"]["verdict"] == "held"
     assert not is_valid(marked, 0)
     assert is_valid(guarantees, 0)
+    broken = derive_guarantees(run, {"t": {**CLEAN, "lost": 1}})
+    still = {g["id"]: g for g in unjudged(broken, {"divergent-offset": "SparkError: out of memory"})}
+    assert still["no-lost-acked-writes"]["verdict"] == "violated"  # one lost write is found either way
 
 
 def test_each_guarantee_names_who_promises_it() -> None:
