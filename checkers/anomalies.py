@@ -119,11 +119,14 @@ def value_flags(values: DataFrame, reads: DataFrame, topic_partitions: Mapping[s
     )
 
 
+FLAG_KINDS = ("lost", "lost_unsure", "duplicate", "phantom", "unexpected", "read_then_lost")
+"""The boolean columns `value_flags` adds, one per per-value kind (and the unsure losses)."""
+
+
 def anomalous_values(flags: DataFrame) -> DataFrame:
     """The rows of `value_flags` with any per-value anomaly (or an unsure loss): few, worth caching."""
-    kinds = ("lost", "lost_unsure", "duplicate", "phantom", "unexpected", "read_then_lost")
     any_kind = F.lit(False)
-    for kind in kinds:
+    for kind in FLAG_KINDS:
         any_kind = any_kind | F.coalesce(F.col(kind), F.lit(False))
     return flags.where(any_kind)
 

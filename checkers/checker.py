@@ -24,26 +24,36 @@ from harness.anomaly_kinds import KIND_IDS, AnomalyKind
 class CheckInputs:
     """What checkers read: the history, and the per-value flags computed once for every kind.
 
-    `flags` holds only the anomalous rows of `anomalies.value_flags` (few); `lost_unsure` says
-    whether some of them still need settling against the final records.
+    `flags` holds only the anomalous rows of `anomalies.value_flags` (few); `present` says which
+    flags occur in them (`lost_unsure`: whether some losses still need settling against the final
+    records). Until `settled`, every flag counts as present.
     """
 
     history: History
     topic_acks: Mapping[str, str]
     flags: DataFrame
-    lost_unsure: bool
+    present: frozenset[str] = frozenset(anomalies.FLAG_KINDS)
+    """The per-value flags (`anomalies.FLAG_KINDS`) that some row of `flags` has: a kind whose
+    flag none has is found empty without a Spark job."""
+
+    @property
+    def lost_unsure(self) -> bool:
+        return "lost_unsure" in self.present
 
     @classmethod
     def of(cls, history: History) -> CheckInputs:
         """Inputs for `history`; the caller keeps and releases `flags` around a check."""
         partitions = {str(t["name"]): int(t.get("partitions") or 0) for t in history.run["topics"]}
         flags = anomalies.anomalous_values(anomalies.value_flags(history.values, history.ends, partitions))
-        return cls(history, topic_acks(history.run), flags, lost_unsure=True)
+        return cls(history, topic_acks(history.run), flags)
 
     def settled(self) -> CheckInputs:
-        """The same inputs, knowing whether any loss is unsure (one small job over the cached flags)."""
-        unsure = bool(self.flags.where(F.col("lost_unsure")).limit(1).count())
-        return CheckInputs(self.history, self.topic_acks, self.flags, unsure)
+        """The same inputs, knowing which flags occur (one small job over the cached flags)."""
+        row = self.flags.agg(
+            *[F.max(F.coalesce(F.col(k), F.lit(False))).alias(k) for k in anomalies.FLAG_KINDS]
+        ).first()
+        present = frozenset(k for k in anomalies.FLAG_KINDS if row is not None and row[k])
+        return CheckInputs(self.history, self.topic_acks, self.flags, present)
 
 
 class Checker(Protocol):
@@ -54,6 +64,11 @@ class Checker(Protocol):
     """An offset column of the rows whose (topic, partition, offset) positions `details` reads at."""
     example_values: tuple[str, ...]
     """The value columns of the rows whose reads `details` looks at (`value`, at least)."""
+
+    def applies(self, inputs: CheckInputs) -> bool:
+        """False when `find` would surely find nothing (its flag occurs in no row, its input file is
+        missing): the kind is then counted 0 without a Spark job."""
+        ...
 
     def find(self, inputs: CheckInputs) -> DataFrame:
         """One row per anomaly: `topic` first, `complete_ns` where a write is behind it."""

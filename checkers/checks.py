@@ -9,6 +9,20 @@ from checkers.checker import CheckInputs, register
 from harness.anomaly_kinds import kind
 
 
+class _Always:
+    def applies(self, inputs: CheckInputs) -> bool:
+        return True
+
+
+class _Flagged:
+    """For kinds read off one per-value flag (`anomalies.value_flags`)."""
+
+    flags: tuple[str, ...] = ()
+
+    def applies(self, inputs: CheckInputs) -> bool:
+        return any(flag in inputs.present for flag in self.flags)
+
+
 class _NoDetails:
     """For kinds whose rows already hold their evidence."""
 
@@ -29,8 +43,9 @@ class _ReadDetails:
 
 
 @register
-class LostWrites(_ReadDetails):
+class LostWrites(_Flagged, _ReadDetails):
     kind = kind("lost-write")
+    flags = ("lost", "lost_unsure")
     example_positions = "ack_offset"  # and what the final read holds at each one
 
     def find(self, inputs: CheckInputs) -> DataFrame:
@@ -42,7 +57,7 @@ class LostWrites(_ReadDetails):
 
 
 @register
-class DivergentOffsets(_NoDetails):
+class DivergentOffsets(_Always, _NoDetails):
     kind = kind("divergent-offset")
 
     def find(self, inputs: CheckInputs) -> DataFrame:
@@ -51,8 +66,9 @@ class DivergentOffsets(_NoDetails):
 
 
 @register
-class Duplicates(_ReadDetails):
+class Duplicates(_Flagged, _ReadDetails):
     kind = kind("duplicate")
+    flags = ("duplicate",)
 
     def find(self, inputs: CheckInputs) -> DataFrame:
         return anomalies.duplicates_from(inputs.flags, inputs.topic_acks)
@@ -64,8 +80,9 @@ class Duplicates(_ReadDetails):
 
 
 @register
-class PhantomWrites(_ReadDetails):
+class PhantomWrites(_Flagged, _ReadDetails):
     kind = kind("phantom-write")
+    flags = ("phantom",)
 
     def find(self, inputs: CheckInputs) -> DataFrame:
         return anomalies.phantom_writes_from(inputs.flags)
@@ -75,8 +92,9 @@ class PhantomWrites(_ReadDetails):
 
 
 @register
-class UnexpectedValues(_ReadDetails):
+class UnexpectedValues(_Flagged, _ReadDetails):
     kind = kind("unexpected-value")
+    flags = ("unexpected",)
 
     def find(self, inputs: CheckInputs) -> DataFrame:
         return anomalies.unexpected_values_from(inputs.flags, inputs.topic_acks)
@@ -86,7 +104,7 @@ class UnexpectedValues(_ReadDetails):
 
 
 @register
-class ReorderedWrites(_ReadDetails):
+class ReorderedWrites(_Always, _ReadDetails):
     kind = kind("reordered")
     example_values = ("value", "earlier_value")
 
@@ -98,8 +116,9 @@ class ReorderedWrites(_ReadDetails):
 
 
 @register
-class ReadThenLost(_ReadDetails):
+class ReadThenLost(_Flagged, _ReadDetails):
     kind = kind("read-then-lost")
+    flags = ("read_then_lost",)
     example_positions = "read_offset"  # and what the final read holds there now
 
     def find(self, inputs: CheckInputs) -> DataFrame:
@@ -114,6 +133,9 @@ class ReadThenLost(_ReadDetails):
 class ReplicaDivergence(_NoDetails):
     kind = kind("replica-divergence")
 
+    def applies(self, inputs: CheckInputs) -> bool:
+        return inputs.history.replica_states is not None  # replicas.jsonl was there
+
     def find(self, inputs: CheckInputs) -> DataFrame:
         history = inputs.history
         assert history.replica_values is not None  # `checkers.io.load_history` always sets it
@@ -123,6 +145,9 @@ class ReplicaDivergence(_NoDetails):
 @register
 class EpochRegressions(_NoDetails):
     kind = kind("epoch-regression")
+
+    def applies(self, inputs: CheckInputs) -> bool:
+        return len(inputs.history.cluster) > 1  # one sample cannot go backwards
 
     def find(self, inputs: CheckInputs) -> DataFrame:
         assert inputs.history.epochs is not None  # `checkers.io.load_history` always sets it

@@ -29,7 +29,7 @@ ARCHIVE_ENV = "KCHAOS_SPARK_CLASS_ARCHIVE"
 DUMP_ENV = "_KCHAOS_CLASS_ARCHIVE_DUMP"
 """Set in the builder's child process only: the file its JVM writes the archive to when it exits."""
 BUILD_TIMEOUT_S = 600
-TRAINING_VERSION = 2
+TRAINING_VERSION = 3
 """Part of the archive's name: raised when `checkers.archive_training` checks other histories, so
 that an archive of older training is built again."""
 

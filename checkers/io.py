@@ -34,6 +34,7 @@ from harness.errors import HistoryError
 from harness.events import FaultWindow, fault_windows
 from harness.history import (
     CHECK_CACHE,
+    CLUSTER,
     FAULTS,
     NODE_LOGS,
     READS,
@@ -190,7 +191,7 @@ def load_history(spark: SparkSession, run_dir: Path, layout: Layout | None = Non
         cluster,
         counts,
         layout.client_log,
-        _epochs(spark, cluster),
+        _epochs(spark, run_dir),
         replica_values,
         layout.replica_states,
         layout.broker_log,
@@ -226,19 +227,30 @@ def _replica_values(spark: SparkSession, run_dir: Path, present: bool) -> DataFr
     )
 
 
-_EPOCH_SCHEMA = "time_ns long, topic string, partition int, epoch long"
+_CLUSTER_SCHEMA = (
+    "time_ns long, controller_epoch long, "
+    "partitions array<struct<topic: string, partition: int, leader_epoch: long>>"
+)
 
 
-def _epochs(spark: SparkSession, cluster: list[dict[str, Any]]) -> DataFrame:
-    """cluster.jsonl's epochs (a few thousand rows: samples every half second), as a frame."""
-    rows: list[tuple[int, str | None, int | None, int]] = []
-    for sample in cluster:
-        if sample.get("controller_epoch") is not None:
-            rows.append((sample["time_ns"], None, None, sample["controller_epoch"]))
-        for p in sample.get("partitions") or []:
-            if p.get("leader_epoch") is not None and p["leader_epoch"] >= 0:
-                rows.append((sample["time_ns"], p["topic"], p["partition"], p["leader_epoch"]))
-    return spark.createDataFrame(rows, _EPOCH_SCHEMA)
+def _epochs(spark: SparkSession, run_dir: Path) -> DataFrame:
+    """cluster.jsonl's epochs, read by Spark from the file (validated in `check_layout`): one row per
+    sample for the controller epoch and one per sampled partition with a leader epoch."""
+    if not (run_dir / CLUSTER).is_file():  # optional: no samples, no epochs
+        return spark.createDataFrame([], "time_ns long, topic string, partition int, epoch long")
+    samples = spark.read.schema(_CLUSTER_SCHEMA).json(_uri(run_dir / CLUSTER))
+    controller = samples.where(F.col("controller_epoch").isNotNull()).select(
+        "time_ns",
+        F.lit(None).cast("string").alias("topic"),
+        F.lit(None).cast("int").alias("partition"),
+        F.col("controller_epoch").alias("epoch"),
+    )
+    partitions = (
+        samples.select("time_ns", F.explode("partitions").alias("p"))
+        .where(F.col("p.leader_epoch") >= 0)
+        .select("time_ns", "p.topic", "p.partition", F.col("p.leader_epoch").alias("epoch"))
+    )
+    return controller.unionByName(partitions)
 
 
 def write_result(run_dir: Path, result: dict[str, Any]) -> Path:

@@ -184,7 +184,8 @@ def _run_checkers(inputs: CheckInputs, evidence: _Evidence, pool: ThreadPoolExec
     first, then sampled from one shared scan of the reads of their examples; the others are counted
     and sampled at once. A checker that raises costs its own kind only."""
     context = inputs.history.reads.sparkSession.sparkContext
-    checkers = registered()
+    found: dict[str, _Found] = {c.kind.id: _Found({}, []) for c in registered() if not c.applies(inputs)}
+    checkers = [c for c in registered() if c.kind.id not in found]
     whole = {
         c.kind.id: _submit(pool, context, c.kind.id, _found, c, inputs, evidence)
         for c in checkers
@@ -193,7 +194,6 @@ def _run_checkers(inputs: CheckInputs, evidence: _Evidence, pool: ThreadPoolExec
     counting = {
         c.kind.id: _submit(pool, context, c.kind.id, _count, c, inputs) for c in checkers if c.reads_details
     }
-    found: dict[str, _Found] = {}
     counted: dict[str, _Counted] = {}
     for kind_id, counting_future in counting.items():
         try:

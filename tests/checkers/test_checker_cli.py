@@ -14,7 +14,7 @@ from checker_rundirs import acked, all_ends, client_line, end, make_run, record,
 from pyspark.sql import SparkSession
 
 from checkers import io as checker_io
-from checkers.checks import PhantomWrites, ReorderedWrites
+from checkers.checks import DivergentOffsets, ReorderedWrites
 from harness.app.cli import main
 from harness.history import CHECK_CACHE, CLIENT, READS, RESULT, RUN_JSON, WRITES
 from harness.waiting import wait_until
@@ -186,23 +186,22 @@ def test_a_checker_that_raises_costs_only_its_own_kind_and_is_not_a_verdict(
     def broken(self: object, inputs: object) -> None:
         raise RuntimeError(f"{type(self).__name__} bug\nsecond line")
 
-    monkeypatch.setattr(PhantomWrites, "find", broken)  # counted before its examples
-    monkeypatch.setattr(ReorderedWrites, "find", broken)  # counted and sampled at once
+    monkeypatch.setattr(ReorderedWrites, "find", broken)  # counted before its examples
+    monkeypatch.setattr(DivergentOffsets, "find", broken)  # counted and sampled at once
     writes = [*acked(100, "p:1", 0), *acked(200, "p:2", 1)]
     run_dir = make_run(tmp_path / "run", writes, [record(900, "p:1", 0), *all_ends()], [FAULT], [SAMPLE])
     code, text = kchaos_check(capfd, run_dir)
     assert code == 2  # could not judge everything: not "Kafka broke a promise"
-    assert "could not judge everything; checkers failed: phantom-write, reordered" in text
+    assert "could not judge everything; checkers failed: reordered, divergent-offset" in text
     result = json.loads((run_dir / RESULT).read_text())
     assert sorted(result["errors"], key=lambda e: e["kind"]) == [
-        {"kind": "phantom-write", "error": "RuntimeError: PhantomWrites bug"},
+        {"kind": "divergent-offset", "error": "RuntimeError: DivergentOffsets bug"},
         {"kind": "reordered", "error": "RuntimeError: ReorderedWrites bug"},
     ]
     assert result["anomalies"]["reordered"]["count"] is None
-    assert result["acks"]["all"]["phantom"] is None
+    assert result["acks"]["all"]["divergent"] is None
     assert result["anomalies"]["lost-write"]["count"] == 1  # the other kinds are judged as ever
     verdicts = {g["id"]: g for g in result["guarantees"] if g["topic"] == "t-all"}
-    assert verdicts["no-phantom-writes"]["verdict"] == "unknown"  # promised, so no longer known
     assert verdicts["per-partition-order"]["verdict"] == "not-promised"  # never was
     assert "the reordered checker failed (RuntimeError" in verdicts["per-partition-order"]["reason"]
     assert verdicts["no-lost-acked-writes"]["verdict"] == "violated"
