@@ -35,6 +35,7 @@ from harness.events import FaultWindow, fault_windows
 from harness.history import (
     CHECK_CACHE,
     CLUSTER,
+    CONSUMES,
     FAULTS,
     NODE_LOGS,
     READS,
@@ -44,6 +45,7 @@ from harness.history import (
     fresh_dir,
     iter_client_lines,
     iter_cluster_samples,
+    iter_consume_lines,
     iter_fault_events,
     iter_jsonl,
     iter_replica_lines,
@@ -83,6 +85,8 @@ class History:
     without the file."""
     broker_log: list[LogEvent] = field(default_factory=list)
     """The truncations and halts the brokers logged (RUN/logs/kafka-N.log)."""
+    consumes: DataFrame | None = None
+    """consumes.jsonl (`CONSUME_SCHEMA`, with `seq`: line order); None without the file."""
 
 
 @dataclass(frozen=True)
@@ -117,6 +121,8 @@ class Layout:
     replica_states: list[dict[str, Any]] | None
     """None without replicas.jsonl."""
     broker_log: list[LogEvent]
+    consume_events: int | None = None
+    """Valid lines of consumes.jsonl; None without the file."""
 
 
 def check_layout(run_dir: Path) -> Layout:
@@ -143,7 +149,17 @@ def check_layout(run_dir: Path) -> Layout:
     states = [e for _, e in iter_replica_lines(run_dir) if e["type"] == "replica"]
     replica_states = states if (run_dir / REPLICAS).is_file() else None
     broker_log = read_broker_logs(run_dir / NODE_LOGS)
-    return Layout(run, faults, len(fault_events), cluster, client_log, replica_states, broker_log)
+    consume_events = sum(1 for _ in iter_consume_lines(run_dir, run))
+    return Layout(
+        run,
+        faults,
+        len(fault_events),
+        cluster,
+        client_log,
+        replica_states,
+        broker_log,
+        consume_events if (run_dir / CONSUMES).is_file() else None,
+    )
 
 
 def history_bytes(run_dir: Path) -> int:
@@ -181,6 +197,8 @@ def load_history(spark: SparkSession, run_dir: Path, layout: Layout | None = Non
     writes = frames.writes_of(values)
     if layout.replica_states is not None:
         counts["replicas"] = len(layout.replica_states)
+    if layout.consume_events is not None:
+        counts["consumes"] = layout.consume_events
     return History(
         run,
         values,
@@ -195,6 +213,7 @@ def load_history(spark: SparkSession, run_dir: Path, layout: Layout | None = Non
         replica_values,
         layout.replica_states,
         layout.broker_log,
+        _consumes(spark, run_dir) if layout.consume_events is not None else None,
     )
 
 
@@ -251,6 +270,23 @@ def _epochs(spark: SparkSession, run_dir: Path) -> DataFrame:
         .select("time_ns", "p.topic", "p.partition", F.col("p.leader_epoch").alias("epoch"))
     )
     return controller.unionByName(partitions)
+
+
+CONSUME_SCHEMA = (
+    "type string, time_ns long, process string, `group` string, generation long, topic string, "
+    "partition int, offset long, value string, phase string, commit_id long, "
+    "offsets array<struct<topic: string, partition: int, offset: long>>, "
+    "partitions array<struct<topic: string, partition: int>>, reason string"
+)
+
+
+def _consumes(spark: SparkSession, run_dir: Path) -> DataFrame:
+    """consumes.jsonl (validated in `check_layout`) with `seq`, each line's place in the file: a
+    member's events are in its own order there, and times of two events may tie."""
+    with spark_errors("reading consumes.jsonl", str(run_dir / CONSUMES)):
+        lines = spark.read.schema(CONSUME_SCHEMA).json(_uri(run_dir / CONSUMES))
+        # A torn last line (a run cut short) reads as all nulls: no event.
+        return lines.where(F.col("type").isNotNull()).withColumn("seq", F.monotonically_increasing_id())
 
 
 def write_result(run_dir: Path, result: dict[str, Any]) -> Path:

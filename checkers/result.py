@@ -25,6 +25,7 @@ from checkers import (
 )
 from checkers.checker import Checker, CheckInputs, registered
 from checkers.evidence import ClientLog, ClusterTimeline, TruncationLog, active_fault_names, merged_windows
+from checkers.group_result import group_results
 from checkers.guarantees import derive_guarantees, is_valid, unjudged
 from checkers.io import History, topic_acks
 from checkers.session import kept, kept_until_done
@@ -381,10 +382,12 @@ def build_result(history: History, checked_at: str, spark_info: dict[str, Any]) 
         # task, driver-side collection) in which the other cores would otherwise sit idle.
         with ThreadPoolExecutor(max_workers=8, thread_name_prefix="kchaos-check") as pool:
             availability_rows = _submit(pool, context, "availability", _availability_rows, history, intervals)
+            group_rows = _submit(pool, context, "groups", group_results, history, intervals)
             counting_writes = _submit(pool, context, "writes", _write_counts, history)
             found = _run_checkers(inputs, evidence, pool)
             write_counts, written, unplaced = counting_writes.result()
             availability_found = availability_rows.result()
+            groups = group_rows.result()
     incomplete = _incomplete_partitions(history, written, unplaced)
     topics = _topic_rows(history, found, write_counts, incomplete)
     failed = {kind_id: f.error for kind_id, f in found.items() if f.error}
@@ -408,7 +411,9 @@ def build_result(history: History, checked_at: str, spark_info: dict[str, Any]) 
         "checked_at": checked_at,
         "spark": spark_info,
         "events": history.event_counts,
-        "valid": is_valid(guarantees, unexpected),
+        "valid": is_valid(
+            [*guarantees, *(row for group in groups.values() for row in group["guarantees"])], unexpected
+        ),
         "complete": not incomplete,
         "unexpected": unexpected,
         "incomplete_partitions": incomplete,
@@ -418,6 +423,7 @@ def build_result(history: History, checked_at: str, spark_info: dict[str, Any]) 
         "anomalies": {kind.id: _anomalies_entry(found[kind.id]) for kind in KINDS},
         "errors": [{"kind": kind_id, "error": error} for kind_id, error in failed.items()],
         "availability": _availability(history, intervals, found, availability_found),
+        **({"groups": groups} if history.consumes is not None else {}),
     }
 
 

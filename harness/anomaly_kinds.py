@@ -145,3 +145,62 @@ COUNT_HELP = {**WRITE_COUNT_HELP, **{kind.count: kind.count_help for kind in KIN
 def kind(kind_id: str) -> AnomalyKind:
     """The kind with this id (KeyError for an unknown one: the table is the authority)."""
     return BY_ID[kind_id]
+
+
+GROUP_KINDS: tuple[AnomalyKind, ...] = (
+    AnomalyKind(
+        "consumer-skip",
+        "skipped",
+        "Skipped by the group",
+        "The group committed past this record, but no member ever processed it: a member that "
+        "restarts from the committed offset never sees it. An at-least-once consumer must not skip.",
+        "records below the group's committed offset that no member polled",
+        "no-consumer-skips",
+        per_acks=False,
+    ),
+    AnomalyKind(
+        "redelivery",
+        "redelivered",
+        "Redelivered",
+        "Members of the group processed this record more than once: after a crash or a rebalance, "
+        "the next owner of the partition started from a commit below what was already processed. "
+        "At-least-once allows it; at-most-once must not.",
+        "records the group polled more than once (each counted once)",
+        "no-redeliveries",
+        per_acks=False,
+    ),
+    AnomalyKind(
+        "poll-skip",
+        "poll_skips",
+        "Poll skipped records",
+        "Two consecutive polls of one member on one partition, with no rebalance between, jumped "
+        "over records that the partition holds: the consumer's position moved past data it never "
+        "handed to the application (an out-of-range reset after a truncated log, for example).",
+        "consecutive polls that jumped over records the final read holds",
+        "no-consumer-skips",
+        per_acks=False,
+    ),
+    AnomalyKind(
+        "nonmonotonic-poll",
+        "nonmonotonic",
+        "Poll went backwards",
+        "Two consecutive polls of one member on one partition, with no rebalance between, went to "
+        "the same or a lower offset: the position moved back without the application seeking.",
+        "consecutive polls whose offset did not increase",
+        "monotonic-polls",
+        per_acks=False,
+    ),
+    AnomalyKind(
+        "commit-regression",
+        "commit_regressions",
+        "Commit went backwards",
+        "The coordinator accepted a commit lower than an earlier accepted commit of the group for "
+        "the partition: a member restarting now goes back and processes records again.",
+        "accepted commits lower than an earlier accepted commit of the partition",
+        "commits-advance",
+        per_acks=False,
+    ),
+)
+GROUP_BY_ID = {kind.id: kind for kind in GROUP_KINDS}
+GROUP_COUNTS = ("polled", *(kind.count for kind in GROUP_KINDS))
+"""The per-group counts of check/result.json's `groups`, and of expectations (`group=g skipped == 0`)."""

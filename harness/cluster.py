@@ -32,6 +32,7 @@ from harness.broker_config import (
     validate_overrides,
 )
 from harness.errors import ClusterError, ConfigError, Failures
+from harness.groups import ConsumerGroups
 from harness.history import new_run_id
 from harness.images import LOCAL_BASE_IMAGE, KafkaDistribution, KafkaImage, ensure_kafka_image
 from harness.retrying import bounded
@@ -82,6 +83,8 @@ class KafkaCluster:
         self._network: Network | None = None
         self._zk: ZkStateReader | None = None
         self._owns_containers = True
+        self.groups: ConsumerGroups | None = None
+        """The consumer groups reading from this cluster while a workload runs: what member faults act on."""
 
     @classmethod
     def attach(cls, run_id: str, *, connect: bool = True) -> KafkaCluster:

@@ -147,6 +147,8 @@ def run_experiment(
         replicas = forensics.collect()
         phase("forensics")
         run = rundir.load_run_json()
+        if spec.workload.groups:
+            run["offsets_topic"] = _offsets_topic(cluster)
         run.update(
             {
                 "replicas": replicas,
@@ -162,6 +164,20 @@ def run_experiment(
         rundir.write_run_json(run)
     phase("teardown")
     return ExperimentResult(rundir, final, interrupted, phases)
+
+
+OFFSETS_TOPIC = "__consumer_offsets"
+
+
+def _offsets_topic(cluster: KafkaCluster) -> dict[str, Any]:
+    """run.json's `offsets_topic`: the replicas of the topic the groups' commits live in. Kafka < 0.11
+    creates it with as many replicas as brokers were alive then (KIP-115), which may be fewer than
+    offsets.topic.replication.factor."""
+    try:
+        counts = cluster.zk.replica_counts(OFFSETS_TOPIC)
+    except HarnessError as exc:
+        return {"error": str(exc)}
+    return {"partitions": len(counts), "replication_factor": min(counts) if counts else None}
 
 
 def run_metadata(spec: ExperimentSpec, run_id: str, cluster: KafkaCluster) -> dict[str, Any]:
@@ -182,6 +198,7 @@ def run_metadata(spec: ExperimentSpec, run_id: str, cluster: KafkaCluster) -> di
             "broker_config": cluster.recorded_broker_config,
         },
         "topics": spec.workload.topics(),
+        **({"groups": [g.recorded() for g in spec.workload.groups]} if spec.workload.groups else {}),
         "producer": {
             **spec.workload.effective_producer_config(),
             "processes_per_mode": spec.workload.producers_per_mode,

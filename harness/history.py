@@ -32,6 +32,7 @@ from harness.history_fields import ACKS_MODES as ACKS_MODES
 from harness.history_fields import (
     check_client_line,
     check_cluster_sample,
+    check_consume_line,
     check_fault_event,
     check_replica_line,
     check_run,
@@ -48,6 +49,7 @@ FAULTS = "history/faults.jsonl"
 CLUSTER = "history/cluster.jsonl"
 CLIENT = "history/client.jsonl"
 REPLICAS = "history/replicas.jsonl"
+CONSUMES = "history/consumes.jsonl"
 NODE_LOGS = "logs"
 """RUN/logs/<node>.log: each container's output, and RUN/logs/kafka-N/: each broker's log files."""
 RESULT = "check/result.json"
@@ -344,6 +346,34 @@ def iter_client_lines(root: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line, client log line) of history/client.jsonl (optional), each checked for the fields readers use."""
     for line, event in iter_jsonl(root / CLIENT, required=False):
         check_client_line(event, root / CLIENT, line)
+        yield line, event
+
+
+def iter_consume_lines(root: Path, run: Mapping[str, Any]) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line, event) of history/consumes.jsonl (optional), each checked for the fields readers use,
+    and each commit outcome for its invoke: after one, since the member (re)started, and once."""
+    path = root / CONSUMES
+    topics = {str(t.get("name")) for t in run.get("topics") or [] if isinstance(t, dict)}
+    groups = {str(g.get("name")) for g in run.get("groups") or [] if isinstance(g, dict)}
+    pending: dict[str, set[int]] = {}  # per member: commit ids invoked and not yet completed
+    for line, event in iter_jsonl(path, required=False):
+        check_consume_line(event, path, line, topics, groups)
+        kind, process = event["type"], event["process"]
+        if kind == "start":
+            pending[process] = set()
+        elif kind == "commit":
+            invoked = pending.setdefault(process, set())
+            if event["phase"] == "invoke":
+                invoked.add(event["commit_id"])
+            elif event["commit_id"] in invoked:
+                invoked.discard(event["commit_id"])
+            else:
+                raise HistoryError(
+                    f"commit {event['commit_id']} of {process} ends ({event['phase']}) without an "
+                    "invoke of its own since the member started",
+                    str(path),
+                    line,
+                )
         yield line, event
 
 

@@ -173,6 +173,37 @@ def check_run(run: dict[str, Any], path: Path) -> None:
     cluster.integer("zookeepers", 1, MAX_NODES)
     cluster.settings("broker_config")
     top.settings("producer")
+    _check_groups(top, names)
+
+
+COMMIT_MODES = ("after-process", "before-process", "auto")
+"""after-process: commit what was processed (at least once); before-process: commit, and process
+only once the commit is ok (at most once); auto: the client's periodic auto-commit."""
+MAX_GROUPS = 100
+
+
+def _check_groups(top: Fields, topics: set[str]) -> None:
+    """run.json's `groups` (optional): each a name no other group has, its topics, commit mode and
+    member count; the member settings, if recorded, as settings."""
+    groups = top.children("groups")
+    if len(groups) > MAX_GROUPS:
+        raise top.fail("groups", f"at most {MAX_GROUPS} groups", f"{len(groups)} groups")
+    names: set[str] = set()
+    for group in groups:
+        name = group.text("name", required=True, longest=MAX_TOPIC_NAME)
+        if not name or name in names:
+            raise group.fail("name", "a name no other group has", name)
+        names.add(name)
+        read = group.items("topics", required=True)
+        if not read or not all(isinstance(t, str) and t in topics for t in read):
+            raise group.fail(
+                "topics", f"a non-empty list of topics run.json declares ({', '.join(sorted(topics))})", read
+            )
+        if group.obj.get("commit") not in COMMIT_MODES:
+            raise group.fail("commit", " or ".join(COMMIT_MODES), group.obj.get("commit"))
+        group.flag("commit_async")
+        group.integer("members", 1, MAX_NODES)
+        group.child("config")
 
 
 def check_fault_event(event: dict[str, Any], path: Path, line: int) -> None:
@@ -250,3 +281,53 @@ def check_replica_line(event: dict[str, Any], path: Path, line: int) -> None:
     values = fields.items("values", required=True)
     if len(values) > MAX_VALUES_PER_LINE or not all(v is None or isinstance(v, str) for v in values):
         raise fields.fail("values", f"a list of at most {MAX_VALUES_PER_LINE} strings or nulls", values[:3])
+
+
+CONSUME_TYPES = ("start", "assign", "poll", "commit", "revoke", "stop")
+COMMIT_PHASES = ("invoke", "ok", "fail", "info")
+STOP_REASONS = ("closed", "killed", "crashed")
+MAX_GENERATION = 2**31 - 1
+
+
+def check_consume_line(
+    event: dict[str, Any], path: Path, line: int, topics: set[str], groups: set[str]
+) -> None:
+    """A line of consumes.jsonl (HISTORY_FORMAT.md): a group member's start, assign, poll, commit,
+    revoke or stop, of a group run.json declares, on topics it declares."""
+    fields = Fields(event, path, line=line)
+    kind = event.get("type")
+    if kind not in CONSUME_TYPES:
+        raise fields.fail("type", " or ".join(CONSUME_TYPES), kind)
+    fields.time_ns("time_ns", required=True)
+    fields.text("process", required=True, longest=MAX_TOPIC_NAME)
+    if fields.text("group", required=True) not in groups:
+        raise fields.fail(
+            "group", f"a group run.json declares ({', '.join(sorted(groups)) or 'none'})", event["group"]
+        )
+    if kind in ("start", "stop"):
+        if kind == "stop" and event.get("reason") not in STOP_REASONS:
+            raise fields.fail("reason", " or ".join(STOP_REASONS), event.get("reason"))
+        return
+    fields.integer("generation", -1, MAX_GENERATION)
+    if kind == "poll":
+        _check_position(fields, topics, offset=True)
+        fields.text("value")
+    elif kind == "commit":
+        if event.get("phase") not in COMMIT_PHASES:
+            raise fields.fail("phase", " or ".join(COMMIT_PHASES), event.get("phase"))
+        fields.integer("commit_id", required=True)
+        fields.text("error")
+        for entry in fields.children("offsets", required=True):
+            _check_position(entry, topics, offset=True)
+    else:
+        for entry in fields.children("partitions", required=True):
+            _check_position(entry, topics, offset=False)
+
+
+def _check_position(fields: Fields, topics: set[str], offset: bool) -> None:
+    if fields.text("topic", required=True) not in topics:
+        declared = ", ".join(sorted(topics))
+        raise fields.fail("topic", f"a topic run.json declares ({declared})", fields.obj["topic"])
+    fields.integer("partition", 0, MAX_PARTITIONS, required=True)
+    if offset:
+        fields.integer("offset", 0, MAX_INT64, required=True)

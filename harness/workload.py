@@ -18,7 +18,8 @@ from harness.clients import client_config
 from harness.cluster import KafkaCluster
 from harness.consumer import FinalReadResult, LiveConsumer, final_read
 from harness.errors import ConfigError, HarnessError
-from harness.history import ACKS_MODES, CLIENT, READS, WRITES, HistoryWriter, RunClock, RunDir
+from harness.groups import ConsumerGroups, GroupSpec
+from harness.history import ACKS_MODES, CLIENT, CONSUMES, READS, WRITES, HistoryWriter, RunClock, RunDir
 from harness.history_fields import setting_problem
 from harness.limits import brief
 from harness.producer import (
@@ -44,6 +45,7 @@ class WorkloadSpec:
     producer_config: Mapping[str, Any] = field(default_factory=dict)
     topic_config: Mapping[str, ConfigValue] = field(default_factory=dict)
     live_consumers: int = 1
+    groups: tuple[GroupSpec, ...] = ()
 
     def __post_init__(self) -> None:
         unknown = [a for a in self.acks if a not in ACKS_MODES]
@@ -65,6 +67,14 @@ class WorkloadSpec:
             for key, value in settings.items():
                 if (expected := setting_problem(key, value)) is not None:
                     raise ConfigError(f"{kind}.{key}: expected {expected}, got {brief(value)}")
+        names = [topic_name(a) for a in self.acks]
+        for group in self.groups:
+            if unknown_topics := [t for t in group.topics if t not in names]:
+                raise ConfigError(
+                    f"group {group.name!r}: topics {unknown_topics} are not written; use some of {names}"
+                )
+        if len({g.name for g in self.groups}) < len(self.groups):
+            raise ConfigError("groups: two groups have the same name")
 
     def topics(self) -> list[dict[str, Any]]:
         """The `topics` list of run.json."""
@@ -125,6 +135,8 @@ class Workload:
         self._writes: HistoryWriter | None = None
         self._reads: HistoryWriter | None = None
         self._client_log: HistoryWriter | None = None
+        self._consumes: HistoryWriter | None = None
+        self.groups: ConsumerGroups | None = None
         self.producers: list[ProducerProcess] = []
         self.consumers: list[LiveConsumer] = []
         self._stopped = False
@@ -175,6 +187,13 @@ class Workload:
             self.consumers.append(
                 LiveConsumer(f"c-live-{n}", partitions, self._client_config(), self._reads, self.clock)
             )
+        if self.spec.groups:
+            self._consumes = self.rundir.writer(CONSUMES)
+            self.groups = ConsumerGroups(
+                self.spec.groups, self._client_config(), self._consumes, self.clock, self.rundir
+            )
+            self.cluster.groups = self.groups
+            self.groups.start()
         for consumer in self.consumers:
             consumer.start()
         for producer in self.producers:
@@ -193,6 +212,7 @@ class Workload:
             [producer.stop for producer in self.producers]
             + [functools.partial(producer.join, timeout_s) for producer in self.producers]
             + [consumer.stop for consumer in self.consumers]
+            + ([self.groups.stop] if self.groups is not None else [])
         )
         for name, error in [(p.process, p.error) for p in self.producers] + [
             (c.process, c.error) for c in self.consumers
@@ -208,9 +228,11 @@ class Workload:
     def close(self) -> None:
         """Release the producers' clients and close the history files: each step taken even when
         one is interrupted or fails (first exception re-raised after). Safe to call again."""
+        writers = (self._writes, self._reads, self._client_log, self._consumes)
         _every_step(
             [producer.close for producer in self.producers]
-            + [writer.close for writer in (self._writes, self._reads, self._client_log) if writer is not None]
+            + ([self.groups.stop] if self.groups is not None else [])
+            + [writer.close for writer in writers if writer is not None]
         )
 
     def counts(self) -> dict[str, ModeCounts]:

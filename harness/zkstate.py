@@ -133,6 +133,11 @@ class ZkStateReader:
     def topics(self) -> list[str]:
         return sorted(self._children("/brokers/topics"))
 
+    def replica_counts(self, topic: str) -> tuple[int, ...]:
+        """How many replicas each partition of `topic` has (empty when it does not exist)."""
+        assignment = (self._json(f"/brokers/topics/{topic}") or {}).get("partitions", {})
+        return tuple(len(assignment[number]) for number in sorted(assignment, key=int))
+
     def snapshot(self, topics: Iterable[str] | None = None) -> ClusterSnapshot:
         """Read the whole state once. Raises ClusterError when ZooKeeper cannot be read in time."""
         controller = self._json("/controller")

@@ -6,7 +6,9 @@ matters. Kept here so every page (run report, index, JUnit evidence) says the sa
 
 from __future__ import annotations
 
-from harness.anomaly_kinds import BY_ID
+from harness.anomaly_kinds import BY_ID, GROUP_BY_ID
+
+_KINDS = {**BY_ID, **GROUP_BY_ID}
 
 GUARANTEES: dict[str, str] = {
     "no-lost-acked-writes": "Acknowledged writes are neither lost nor overwritten.",
@@ -14,6 +16,10 @@ GUARANTEES: dict[str, str] = {
     "no-duplicates": "No value appears at two offsets.",
     "per-partition-order": "Acknowledged writes of one producer to one partition keep their order.",
     "no-unexpected-values": "Every value read was written by the workload.",
+    "no-consumer-skips": "No record below the group's committed offset goes unprocessed.",
+    "no-redeliveries": "No record is processed twice by the group.",
+    "monotonic-polls": "Between rebalances, a member's polls of a partition move forward.",
+    "commits-advance": "An accepted commit is never lower than an earlier accepted one.",
 }
 
 VERDICTS: dict[str, str] = {
@@ -27,8 +33,8 @@ FAULT_FALLBACK = "A fault injected by the scenario (this history predates record
 
 
 def anomaly_title(kind_id: str) -> str:
-    return BY_ID[kind_id].title if kind_id in BY_ID else kind_id
+    return _KINDS[kind_id].title if kind_id in _KINDS else kind_id
 
 
 def anomaly_explanation(kind_id: str) -> str:
-    return BY_ID[kind_id].explanation if kind_id in BY_ID else "An anomaly reported by the checker."
+    return _KINDS[kind_id].explanation if kind_id in _KINDS else "An anomaly reported by the checker."

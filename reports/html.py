@@ -14,10 +14,10 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
-from harness.anomaly_kinds import ANOMALY_COUNTS, COUNT_HELP, COUNT_KEYS, KIND_IDS
+from harness.anomaly_kinds import ANOMALY_COUNTS, COUNT_HELP, COUNT_KEYS, GROUP_BY_ID, GROUP_COUNTS, KIND_IDS
 from harness.events import FaultWindow
 from reports import explain, svg, timeline
-from reports.load import NS, Run
+from reports.load import NS, Anomalies, Guarantee, Run
 
 EXAMPLE_FIELDS = (
     "topic",
@@ -161,8 +161,13 @@ def _example_cell(field: str, value: Any) -> str:
 
 
 def anomaly_groups(run: Run) -> list[dict[str, Any]]:
+    return _anomaly_tables(run.result.anomalies, KIND_IDS)
+
+
+def _anomaly_tables(found: tuple[Anomalies, ...], order: tuple[str, ...]) -> list[dict[str, Any]]:
+    """One table per kind of `found`: the kinds found first, each then in `order`."""
     groups = []
-    for a in run.result.anomalies:
+    for a in found:
         present = {k for e in a.examples for k in e}
         cols = [f for f in EXAMPLE_FIELDS if f in present] + sorted(present - set(EXAMPLE_FIELDS))
         groups.append(
@@ -177,8 +182,21 @@ def anomaly_groups(run: Run) -> list[dict[str, Any]]:
                 "rows": [[_example_cell(c, e.get(c)) for c in cols] for e in a.examples],
             }
         )
-    groups.sort(key=lambda g: (g["count"] == 0 and not g["error"], KIND_IDS.index(g["kind"])))
+    groups.sort(key=lambda g: (g["count"] == 0 and not g["error"], order.index(g["kind"])))
     return groups
+
+
+def consumer_groups(run: Run) -> list[dict[str, Any]]:
+    """The consumer section: per group its scorecard row, guarantees and anomaly tables."""
+    return [
+        {
+            "g": group,
+            "mode": group.commit + (" (async)" if group.commit_async else ""),
+            "bad": {k for k in GROUP_COUNTS if k != "polled" and group.counts[k]},
+            "anomalies": _anomaly_tables(group.anomalies, tuple(GROUP_BY_ID)),
+        }
+        for group in run.result.groups
+    ]
 
 
 def fault_kind(w: FaultWindow) -> str:
@@ -201,6 +219,10 @@ def fault_rows(run: Run) -> list[dict[str, Any]]:
     return [row(w) for w in run.faults]
 
 
+def _all_guarantees(run: Run) -> list[Guarantee]:
+    return [*run.result.guarantees, *(g for group in run.result.groups for g in group.guarantees)]
+
+
 def render_report(run: Run) -> str:
     kinds = sorted({(fault_kind(w), w.description or explain.FAULT_FALLBACK) for w in run.faults})
     context = {
@@ -215,7 +237,9 @@ def render_report(run: Run) -> str:
         "count_help": COUNT_HELP,
         "guarantee_help": explain.GUARANTEES,
         "verdict_help": explain.VERDICTS,
-        "violated": [g for g in run.result.guarantees if g.promised and g.verdict != "held"],
+        "violated": [g for g in _all_guarantees(run) if g.promised and g.verdict != "held"],
+        "groups": consumer_groups(run),
+        "group_counts": GROUP_COUNTS,
         "anomalies": anomaly_groups(run),
         "faults": fault_rows(run),
         "fault_kinds": kinds,

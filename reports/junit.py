@@ -12,7 +12,7 @@ import json
 import xml.etree.ElementTree as ET
 from datetime import datetime
 
-from harness.anomaly_kinds import BY_ID
+from harness.anomaly_kinds import BY_ID, GROUP_BY_ID
 from reports import explain
 from reports.load import Anomalies, Guarantee, Run
 
@@ -21,8 +21,9 @@ MAX_EVIDENCE = 20
 
 def evidence(g: Guarantee, anomalies: tuple[Anomalies, ...]) -> str:
     lines = [g.reason] + ([f"promised by {g.promised_by}"] if g.promised_by else []) + [""]
+    kinds = {**BY_ID, **GROUP_BY_ID}
     for a in anomalies:
-        if BY_ID[a.kind].guarantee != g.id or not a.count:  # the kinds that decide this guarantee
+        if kinds[a.kind].guarantee != g.id or not a.count:  # the kinds that decide this guarantee
             continue
         mine = [e for e in a.examples if not g.topic or e.get("topic") in (None, g.topic)]
         lines.append(f"{a.count} {a.kind} in the run ({explain.anomaly_explanation(a.kind)})")
@@ -57,19 +58,25 @@ def render_junit(run: Run) -> str:
     ):
         ET.SubElement(props, "property", name=name, value=value)
     counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
-    for g in result.guarantees:
+    # (guarantee, case name, class name, the anomalies that may be its evidence)
+    cases = [
+        (g, f"{g.id}[{g.topic}]" if g.topic else g.id, f"acks-{g.acks or 'any'}", result.anomalies)
+        for g in result.guarantees
+    ]
+    cases += [
+        (g, f"{g.id}[{group.name}]", f"group-{group.name}", group.anomalies)
+        for group in result.groups
+        for g in group.guarantees
+    ]
+    for g, name, classname, anomalies in cases:
         case = ET.SubElement(
-            suite,
-            "testcase",
-            name=f"{g.id}[{g.topic}]" if g.topic else g.id,
-            classname=f"kchaos.{info.scenario}.acks-{g.acks or 'any'}",
-            time="0",
+            suite, "testcase", name=name, classname=f"kchaos.{info.scenario}.{classname}", time="0"
         )
         counts["tests"] += 1
         if g.verdict == "violated":
             counts["failures"] += 1
             node = ET.SubElement(case, "failure", message=g.reason or g.promise, type="violated")
-            node.text = evidence(g, result.anomalies)
+            node.text = evidence(g, anomalies)
         elif g.verdict == "not-promised" or (g.verdict == "unknown" and not g.promised):
             counts["skipped"] += 1
             ET.SubElement(case, "skipped", message=g.reason or explain.VERDICTS[g.verdict])

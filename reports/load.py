@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.anomaly_kinds import COUNT_KEYS, KIND_IDS
+from harness.anomaly_kinds import COUNT_KEYS, GROUP_BY_ID, GROUP_COUNTS, KIND_IDS
 from harness.errors import InputError
 from harness.events import FaultWindow, fault_windows
 from harness.history import (
@@ -78,6 +78,20 @@ class Anomalies:
 
 
 @dataclass(frozen=True)
+class GroupResult:
+    """One consumer group's counts, commit outcomes, guarantees and anomalies (result.json `groups`)."""
+
+    name: str
+    commit: str
+    commit_async: bool
+    members: int | None
+    counts: dict[str, int]
+    commits: dict[str, int]
+    guarantees: tuple[Guarantee, ...]
+    anomalies: tuple[Anomalies, ...]
+
+
+@dataclass(frozen=True)
 class SeriesRow:
     acks: str
     t_s: int
@@ -106,6 +120,7 @@ class Result:
     latency: tuple[dict[str, Any], ...]
     recovery: tuple[dict[str, Any], ...]
     errors: tuple[tuple[str, str], ...] = ()  # (kind, error) of each checker that failed
+    groups: tuple[GroupResult, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -243,29 +258,8 @@ def load_result(root: Path) -> Result:
         if mode not in ACKS_MODES:
             raise acks_fields.fail(mode, f"acks modes {', '.join(ACKS_MODES)} only", mode)
     acks = {mode: _counts(acks_fields.child(mode, required=True)) for mode in acks_fields.obj}
-    guarantees = tuple(
-        Guarantee(
-            id=g.text("id", required=True) or "",
-            topic=g.text("topic") or "",
-            acks=g.text("acks") or "",
-            promise=g.text("promise") or "",
-            promised=bool(g.flag("promised")),
-            verdict=g.text("verdict", required=True) or "",
-            reason=g.text("reason") or "",
-            promised_by=g.text("promised_by") or "",
-        )
-        for g in top.children("guarantees", required=True)
-    )
-    anomalies_fields = top.child("anomalies")
-    anomalies = []
-    for kind in KIND_IDS:
-        if kind not in anomalies_fields.obj:
-            continue  # a result written before this kind was checked: not shown as zero
-        a = anomalies_fields.child(kind)
-        examples = tuple(e.obj for e in a.children("examples"))
-        error = a.text("error")
-        count = a.integer("count") if error else a.integer("count") or 0
-        anomalies.append(Anomalies(kind, count, examples, bool(a.flag("examples_capped")), error))
+    guarantees = _guarantees(top)
+    anomalies = _anomalies(top.child("anomalies"), KIND_IDS)
     avail = top.child("availability")
     return Result(
         valid=bool(top.flag("valid", required=True)),
@@ -287,7 +281,57 @@ def load_result(root: Path) -> Result:
             (e.text("kind", required=True) or "", e.text("error", required=True) or "")
             for e in top.children("errors")
         ),
+        groups=_groups(top.child("groups")),
     )
+
+
+def _guarantees(fields: Fields) -> tuple[Guarantee, ...]:
+    return tuple(
+        Guarantee(
+            id=g.text("id", required=True) or "",
+            topic=g.text("topic") or "",
+            acks=g.text("acks") or "",
+            promise=g.text("promise") or "",
+            promised=bool(g.flag("promised")),
+            verdict=g.text("verdict", required=True) or "",
+            reason=g.text("reason") or "",
+            promised_by=g.text("promised_by") or "",
+        )
+        for g in fields.children("guarantees", required=True)
+    )
+
+
+def _anomalies(fields: Fields, kinds: tuple[str, ...]) -> tuple[Anomalies, ...]:
+    anomalies = []
+    for kind in kinds:
+        if kind not in fields.obj:
+            continue  # a result written before this kind was checked: not shown as zero
+        a = fields.child(kind)
+        examples = tuple(e.obj for e in a.children("examples"))
+        error = a.text("error")
+        count = a.integer("count") if error else a.integer("count") or 0
+        anomalies.append(Anomalies(kind, count, examples, bool(a.flag("examples_capped")), error))
+    return tuple(anomalies)
+
+
+def _groups(fields: Fields) -> tuple[GroupResult, ...]:
+    groups = []
+    for name in fields.obj:
+        group = fields.child(name)
+        commits = group.child("commits")
+        groups.append(
+            GroupResult(
+                name=str(name),
+                commit=group.text("commit", required=True) or "",
+                commit_async=bool(group.flag("commit_async")),
+                members=group.integer("members"),
+                counts={k: group.integer(k) or 0 for k in GROUP_COUNTS},
+                commits={k: commits.integer(k) or 0 for k in ("invoke", "ok", "fail", "info")},
+                guarantees=_guarantees(group),
+                anomalies=_anomalies(group.child("anomalies"), tuple(GROUP_BY_ID)),
+            )
+        )
+    return tuple(groups)
 
 
 def load_faults(root: Path) -> tuple[FaultWindow, ...]:

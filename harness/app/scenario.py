@@ -7,8 +7,6 @@ live in `harness/app/scenarios/*.yaml`; see README "Scenario format".
 
 from __future__ import annotations
 
-import difflib
-import math
 import operator
 import re
 from collections.abc import Callable, Mapping
@@ -19,7 +17,9 @@ from typing import Any
 from faults import make_fault
 from faults.schedule import MAX_ENTRIES
 from faults.triggers import Trigger
-from harness.anomaly_kinds import COUNT_KEYS
+from harness.anomaly_kinds import COUNT_KEYS, GROUP_COUNTS
+from harness.app.scenario_fields import MAX_NAME, MAX_TEXT, Fields, fail
+from harness.app.scenario_groups import parse_groups
 from harness.app.yamlfile import read_yaml
 from harness.cluster import ClusterSpec
 from harness.errors import ConfigError
@@ -34,15 +34,11 @@ from harness.limits import (
     MAX_RATE,
     MAX_SEED,
     brief,
-    finite,
-    whole,
 )
 from harness.workload import WorkloadSpec
 
 BUILTIN_DIR = Path(__file__).resolve().parent / "scenarios"
-MAX_NAME = 100  # a scenario's name goes into its run directory's name
 MAX_REPEAT = 1000
-MAX_TEXT = 10_000
 _HEAP = re.compile(r"[1-9][0-9]{0,6}[kmgKMG]")
 _OPERATORS: dict[str, Callable[[Any, Any], bool]] = {
     "==": operator.eq,
@@ -53,7 +49,8 @@ _OPERATORS: dict[str, Callable[[Any, Any], bool]] = {
     ">": operator.gt,
 }
 _EXPECTATION = re.compile(
-    r"^\s*(?:acks=(?P<acks>0|1|all)\s+)?(?P<metric>[a-z]+)\s*(?P<op>==|!=|<=|>=|<|>)\s*"
+    r"^\s*(?:acks=(?P<acks>0|1|all)\s+|group=(?P<group>[A-Za-z0-9][A-Za-z0-9._-]{0,40})\s+)?"
+    r"(?P<metric>[a-z_]+)\s*(?P<op>==|!=|<=|>=|<|>)\s*"
     r"(?P<value>\d{1,18}|true|false)\s*$"
 )
 
@@ -65,10 +62,13 @@ class Expectation:
     metric: str
     op: str
     value: int | bool
+    group: str | None = None
 
     def evaluate(self, result: Mapping[str, Any]) -> tuple[bool, Any]:
         """(holds, observed value) against a check/result.json."""
-        if self.acks is not None:
+        if self.group is not None:
+            observed = (result.get("groups") or {}).get(self.group, {}).get(self.metric)
+        elif self.acks is not None:
             observed = result.get("acks", {}).get(self.acks, {}).get(self.metric)
         else:
             observed = result.get(self.metric)
@@ -99,122 +99,46 @@ class Scenario:
     expectations: list[Expectation]
 
 
-def _fail(path: str, message: str) -> ConfigError:
-    return ConfigError(f"{path}: {message}")
-
-
-class _Fields:
-    """Typed access to one mapping of the scenario, rejecting unknown keys with a suggestion."""
-
-    def __init__(self, data: Any, path: str, allowed: tuple[str, ...]) -> None:
-        if data is None:
-            data = {}
-        if not isinstance(data, dict):
-            raise _fail(path or "scenario", f"expected a mapping, got {type(data).__name__}")
-        for key in data:
-            if key not in allowed:
-                name = str(key)[:MAX_NAME]
-                close = difflib.get_close_matches(name, allowed, n=1)
-                hint = f" (did you mean {close[0]!r}?)" if close else f"; allowed: {', '.join(allowed)}"
-                raise _fail(self._join(path, name), f"unknown field{hint}")
-        self.data, self.path = data, path
-
-    @staticmethod
-    def _join(path: str, key: str) -> str:
-        return f"{path}.{key}" if path else key
-
-    def get(self, key: str, kind: type | tuple[type, ...], default: Any) -> Any:
-        value = self.data.get(key, default)
-        if value is default:
-            return default
-        kinds = kind if isinstance(kind, tuple) else (kind,)
-        if isinstance(value, bool) and bool not in kinds:
-            value = None  # YAML's yes/no must not pass as a number
-        if not isinstance(value, kinds):
-            names = " or ".join(k.__name__ for k in kinds)
-            raise _fail(self._join(self.path, key), f"expected {names}, got {brief(self.data.get(key))}")
-        return value
-
-    def text(
-        self, key: str, default: Any, longest: int = MAX_TEXT, pattern: re.Pattern[str] | None = None
-    ) -> Any:
-        """A string field: at most `longest` characters, no control characters, matching `pattern`."""
-        value = self.get(key, str, default)
-        if value is default:
-            return default
-        where = self._join(self.path, key)
-        if len(value) > longest:
-            raise _fail(where, f"longer than {longest} characters")
-        if any(ord(c) < 32 or ord(c) == 127 for c in value):
-            raise _fail(where, f"control characters are not allowed, got {brief(value)}")
-        if pattern is not None and not pattern.fullmatch(value):
-            raise _fail(where, f"expected {pattern.pattern}, got {brief(value)}")
-        return value
-
-    def number(self, key: str, default: float, minimum: float, maximum: float) -> float:
-        if key not in self.data:
-            return default
-        return finite(self._join(self.path, key), self.data[key], minimum, maximum)
-
-    def integer(self, key: str, default: int, minimum: int, maximum: int) -> int:
-        if key not in self.data:
-            return default
-        return whole(self._join(self.path, key), self.data[key], minimum, maximum)
-
-    def mapping(self, key: str) -> dict[str, Any]:
-        """A mapping of settings or params: string keys, scalar values (numbers finite)."""
-        items = dict(self.get(key, dict, {}))
-        for name, value in items.items():
-            where = self._join(self._join(self.path, key), str(name))
-            if not isinstance(name, str):
-                raise _fail(where, f"keys must be strings, got {brief(name)}")
-            if isinstance(value, float):
-                finite(where, value, -math.inf, math.inf)
-            elif not isinstance(value, str | int | bool):
-                raise _fail(where, f"expected a string, number or boolean, got {brief(value)}")
-        return items
-
-
 def _acks_list(value: Any, path: str) -> tuple[str, ...]:
     items = [str(v) for v in value if isinstance(v, str | int)] if isinstance(value, list) else []
     if not items or len(items) != len(value) or any(v not in ACKS_MODES for v in items):
-        raise _fail(path, f"expected a non-empty list of {', '.join(ACKS_MODES)}, got {brief(value)}")
+        raise fail(path, f"expected a non-empty list of {', '.join(ACKS_MODES)}, got {brief(value)}")
     return tuple(items)
 
 
 def _fault_plan(data: Any) -> FaultPlan:
-    f = _Fields(data, "faults", ("mode", "faults", "schedule", "interval_s", "fault_duration_s"))
+    f = Fields(data, "faults", ("mode", "faults", "schedule", "interval_s", "fault_duration_s"))
     entries: list[tuple[str, dict[str, Any]]] = []
     for i, item in enumerate(f.get("faults", list, [])):
-        entry = _Fields(item, f"faults.faults[{i}]", ("name", "params"))
+        entry = Fields(item, f"faults.faults[{i}]", ("name", "params"))
         name, params = entry.text("name", None, MAX_NAME), entry.mapping("params")
         if name is None:
-            raise _fail(f"faults.faults[{i}].name", "required")
+            raise fail(f"faults.faults[{i}].name", "required")
         _checked(make_fault, f"faults.faults[{i}]", name, params)
         entries.append((name, params))
     schedule: list[dict[str, Any]] = []
     for i, item in enumerate(f.get("schedule", list, [])):
         path = f"faults.schedule[{i}]"
         if isinstance(item, dict) and "repeat" in item:
-            group = _Fields(item, path, ("repeat", "steps"))
+            group = Fields(item, path, ("repeat", "steps"))
             steps = [
                 _step(step, f"{path}.steps[{j}]", repeated=True)
                 for j, step in enumerate(group.get("steps", list, []))
             ]
             if not steps:
-                raise _fail(f"{path}.steps", "a repeated group needs at least one step")
+                raise fail(f"{path}.steps", "a repeated group needs at least one step")
             times = group.integer("repeat", 1, 1, MAX_REPEAT)
             if len(schedule) + times * len(steps) > MAX_ENTRIES:
-                raise _fail(f"{path}.repeat", f"the schedule would hold more than {MAX_ENTRIES} steps")
+                raise fail(f"{path}.repeat", f"the schedule would hold more than {MAX_ENTRIES} steps")
             schedule += [dict(step) for _ in range(times) for step in steps]
         else:
             schedule.append(_step(item, path, repeated=False))
     default_mode = "schedule" if schedule else ("sequence" if entries else "none")
     mode = f.get("mode", str, default_mode)
     if mode not in ("none", "sequence", "mix", "schedule"):
-        raise _fail("faults.mode", f"expected none, sequence, mix or schedule, got {brief(mode)}")
+        raise fail("faults.mode", f"expected none, sequence, mix or schedule, got {brief(mode)}")
     if mode in ("sequence", "mix") and not entries:
-        raise _fail("faults.faults", f"mode {mode!r} needs at least one fault")
+        raise fail("faults.faults", f"mode {mode!r} needs at least one fault")
     return FaultPlan(
         mode,
         entries,
@@ -226,18 +150,18 @@ def _fault_plan(data: Any) -> FaultPlan:
 
 def _step(item: Any, path: str, repeated: bool) -> dict[str, Any]:
     """One schedule step: a fault started at `at_s`, or `after` an event (`faults.triggers`)."""
-    entry = _Fields(item, path, ("at_s", "after", "duration_s", "fault", "params", "same_partition"))
+    entry = Fields(item, path, ("at_s", "after", "duration_s", "fault", "params", "same_partition"))
     name, params = entry.text("fault", None, MAX_NAME), entry.mapping("params")
     if name is None:
-        raise _fail(f"{path}.fault", "required")
+        raise fail(f"{path}.fault", "required")
     _checked(make_fault, path, name, params)
     after = None
     if "after" in entry.data:
         if "at_s" in entry.data:
-            raise _fail(f"{path}.after", "a step starts at a time (at_s) or after an event, not both")
+            raise fail(f"{path}.after", "a step starts at a time (at_s) or after an event, not both")
         after = _checked_value(lambda: Trigger.from_mapping(entry.data["after"]), f"{path}.after")
     elif repeated:
-        raise _fail(f"{path}.after", "a step of a repeated group starts after an event (a time would repeat)")
+        raise fail(f"{path}.after", "a step of a repeated group starts after an event (a time would repeat)")
     same_partition = entry.get("same_partition", bool, False)
     if same_partition:
         _checked(make_fault, f"{path}.same_partition", name, {**params, "topic": "t", "partition": 0})
@@ -255,15 +179,15 @@ def _checked(build: Callable[..., Any], path: str, *args: Any) -> None:
     try:
         build(*args)
     except ConfigError as exc:
-        raise _fail(path, str(exc)) from None
+        raise fail(path, str(exc)) from None
 
 
 def parse_scenario(data: Any, source: str) -> Scenario:
-    top = _Fields(
+    top = Fields(
         data, "", ("name", "description", "duration_s", "seed", "cluster", "workload", "faults", "expect")
     )
     name = top.text("name", None, MAX_NAME) or Path(source).stem
-    c = _Fields(
+    c = Fields(
         top.data.get("cluster"),
         "cluster",
         ("brokers", "zookeepers", "broker_config", "image", "kafka", "base_image", "heap"),
@@ -281,7 +205,7 @@ def parse_scenario(data: Any, source: str) -> Scenario:
         ),
         "cluster",
     )
-    w = _Fields(
+    w = Fields(
         top.data.get("workload"),
         "workload",
         (
@@ -294,11 +218,13 @@ def parse_scenario(data: Any, source: str) -> Scenario:
             "producer_config",
             "topic_config",
             "live_consumers",
+            "groups",
         ),
     )
+    acks = _acks_list(w.data["acks"], "workload.acks") if "acks" in w.data else ACKS_MODES
     workload = _checked_value(
         lambda: WorkloadSpec(
-            acks=_acks_list(w.data["acks"], "workload.acks") if "acks" in w.data else ACKS_MODES,
+            acks=acks,
             producers_per_mode=w.integer("producers_per_mode", 1, 1, MAX_PRODUCERS),
             partitions=w.integer("partitions", 3, 1, MAX_PARTITIONS),
             replication_factor=w.integer("replication_factor", min(3, cluster.brokers), 1, MAX_INT64),
@@ -307,23 +233,30 @@ def parse_scenario(data: Any, source: str) -> Scenario:
             producer_config=w.mapping("producer_config"),
             topic_config=w.mapping("topic_config"),
             live_consumers=w.integer("live_consumers", 1, 0, MAX_PRODUCERS),
+            groups=parse_groups(w.data.get("groups"), "workload.groups", acks),
         ),
         "workload",
     )
     if workload.replication_factor > cluster.brokers:
-        raise _fail(
+        raise fail(
             "workload.replication_factor",
             f"{workload.replication_factor} exceeds cluster.brokers ({cluster.brokers})",
         )
     expectations = []
     for i, text in enumerate(top.get("expect", list, [])):
         match = _EXPECTATION.match(text) if isinstance(text, str) else None
-        if not match or match["metric"] not in (*COUNT_KEYS, "unexpected", "valid", "complete"):
-            raise _fail(
+        metrics = (
+            GROUP_COUNTS if match and match["group"] else (*COUNT_KEYS, "unexpected", "valid", "complete")
+        )
+        if not match or match["metric"] not in metrics:
+            raise fail(
                 f"expect[{i}]",
                 f"cannot read {brief(text)}; expected e.g. 'acks=all lost == 0' "
-                f"with a metric among {', '.join(COUNT_KEYS)}, or 'unexpected == 0', 'complete == true'",
+                f"with a metric among {', '.join(COUNT_KEYS)}, or 'unexpected == 0', 'complete == true', "
+                f"or 'group=<name> skipped == 0' with a metric among {', '.join(GROUP_COUNTS)}",
             )
+        if match["group"] and match["group"] not in {g.name for g in workload.groups}:
+            raise fail(f"expect[{i}]", f"no group {match['group']!r} in workload.groups")
         raw = match["value"]
         expectations.append(
             Expectation(
@@ -332,6 +265,7 @@ def parse_scenario(data: Any, source: str) -> Scenario:
                 match["metric"],
                 match["op"],
                 raw == "true" if raw in ("true", "false") else int(raw),
+                match["group"],
             )
         )
     experiment = ExperimentSpec(
@@ -343,7 +277,7 @@ def parse_scenario(data: Any, source: str) -> Scenario:
     )
     description = " ".join(top.get("description", str, "").split())
     if len(description) > MAX_TEXT:
-        raise _fail("description", f"longer than {MAX_TEXT} characters")
+        raise fail("description", f"longer than {MAX_TEXT} characters")
     return Scenario(name, description, source, experiment, _fault_plan(top.data.get("faults")), expectations)
 
 
@@ -352,7 +286,7 @@ def _checked_value(build: Callable[[], Any], path: str) -> Any:
         return build()
     except ConfigError as exc:
         message = str(exc)
-        raise (exc if message.startswith(path) else _fail(path, message)) from None
+        raise (exc if message.startswith(path) else fail(path, message)) from None
 
 
 def load_scenario(name_or_path: str) -> Scenario:

@@ -13,6 +13,7 @@ import yaml
 
 from faults.schedule import ScheduleEntry
 from harness.app.scenario import FaultPlan, Scenario
+from harness.groups import GroupSpec
 from harness.images import LOCAL_BASE_IMAGE
 
 
@@ -85,6 +86,7 @@ def scenario_data(scenario: Scenario) -> dict[str, Any]:
             "producer_config": dict(workload.producer_config),
             "topic_config": dict(workload.topic_config),
             "live_consumers": workload.live_consumers,
+            **({"groups": [_group_data(g) for g in workload.groups]} if workload.groups else {}),
         },
         "faults": faults,
         "expect": [e.text for e in scenario.expectations],
@@ -95,6 +97,19 @@ def scenario_yaml(scenario: Scenario, header: str = "") -> str:
     """The YAML text; `header` lines become comments above it."""
     comments = "".join(f"# {line}\n" for line in header.splitlines())
     return comments + yaml.safe_dump(scenario_data(scenario), sort_keys=False, allow_unicode=True, width=100)
+
+
+def _group_data(group: GroupSpec) -> dict[str, Any]:
+    return {
+        "name": group.name,
+        "acks": [topic.removeprefix("chaos-acks-") for topic in group.topics],
+        "commit": group.commit,
+        "commit_async": group.commit_async,
+        "members": group.members,
+        "processing_ms": group.processing_ms,
+        "commit_interval_s": group.commit_interval_s,
+        "config": dict(group.config),
+    }
 
 
 def _step_data(step: dict[str, Any]) -> dict[str, Any]:

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from harness.history import CLIENT, CLUSTER, FAULTS, NODE_LOGS, READS, REPLICAS, RUN_JSON, WRITES
+from harness.history import CLIENT, CLUSTER, CONSUMES, FAULTS, NODE_LOGS, READS, REPLICAS, RUN_JSON, WRITES
 
 TOPICS: list[dict[str, Any]] = [
     {"name": "t-all", "partitions": 2, "replication_factor": 3, "acks": "all"},
@@ -110,8 +110,10 @@ def make_run(
     client: Iterable[Mapping[str, Any]] = (),
     replicas: Iterable[Mapping[str, Any]] | None = None,
     node_logs: Mapping[str, str] | None = None,
+    consumes: Iterable[Mapping[str, Any]] | None = None,
 ) -> Path:
-    """A run directory of these events; replicas.jsonl and RUN/logs/<node>.log only when given."""
+    """A run directory of these events; replicas.jsonl, consumes.jsonl and RUN/logs/<node>.log only
+    when given."""
     root.mkdir(parents=True, exist_ok=True)
     (root / RUN_JSON).write_text(json.dumps(run or run_json()))
     _jsonl(root / WRITES, writes)
@@ -121,7 +123,52 @@ def make_run(
     _jsonl(root / CLIENT, client)
     if replicas is not None:
         _jsonl(root / REPLICAS, replicas)
+    if consumes is not None:
+        _jsonl(root / CONSUMES, consumes)
     for node, text in (node_logs or {}).items():
         (root / NODE_LOGS).mkdir(exist_ok=True)
         (root / NODE_LOGS / f"{node}.log").write_text(text)
     return root
+
+
+GROUP = {"name": "g", "topics": ["t-all"], "commit": "after-process", "members": 2}
+
+
+def consume(kind: str, t: int, process: str, **fields: Any) -> dict[str, Any]:
+    """One consumes.jsonl event of group `g` (the process's prefix before '-')."""
+    return {"type": kind, "time_ns": t, "process": process, "group": process.split("-")[0], **fields}
+
+
+def poll(t: int, process: str, offset: int, generation: int = 1, partition: int = 0) -> dict[str, Any]:
+    return consume(
+        "poll",
+        t,
+        process,
+        generation=generation,
+        topic="t-all",
+        partition=partition,
+        offset=offset,
+        value=f"p:{offset}",
+    )
+
+
+def commit(
+    t: int, process: str, phase: str, commit_id: int, offset: int, generation: int = 1, **extra: Any
+) -> dict[str, Any]:
+    offsets = [{"topic": "t-all", "partition": 0, "offset": offset}]
+    return consume(
+        "commit",
+        t,
+        process,
+        generation=generation,
+        phase=phase,
+        commit_id=commit_id,
+        offsets=offsets,
+        **extra,
+    )
+
+
+def assignment(kind: str, t: int, process: str, generation: int) -> dict[str, Any]:
+    """An `assign` or `revoke` of t-all partitions 0 and 1."""
+    partitions = [{"topic": "t-all", "partition": p} for p in (0, 1)]
+    return consume(kind, t, process, generation=generation, partitions=partitions)

@@ -230,7 +230,10 @@ def test_every_fault_gets_an_iptables_chain_of_its_own() -> None:
 def test_registry_and_param_validation() -> None:
     names = [name for name, _ in available()]
     assert names == sorted(
-        ["kill", "stop", "pause", "rolling-restart", "partition", "slow", "lossy", "power-loss"]
+        [
+            *("kill", "stop", "pause", "rolling-restart", "partition", "slow", "lossy", "power-loss"),
+            *("kill-member", "freeze-member", "leave-member"),
+        ]
     )
     assert all(isinstance(make_fault(name, {}), Fault) for name in names)
     with pytest.raises(
@@ -241,7 +244,7 @@ def test_registry_and_param_validation() -> None:
         make_fault("partition", {"shape": "square"})
     with pytest.raises(ConfigError, match=r"probability.*expected a number from 0 to 1, got 2"):
         make_fault("lossy", {"probability": "2"})
-    with pytest.raises(ConfigError, match="unknown fault 'melt'; known faults: kill"):
+    with pytest.raises(ConfigError, match="unknown fault 'melt'; known faults: freeze-member, kill"):
         make_fault("melt", {})
 
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,7 @@ def history(root: Path) -> None:
             "broker_config": {"min.insync.replicas": "2", "unclean.leader.election.enable": "false"},
         },
         "topics": topics,
+        "groups": [{"name": "g-alo", "topics": ["chaos-acks-1"], "commit": "after-process", "members": 1}],
     }
     root.mkdir(parents=True)
     (root / "run.json").write_text(json.dumps(run))
@@ -103,6 +105,36 @@ def history(root: Path) -> None:
         ],
     )
     write_jsonl(root / "history/cluster.jsonl", cluster_samples(30))
+    write_jsonl(root / "history/consumes.jsonl", consumes())
+
+
+def consumes() -> list[dict[str, Any]]:
+    """An at-least-once member that polls partition 0 to offset 9 and commits 12 there: 10 and 11
+    are skipped, and 4 polled again after 9 is a redelivery and a poll that went back."""
+    member = {"process": "g-alo-0", "group": "g-alo"}
+    at = {"topic": "chaos-acks-1", "partition": 0}
+    events: list[dict[str, Any]] = [
+        {"type": "start", "time_ns": S, **member},
+        {"type": "assign", "time_ns": 2 * S, **member, "generation": 1, "partitions": [at]},
+    ]
+    for i, offset in enumerate([*range(10), 4]):
+        events.append(
+            {"type": "poll", "time_ns": 3 * S + i, **member, "generation": 1, **at, "offset": offset}
+        )
+    for phase in ("invoke", "ok"):
+        offsets = [{**at, "offset": 12}]
+        events.append(
+            {
+                "type": "commit",
+                "time_ns": 4 * S,
+                **member,
+                "generation": 1,
+                "phase": phase,
+                "commit_id": 1,
+                "offsets": offsets,
+            }
+        )
+    return events
 
 
 def test_report_of_a_really_checked_run(tmp_path: Path) -> None:
@@ -117,9 +149,14 @@ def test_report_of_a_really_checked_run(tmp_path: Path) -> None:
     rows = [
         (r.attrs["data-id"], r.attrs["data-topic"], r.attrs["data-verdict"])
         for r in page.find("tr", "guarantee")
+        if "data-group" not in r.attrs
     ]
     assert rows == [(g["id"], g["topic"], g["verdict"]) for g in result["guarantees"]]
-    groups = {g.attrs["data-kind"]: int(g.attrs["data-count"]) for g in page.find("details", "anomaly-group")}
+    groups = {
+        g.attrs["data-kind"]: int(g.attrs["data-count"])
+        for g in page.find("details", "anomaly-group")
+        if "data-group" not in g.attrs
+    }
     assert groups == {k: a["count"] for k, a in result["anomalies"].items()}
     assert result["acks"]["1"]["lost"] == 2
     marked = sum(int(m.attrs["data-count"]) for m in page.find("g", "marker", data_kind="lost"))
@@ -129,5 +166,41 @@ def test_report_of_a_really_checked_run(tmp_path: Path) -> None:
         for f in page.find("tr", "fault")
     ]
     assert faults == [("kill", str(19 * S), str(24 * S))]
-    scores = {c.attrs["data-count"] for c in page.find("td") if "data-count" in c.attrs}
+    before_groups = page.elements[: page.elements.index(page.find("section", id="consumer-groups")[0])]
+    scores = {c.attrs["data-count"] for c in before_groups if c.tag == "td" and "data-count" in c.attrs}
     assert scores == set(result["acks"]["all"])
+
+
+def test_the_consumer_section_shows_each_groups_counts_verdicts_and_examples(tmp_path: Path) -> None:
+    check = pytest.importorskip("checkers.check", reason="the PySpark checker is not available")
+    run_dir = tmp_path / "20261121-010000-real-check"
+    history(run_dir)
+    check.check_run(run_dir, "local[1]")
+    group = json.loads((run_dir / "check/result.json").read_text())["groups"]["g-alo"]
+    assert (group["polled"], group["skipped"], group["redelivered"]) == (11, 2, 1)
+    page = parse(write_report(run_dir).read_text())
+    assert len(page.find("tr", "group-score", data_group="g-alo")) == 1
+    section = page.find("section", id="consumer-groups")[0]
+    shown = {
+        c.attrs["data-count"]: int(c.attrs["data-value"])
+        for c in page.elements[page.elements.index(section) :]
+        if c.tag == "td" and "data-count" in c.attrs
+    }
+    assert shown == {k: group[k] for k in shown} and set(shown) >= {"polled", "skipped", "redelivered"}
+    verdicts = {
+        r.attrs["data-id"]: r.attrs["data-verdict"] for r in page.find("tr", "guarantee", data_group="g-alo")
+    }
+    assert verdicts == {g["id"]: g["verdict"] for g in group["guarantees"]}
+    assert verdicts["no-consumer-skips"] == "violated"
+    kinds = {
+        d.attrs["data-kind"]: int(d.attrs["data-count"])
+        for d in page.find("details", "anomaly-group", data_group="g-alo")
+    }
+    assert kinds == {"consumer-skip": 2, "redelivery": 1, "nonmonotonic-poll": 1}  # 9, then 4 again
+    junit = ET.parse(run_dir / "report/junit.xml").getroot()
+    case = junit.find(".//testcase[@name='no-consumer-skips[g-alo]']")
+    assert case is not None and case.get("classname") == "kchaos.real-check.group-g-alo"
+    failure = case.find("failure")
+    assert failure is not None and "2 consumer-skip in the run" in (failure.text or "")
+    assert junit.find(".//testcase[@name='no-redeliveries[g-alo]']/skipped") is not None  # not promised
+    assert page.find("html")[0].attrs["data-valid"] == "false"

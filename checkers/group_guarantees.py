@@ -1,0 +1,120 @@
+"""What a consumer group's commit mode promises, judged on its counts, each verdict with its reason.
+
+    after-process   commits what was processed: nothing is skipped (at least once)
+    before-process  processes only what it committed: nothing is redelivered (at most once)
+    auto            librdkafka commits, on a timer, offsets as records are handed to the application:
+                    neither (a crash after a commit and before processing skips; one before, redelivers)
+
+Every mode relies on the coordinator: polls of one member advance within a generation, and commits
+of synchronous modes never go backwards (commits of an old generation are refused). Caveats that
+weaken every promise go into the reasons: the offsets topic's replication factor (Kafka < 0.11
+creates it with as many replicas as brokers were alive, KIP-115) and truncated logs (no consumer
+before Kafka 2.1 detects one: an out-of-range fetch resets the position, KIP-320).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from checkers.guarantees import HELD, NOT_PROMISED, VIOLATED, parse_version
+
+TRUNCATION_DETECTED_SINCE = (2, 1)
+"""KIP-320: consumers detect a log truncated under them (by leader epoch) from Kafka 2.1."""
+
+
+def _row(gid: str, promise: str, promised: bool, violations: int, reason: str, by: str) -> dict[str, Any]:
+    verdict = NOT_PROMISED if not promised else (VIOLATED if violations else HELD)
+    return {
+        "id": gid,
+        "promise": promise,
+        "promised": promised,
+        "promised_by": by,
+        "verdict": verdict,
+        "reason": reason,
+    }
+
+
+def _caveats(run: Mapping[str, Any]) -> str:
+    """What weakens every commit promise of this run, as a clause of a reason ('' when nothing)."""
+    parts = []
+    offsets = run.get("offsets_topic") or {}
+    factor, brokers = offsets.get("replication_factor"), (run.get("cluster") or {}).get("brokers")
+    if isinstance(factor, int) and isinstance(brokers, int) and factor < min(3, brokers):
+        parts.append(
+            f"__consumer_offsets has {factor} replica(s) of {brokers} brokers (created while fewer "
+            "brokers were alive, KIP-115): one broker's loss can lose the group's commits"
+        )
+    version = parse_version((run.get("kafka") or {}).get("version"))
+    if version is not None and version < TRUNCATION_DETECTED_SINCE:
+        parts.append(
+            "a consumer of Kafka < 2.1 cannot detect a log truncated under it (KIP-320): if an "
+            "unclean election or a truncation cuts the log, its position resets and may skip"
+        )
+    return "; " + "; ".join(parts) if parts else ""
+
+
+def group_guarantees(
+    run: Mapping[str, Any], group: Mapping[str, Any], counts: Mapping[str, Any]
+) -> list[dict[str, Any]]:
+    """The guarantee rows of one group (`group`: its run.json entry; `counts`: its result counts)."""
+    mode, asynchronous = group["commit"], bool(group.get("commit_async"))
+    client = run.get("client") or {}
+    library = " ".join(str(client[k]) for k in ("library", "version") if client.get(k)) or "the client"
+    by = f"the consumer's commit mode ({mode}{', async' if asynchronous else ''}; {library})"
+    version = (run.get("kafka") or {}).get("version") or "unknown version"
+    coordinator = f"the group coordinator (Kafka {version})"
+    caveats = _caveats(run)
+    skips = int(counts["skipped"]) + int(counts["poll_skips"])
+    at_least_once = mode == "after-process"
+    skip_reason = {
+        "after-process": "commits only offsets of records already processed",
+        "before-process": "commits a batch before processing it: a crash between skips it (at most once)",
+        "auto": "auto-commit commits offsets as records are handed out, processed or not",
+    }[mode]
+    redelivery_reason = {
+        "after-process": "a crash after processing and before the commit redelivers (at least once)",
+        "before-process": "processes only a batch whose commit is stored: no record is processed twice",
+        "auto": "a crash before the next auto-commit redelivers what was processed since the last",
+    }[mode]
+    synchronous = mode == "before-process" or (at_least_once and not asynchronous)
+    return [
+        _row(
+            "no-consumer-skips",
+            "no record below the group's committed offset goes unprocessed",
+            at_least_once,
+            skips,
+            f"{skip_reason}; {counts['skipped']} skipped, {counts['poll_skips']} poll skips{caveats}",
+            by,
+        ),
+        _row(
+            "no-redeliveries",
+            "no record is processed twice by the group",
+            mode == "before-process",
+            int(counts["redelivered"]),
+            f"{redelivery_reason}; {counts['redelivered']} redelivered{caveats}",
+            by,
+        ),
+        _row(
+            "monotonic-polls",
+            "within a generation, a member's polls of a partition move forward",
+            True,
+            int(counts["nonmonotonic"]),
+            f"a member's position only advances between rebalances; {counts['nonmonotonic']} went back"
+            + caveats,
+            coordinator,
+        ),
+        _row(
+            "commits-advance",
+            "an accepted commit is never lower than an earlier accepted one",
+            synchronous,
+            int(counts["commit_regressions"]),
+            (
+                "synchronous commits of the current generation only"
+                if synchronous
+                else "asynchronous and automatic commits may complete out of order"
+            )
+            + f"; {counts['commit_regressions']} went back",
+            coordinator,
+        ),
+    ]

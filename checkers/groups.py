@@ -1,0 +1,145 @@
+"""Consumer-group anomalies, as pure DataFrame -> DataFrame functions (docs/HISTORY_FORMAT.md,
+"What the checker counts per group").
+
+`consumes` is consumes.jsonl as read (`CONSUME_COLUMNS`, with `seq`: the line order, which is each
+member's own order of events); `final` is the final read's records of complete partitions (topic,
+partition, offset, value). Every count is over partitions whose final read is complete.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
+
+POSITION = ("topic", "partition", "offset")
+PARTITION = ("topic", "partition")
+_COMMIT = ("group", "process", "generation", "commit_id", "time_ns", "seq")
+
+
+def complete_only(frame: DataFrame, complete: DataFrame) -> DataFrame:
+    """Rows of `frame` on a partition of `complete` (topic, partition)."""
+    return frame.join(F.broadcast(complete), list(PARTITION), "left_semi").select(*frame.columns)
+
+
+def polls(consumes: DataFrame) -> DataFrame:
+    """One row per poll: group, process, generation, topic, partition, offset, value, time_ns, seq."""
+    return consumes.where(F.col("type") == "poll").select(
+        "group", "process", "generation", *POSITION, "value", "time_ns", "seq"
+    )
+
+
+def ok_commit_entries(consumes: DataFrame) -> DataFrame:
+    """One row per partition of each `ok` commit: group, process, generation, commit_id, time_ns,
+    seq, topic, partition, offset (the next offset to consume)."""
+    return (
+        consumes.where((F.col("type") == "commit") & (F.col("phase") == "ok"))
+        .select(*_COMMIT, F.explode("offsets").alias("o"))
+        .select(*_COMMIT, "o.topic", "o.partition", "o.offset")
+    )
+
+
+def skipped(final: DataFrame, polled: DataFrame, commits: DataFrame) -> DataFrame:
+    """`consumer-skip`: positions of the final read below the group's highest `ok`-committed offset
+    of their partition that no member of the group ever polled. Columns: group, topic, partition,
+    offset, value, committed (that highest offset), committed_by, committed_ns (the commit's)."""
+    highest = Window.partitionBy("group", *PARTITION).orderBy(F.col("offset").desc(), F.col("seq"))
+    top = (
+        commits.withColumn("rank", F.row_number().over(highest))
+        .where(F.col("rank") == 1)
+        .select(
+            "group",
+            *PARTITION,
+            F.col("offset").alias("committed"),
+            F.col("process").alias("committed_by"),
+            F.col("time_ns").alias("committed_ns"),
+        )
+    )
+    below = final.join(top, list(PARTITION)).where(F.col("offset") < F.col("committed"))
+    seen = polled.select("group", *POSITION).distinct()
+    return below.join(seen, ["group", *POSITION], "left_anti").select(
+        "group", *POSITION, "value", "committed", "committed_by", "committed_ns"
+    )
+
+
+def redelivered(polled: DataFrame) -> DataFrame:
+    """`redelivery`: positions the group polled more than once, once each. Columns: group, topic,
+    partition, offset, times (how often), processes and first_ns, last_ns."""
+    return (
+        polled.groupBy("group", *POSITION)
+        .agg(
+            F.count(F.lit(1)).alias("times"),
+            F.sort_array(F.collect_set("process")).alias("processes"),
+            F.min("time_ns").alias("first_ns"),
+            F.max("time_ns").alias("last_ns"),
+        )
+        .where(F.col("times") > 1)
+    )
+
+
+def consecutive_polls(consumes: DataFrame) -> DataFrame:
+    """Pairs of consecutive polls of one process on one partition within one generation with no
+    start, assign or revoke of that process between: group, process, generation, topic, partition,
+    `before` and `after` offsets, `before_ns`, `after_ns`."""
+    boundary = F.col("type").isin("start", "assign", "revoke").cast("int")
+    by_process = Window.partitionBy("process").orderBy("seq")
+    segmented = consumes.where(F.col("type").isin("start", "assign", "revoke", "poll")).withColumn(
+        "segment", F.sum(boundary).over(by_process.rowsBetween(Window.unboundedPreceding, 0))
+    )
+    in_segment = Window.partitionBy("process", "segment", "generation", *PARTITION).orderBy("seq")
+    return (
+        segmented.where(F.col("type") == "poll")
+        .withColumn("before", F.lag("offset").over(in_segment))
+        .withColumn("before_ns", F.lag("time_ns").over(in_segment))
+        .where(F.col("before").isNotNull())
+        .select(
+            "group",
+            "process",
+            "generation",
+            *PARTITION,
+            "before",
+            F.col("offset").alias("after"),
+            "before_ns",
+            F.col("time_ns").alias("after_ns"),
+        )
+    )
+
+
+def poll_skips(pairs: DataFrame, final: DataFrame) -> DataFrame:
+    """`poll-skip`: consecutive polls a < b with an offset strictly between them in the final read.
+    Columns: those of `consecutive_polls`, and `missed` (how many such offsets)."""
+    gaps = pairs.where(F.col("after") > F.col("before") + 1).alias("g")
+    present = final.select(*PARTITION, "offset").alias("f")
+    between: Column = (
+        (F.col("g.topic") == F.col("f.topic"))
+        & (F.col("g.partition") == F.col("f.partition"))
+        & (F.col("f.offset") > F.col("g.before"))
+        & (F.col("f.offset") < F.col("g.after"))
+    )
+    columns = [F.col(f"g.{c}") for c in pairs.columns]
+    return gaps.join(present, between).groupBy(*columns).agg(F.count(F.lit(1)).alias("missed"))
+
+
+def nonmonotonic(pairs: DataFrame) -> DataFrame:
+    """`nonmonotonic-poll`: consecutive polls with b <= a."""
+    return pairs.where(F.col("after") <= F.col("before"))
+
+
+def commit_regressions(commits: DataFrame) -> DataFrame:
+    """`commit-regression`: `ok` commit entries lower than an earlier `ok` commit of the same group for
+    that partition (earlier by the time of the ok). Columns: group, process, generation, topic,
+    partition, offset, time_ns, `earlier` (the highest earlier offset)."""
+    earlier = (
+        Window.partitionBy("group", *PARTITION)
+        .orderBy("time_ns", "seq")
+        .rowsBetween(Window.unboundedPreceding, -1)
+    )
+    return (
+        commits.withColumn("earlier", F.max("offset").over(earlier))
+        .where(F.col("offset") < F.col("earlier"))
+        .select("group", "process", "generation", *PARTITION, "offset", "time_ns", "earlier")
+    )
+
+
+def commit_outcomes(consumes: DataFrame) -> DataFrame:
+    """Commit events per group and phase (invoke, ok, fail, info): group, phase, count."""
+    return consumes.where(F.col("type") == "commit").groupBy("group", "phase").count()

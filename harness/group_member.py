@@ -1,0 +1,264 @@
+"""One consumer-group member, run as its own OS process (`python -m harness.group_member SPEC`).
+
+It subscribes, polls, processes (recording a `poll` event is the processing) and commits by its
+group's commit mode, and writes its consumes.jsonl events (HISTORY_FORMAT.md) to stdout, one line per
+write(2): a pipe write under PIPE_BUF is whole or absent, so a member killed mid-event tears nothing.
+The harness (`harness.groups`) appends those lines to the history as they arrive.
+
+SIGTERM asks for a clean stop (last commit, close, a `stop` event); stdin closing means the harness
+is gone, and the member exits at once rather than outlive it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import struct
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
+
+BATCH = 100  # records per consume(): one commit per batch
+POLL_TIMEOUT_S = 0.2  # how soon a stop request is seen when nothing arrives
+
+# Commit errors after which the coordinator surely did not store the offsets: the request was refused
+# (the member is not in the group's current generation, the group is rebalancing, the broker is not
+# the coordinator) or never sent. Any other error (a timeout, a lost connection) leaves it unknown.
+_NOT_STORED = {
+    KafkaError.ILLEGAL_GENERATION,
+    KafkaError.UNKNOWN_MEMBER_ID,
+    KafkaError.REBALANCE_IN_PROGRESS,
+    KafkaError.NOT_COORDINATOR,
+    KafkaError.COORDINATOR_NOT_AVAILABLE,
+    KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+    KafkaError.OFFSET_METADATA_TOO_LARGE,
+    KafkaError.INVALID_COMMIT_OFFSET_SIZE,
+    KafkaError._WAIT_COORD,
+    KafkaError._STATE,
+    KafkaError._NO_OFFSET,
+}
+
+_GROUP_METADATA_MAGIC = b"CGMDv2:"
+
+
+def commit_outcome(code: int | None) -> str:
+    """`ok`, `fail` (surely not stored) or `info` (unknown) for a commit that ended with `code`."""
+    if code is None or code == KafkaError.NO_ERROR:
+        return "ok"
+    return "fail" if code in _NOT_STORED else "info"
+
+
+def generation_of(group_metadata: bytes) -> int | None:
+    """The group generation in librdkafka's serialized consumer group metadata (`CGMDv2:` and the
+    generation id as a native int32, then group and member ids), or None in another layout."""
+    if not group_metadata.startswith(_GROUP_METADATA_MAGIC) or len(group_metadata) < 11:
+        return None
+    (generation,) = struct.unpack("=i", group_metadata[7:11])
+    return generation if generation >= 0 else None
+
+
+@dataclass(frozen=True)
+class MemberSpec:
+    process: str
+    group: str
+    topics: list[str]
+    commit: str  # after-process, before-process or auto
+    commit_async: bool
+    config: dict[str, Any]  # librdkafka settings (JSON-serializable: no logger)
+    origin_ns: int  # the run clock's zero on time.monotonic_ns()
+    processing_ms: float = 0.0  # how long processing one record takes
+    commit_interval_s: float = 0.0  # after-process: commit at most this often (0: after each batch)
+
+
+def _record(message: Message) -> tuple[str, int, int, str | None]:
+    """(topic, partition, offset, value) of a record (a message without an error)."""
+    topic, partition, offset, value = message.topic(), message.partition(), message.offset(), message.value()
+    assert topic is not None and partition is not None and offset is not None
+    return topic, partition, offset, value.decode(errors="replace").split("|", 1)[0] if value else None
+
+
+def _positions(partitions: list[TopicPartition]) -> list[dict[str, Any]]:
+    return [{"topic": p.topic, "partition": p.partition} for p in partitions]
+
+
+class Member:
+    """The poll loop of one member; events go to `emit` (a line of JSON bytes each)."""
+
+    def __init__(self, spec: MemberSpec, emit: Callable[[bytes], None]) -> None:
+        self.spec, self._emit = spec, emit
+        self.stopping = threading.Event()
+        self._commit_id = 0
+        self._processed: dict[tuple[str, int], int] = {}  # next offset to consume, per partition
+        self._committed: dict[tuple[str, int], int] = {}
+        self._pending: list[tuple[int, dict[tuple[str, int], int]]] = []  # async commits awaiting a reply
+        self._last_commit_s = time.monotonic()
+        config = {
+            **spec.config,
+            "group.id": spec.group,
+            "enable.auto.commit": spec.commit == "auto",
+            "auto.offset.reset": "earliest",
+            "enable.partition.eof": False,
+            "on_commit": self._on_commit,
+        }
+        self.consumer = Consumer(config)
+
+    def _event(self, kind: str, **fields: Any) -> None:
+        event = {
+            "type": kind,
+            "time_ns": time.monotonic_ns() - self.spec.origin_ns,
+            "process": self.spec.process,
+            "group": self.spec.group,
+            **fields,
+        }
+        self._emit(orjson.dumps(event) + b"\n")
+
+    def _generation(self) -> int | None:
+        return generation_of(self.consumer.consumer_group_metadata())
+
+    def run(self) -> None:
+        self._event("start")
+        self.consumer.subscribe(self.spec.topics, on_assign=self._on_assign, on_revoke=self._on_revoke)
+        while not self.stopping.is_set():
+            records = [m for m in self.consumer.consume(BATCH, timeout=POLL_TIMEOUT_S) if not m.error()]
+            if records:
+                self._handle(records)
+        if self.spec.commit == "after-process":
+            self._commit_processed()
+        self.consumer.close()
+        self._event("stop", reason="closed")
+
+    def _handle(self, messages: list[Message]) -> None:
+        records = [_record(m) for m in messages]
+        batch_next = {(topic, partition): offset + 1 for topic, partition, offset, _ in records}  # ascending
+        # At most once: a batch whose commit is not known stored is never processed.
+        if self.spec.commit == "before-process" and self._commit(batch_next, asynchronous=False) != "ok":
+            return
+        generation = self._generation()
+        for topic, partition, offset, value in records:
+            if self.spec.processing_ms:
+                time.sleep(self.spec.processing_ms / 1000)
+            self._event(
+                "poll", generation=generation, topic=topic, partition=partition, offset=offset, value=value
+            )
+            self._processed[(topic, partition)] = offset + 1
+        due = time.monotonic() - self._last_commit_s >= self.spec.commit_interval_s
+        if self.spec.commit == "after-process" and due:
+            self._commit_processed(asynchronous=self.spec.commit_async)
+
+    def _commit_processed(self, asynchronous: bool = False) -> None:
+        """Commit what was processed and not yet committed (after a batch, before a revoke, and at a
+        clean stop)."""
+        due = {tp: o for tp, o in self._processed.items() if self._committed.get(tp) != o}
+        if due:
+            self._commit(due, asynchronous)
+
+    def _commit(self, offsets: dict[tuple[str, int], int], asynchronous: bool) -> str | None:
+        self._last_commit_s = time.monotonic()
+        self._commit_id += 1
+        commit_id = self._commit_id
+        listed = [{"topic": t, "partition": p, "offset": o} for (t, p), o in sorted(offsets.items())]
+        generation = self._generation()
+        self._event("commit", generation=generation, phase="invoke", commit_id=commit_id, offsets=listed)
+        partitions = [TopicPartition(t, p, o) for (t, p), o in sorted(offsets.items())]
+        if asynchronous:
+            self._pending.append((commit_id, offsets))
+            try:
+                self.consumer.commit(offsets=partitions, asynchronous=True)
+            except KafkaException as exc:
+                self._pending.pop()
+                self._outcome(commit_id, generation, listed, exc.args[0].code(), str(exc.args[0]))
+            return None
+        try:
+            result = self.consumer.commit(offsets=partitions, asynchronous=False)
+        except KafkaException as exc:
+            return self._outcome(commit_id, generation, listed, exc.args[0].code(), str(exc.args[0]))
+        errors = [p.error for p in result or [] if p.error is not None]
+        code = errors[0].code() if errors else None
+        return self._outcome(commit_id, generation, listed, code, str(errors[0]) if errors else None)
+
+    def _outcome(
+        self,
+        commit_id: int,
+        generation: int | None,
+        listed: list[dict[str, Any]],
+        code: int | None,
+        error: str | None,
+    ) -> str:
+        outcome = commit_outcome(code)
+        fields: dict[str, Any] = {"error": error} if error else {}
+        self._event(
+            "commit", generation=generation, phase=outcome, commit_id=commit_id, offsets=listed, **fields
+        )
+        if outcome == "ok":
+            self._committed.update({(o["topic"], o["partition"]): o["offset"] for o in listed})
+        return outcome
+
+    def _on_commit(self, error: KafkaError | None, partitions: list[TopicPartition]) -> None:
+        """librdkafka's report of an asynchronous or automatic commit (served inside consume())."""
+        offsets = {(p.topic, p.partition): p.offset for p in partitions}
+        code = error.code() if error is not None else None
+        if self.spec.commit == "auto":
+            if code == KafkaError._NO_OFFSET:
+                return  # nothing new to commit: no commit was sent
+            # Auto-commits are only seen when they complete: the invoke is recorded then.
+            self._commit_id += 1
+            listed = [{"topic": t, "partition": p, "offset": o} for (t, p), o in sorted(offsets.items())]
+            generation = self._generation()
+            self._event(
+                "commit", generation=generation, phase="invoke", commit_id=self._commit_id, offsets=listed
+            )
+            self._outcome(self._commit_id, generation, listed, code, str(error) if error else None)
+            return
+        for index, (commit_id, sent) in enumerate(self._pending):
+            if sent == offsets:
+                del self._pending[index]
+                listed = [{"topic": t, "partition": p, "offset": o} for (t, p), o in sorted(sent.items())]
+                self._outcome(commit_id, self._generation(), listed, code, str(error) if error else None)
+                return
+
+    def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        self._event("assign", generation=self._generation(), partitions=_positions(partitions))
+
+    def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        # The rebalance listener of an at-least-once consumer: commit what was processed while the
+        # partitions are still ours, so their next owner starts after it.
+        if self.spec.commit == "after-process":
+            self._commit_processed()
+        self._event("revoke", generation=self._generation(), partitions=_positions(partitions))
+        gone = {(p.topic, p.partition) for p in partitions}
+        for tp in gone:
+            self._processed.pop(tp, None)
+            self._committed.pop(tp, None)
+
+
+def _exit_when_orphaned() -> None:
+    """stdin is the harness's pipe: at its end the harness is gone, and so is this member."""
+    while sys.stdin.buffer.read(4096):
+        pass
+    os._exit(3)
+
+
+def _write_line(line: bytes) -> None:
+    written = os.write(1, line)
+    if written != len(line):  # a pipe write under PIPE_BUF is whole; longer lines are not expected
+        os.write(1, line[written:])
+
+
+def main(argv: list[str]) -> int:
+    spec = MemberSpec(**json.loads(argv[1]))
+    member = Member(spec, _write_line)
+    signal.signal(signal.SIGTERM, lambda *_: member.stopping.set())
+    threading.Thread(target=_exit_when_orphaned, daemon=True).start()
+    member.run()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

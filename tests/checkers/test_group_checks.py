@@ -1,0 +1,231 @@
+"""Consumer-group checks on a handwritten consumes.jsonl: each count's frame, then `kchaos check`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from checker_rundirs import (
+    GROUP,
+    acked,
+    assignment,
+    commit,
+    consume,
+    end,
+    make_run,
+    poll,
+    record,
+    run_json,
+)
+from pyspark.sql import DataFrame, Row, SparkSession
+from pyspark.sql import functions as F
+from pyspark.testing import assertDataFrameEqual
+
+from checkers import groups as g
+from checkers.io import CONSUME_SCHEMA
+from harness.app.cli import main
+from harness.history import CONSUMES, RESULT
+
+pytestmark = pytest.mark.spark
+
+FINAL_OFFSETS = range(6)  # t-all partition 0 holds p:0 .. p:5; partition 1 is not read to its end
+
+CONSUMES_G = [
+    consume("start", 100, "g-0"),
+    assignment("assign", 110, "g-0", 1),
+    poll(120, "g-0", 0),
+    poll(130, "g-0", 1),
+    poll(140, "g-0", 3),  # a poll skip: 2 is in the final read
+    commit(150, "g-0", "invoke", 1, 4),
+    commit(160, "g-0", "ok", 1, 4),
+    poll(170, "g-0", 2),  # went back from 3
+    poll(175, "g-0", 0, partition=1),
+    poll(176, "g-0", 5, partition=1),  # a gap, on a partition not read to its end: not counted
+    assignment("revoke", 180, "g-0", 1),
+    assignment("assign", 190, "g-0", 3),
+    poll(200, "g-0", 0, generation=3),  # a rebalance between: not a step back, but a redelivery
+    consume("stop", 210, "g-0", reason="killed"),
+    consume("start", 300, "g-1"),
+    assignment("assign", 310, "g-1", 4),
+    poll(320, "g-1", 3, generation=4),  # redelivered
+    commit(330, "g-1", "invoke", 1, 6, generation=4),
+    commit(340, "g-1", "ok", 1, 6, generation=4),  # past 4 and 5, never polled: skipped
+    commit(350, "g-1", "invoke", 2, 5, generation=4),
+    commit(360, "g-1", "ok", 2, 5, generation=4),  # lower than 6: a regression
+    commit(370, "g-1", "invoke", 3, 6, generation=4),
+    commit(380, "g-1", "fail", 3, 6, generation=4, error="ILLEGAL_GENERATION"),
+    consume("stop", 390, "g-1", reason="closed"),
+]
+CONSUMES_H = [  # at most once, clean: commits first, then processes
+    consume("start", 400, "h-0"),
+    assignment("assign", 410, "h-0", 1),
+    commit(420, "h-0", "invoke", 1, 6),
+    commit(430, "h-0", "ok", 1, 6),
+    *[poll(440 + offset, "h-0", offset) for offset in FINAL_OFFSETS],
+]
+
+
+def consumes_frame(spark: SparkSession, events: list[dict[str, Any]]) -> DataFrame:
+    fields = [f.name for f in spark.createDataFrame([], CONSUME_SCHEMA).schema.fields]
+    rows = [tuple(e.get(name) for name in fields) for e in events]
+    return spark.createDataFrame(rows, CONSUME_SCHEMA).withColumn("seq", F.monotonically_increasing_id())
+
+
+def final_frame(spark: SparkSession) -> DataFrame:
+    return spark.createDataFrame(
+        [("t-all", 0, o, f"p:{o}") for o in FINAL_OFFSETS],
+        "topic string, partition int, offset long, value string",
+    )
+
+
+def complete(spark: SparkSession) -> DataFrame:
+    return spark.createDataFrame([("t-all", 0)], "topic string, partition int")
+
+
+def test_skipped_positions_are_below_the_highest_commit_and_never_polled(spark: SparkSession) -> None:
+    consumes = consumes_frame(spark, CONSUMES_G)
+    polled = g.complete_only(g.polls(consumes), complete(spark))
+    skipped = g.skipped(final_frame(spark), polled, g.ok_commit_entries(consumes))
+    expected = [
+        Row(
+            group="g",
+            topic="t-all",
+            partition=0,
+            offset=o,
+            value=f"p:{o}",
+            committed=6,
+            committed_by="g-1",
+            committed_ns=340,
+        )
+        for o in (4, 5)
+    ]
+    assertDataFrameEqual(skipped, expected)
+
+
+def test_redeliveries_count_each_position_once(spark: SparkSession) -> None:
+    polled = g.complete_only(g.polls(consumes_frame(spark, CONSUMES_G)), complete(spark))
+    expected = [
+        Row(
+            group="g",
+            topic="t-all",
+            partition=0,
+            offset=0,
+            times=2,
+            processes=["g-0"],
+            first_ns=120,
+            last_ns=200,
+        ),
+        Row(
+            group="g",
+            topic="t-all",
+            partition=0,
+            offset=3,
+            times=2,
+            processes=["g-0", "g-1"],
+            first_ns=140,
+            last_ns=320,
+        ),
+    ]
+    assertDataFrameEqual(g.redelivered(polled), expected)
+
+
+def test_poll_skips_and_steps_back_are_within_one_generation_between_rebalances(spark: SparkSession) -> None:
+    pairs = g.consecutive_polls(consumes_frame(spark, CONSUMES_G))
+    pair = {"group": "g", "process": "g-0", "generation": 1, "topic": "t-all", "partition": 0}
+    assertDataFrameEqual(
+        g.complete_only(pairs, complete(spark)).select("before", "after"),
+        [Row(before=0, after=1), Row(before=1, after=3), Row(before=3, after=2)],
+    )
+    skips = g.poll_skips(g.complete_only(pairs, complete(spark)), final_frame(spark))
+    assertDataFrameEqual(skips, [Row(**pair, before=1, after=3, before_ns=130, after_ns=140, missed=1)])
+    assertDataFrameEqual(g.nonmonotonic(pairs), [Row(**pair, before=3, after=2, before_ns=140, after_ns=170)])
+
+
+def test_a_commit_lower_than_an_earlier_ok_commit_is_a_regression(spark: SparkSession) -> None:
+    commits = g.ok_commit_entries(consumes_frame(spark, CONSUMES_G))
+    expected = [
+        Row(
+            group="g",
+            process="g-1",
+            generation=4,
+            topic="t-all",
+            partition=0,
+            offset=5,
+            time_ns=360,
+            earlier=6,
+        )
+    ]
+    assertDataFrameEqual(g.commit_regressions(commits), expected)
+
+
+def group_run(root: Path, consumes: list[dict[str, Any]]) -> Path:
+    writes = [e for o in FINAL_OFFSETS for e in acked(10 + o, f"p:{o}", o)]
+    reads = [record(900 + o, f"p:{o}", o) for o in FINAL_OFFSETS]
+    ends = [
+        end(1000, t["name"], p)
+        for t in run_json()["topics"]
+        for p in range(2)
+        if (t["name"], p) != ("t-all", 1)
+    ]
+    groups = [GROUP, {"name": "h", "topics": ["t-all"], "commit": "before-process", "members": 1}]
+    return make_run(root, writes, [*reads, *ends], run=run_json(groups=groups), consumes=consumes)
+
+
+def test_kchaos_check_judges_each_group_by_its_commit_mode(
+    spark: SparkSession, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    run_dir = group_run(tmp_path / "run", [*CONSUMES_G, *CONSUMES_H])
+    code = main(["check", str(run_dir)])
+    capfd.readouterr()
+    assert code == 1  # the at-least-once group broke its promise
+    result = json.loads((run_dir / RESULT).read_text())
+    assert result["valid"] is False
+    assert result["events"]["consumes"] == len(CONSUMES_G) + len(CONSUMES_H)
+    at_least_once, at_most_once = result["groups"]["g"], result["groups"]["h"]
+    counts = ("polled", "skipped", "redelivered", "poll_skips", "nonmonotonic", "commit_regressions")
+    assert {k: at_least_once[k] for k in counts} == dict(zip(counts, (6, 2, 2, 1, 1, 1), strict=True))
+    assert at_least_once["commits"] == {"invoke": 4, "ok": 3, "fail": 1, "info": 0}
+    assert {k: at_most_once[k] for k in counts} == dict(zip(counts, (6, 0, 0, 0, 0, 0), strict=True))
+    verdicts = {row["id"]: row["verdict"] for row in at_least_once["guarantees"]}
+    assert verdicts == {
+        "no-consumer-skips": "violated",
+        "no-redeliveries": "not-promised",
+        "monotonic-polls": "violated",
+        "commits-advance": "violated",
+    }
+    assert {row["id"]: row["verdict"] for row in at_most_once["guarantees"]} == {
+        "no-consumer-skips": "not-promised",
+        "no-redeliveries": "held",
+        "monotonic-polls": "held",
+        "commits-advance": "held",
+    }
+    skip = at_least_once["anomalies"]["consumer-skip"]["examples"][0]
+    assert (skip["offset"], skip["committed"], skip["committed_by"]) == (4, 6, "g-1")
+    reason = next(r["reason"] for r in at_least_once["guarantees"] if r["id"] == "no-consumer-skips")
+    assert "KIP-320" in reason  # Kafka 0.9 consumers cannot detect a truncated log
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        (consume("poll", 5, "g-0", topic="t-all", partition=0), "field 'offset': expected an integer"),
+        (
+            consume("stop", 5, "g-0", reason="vanished"),
+            "field 'reason': expected closed or killed or crashed",
+        ),
+        (consume("start", 5, "x-0"), "field 'group': expected a group run.json declares (g, h)"),
+        (commit(5, "g-0", "ok", 9, 1), "commit 9 of g-0 ends (ok) without an invoke"),
+    ],
+)
+def test_a_bad_consumes_line_is_named_by_file_and_line(
+    spark: SparkSession, tmp_path: Path, capfd: pytest.CaptureFixture[str], line: dict[str, Any], message: str
+) -> None:
+    run_dir = group_run(tmp_path / "run", [*CONSUMES_H, line])
+    code = main(["check", str(run_dir)])
+    out, err = capfd.readouterr()
+    assert code == 2
+    assert f"{run_dir / CONSUMES}:{len(CONSUMES_H) + 1}" in out + err
+    assert message in out + err
+    assert "Traceback" not in out + err
