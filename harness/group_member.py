@@ -173,26 +173,24 @@ class Member:
                 self.consumer.commit(offsets=partitions, asynchronous=True)
             except KafkaException as exc:
                 self._pending.pop()
-                self._outcome(commit_id, generation, listed, exc.args[0].code(), str(exc.args[0]))
+                self._outcome(commit_id, generation, listed, exc.args[0])
             return None
         try:
             result = self.consumer.commit(offsets=partitions, asynchronous=False)
         except KafkaException as exc:
-            return self._outcome(commit_id, generation, listed, exc.args[0].code(), str(exc.args[0]))
+            return self._outcome(commit_id, generation, listed, exc.args[0])
         errors = [p.error for p in result or [] if p.error is not None]
-        code = errors[0].code() if errors else None
-        return self._outcome(commit_id, generation, listed, code, str(errors[0]) if errors else None)
+        return self._outcome(commit_id, generation, listed, errors[0] if errors else None)
 
     def _outcome(
         self,
         commit_id: int,
         generation: int | None,
         listed: list[dict[str, Any]],
-        code: int | None,
-        error: str | None,
+        error: KafkaError | None,
     ) -> str:
-        outcome = commit_outcome(code)
-        fields: dict[str, Any] = {"error": error} if error else {}
+        outcome = commit_outcome(error.code() if error is not None else None)
+        fields: dict[str, Any] = {"error": f"{error.name()}: {error.str()}"} if error is not None else {}
         self._event(
             "commit", generation=generation, phase=outcome, commit_id=commit_id, offsets=listed, **fields
         )
@@ -203,9 +201,8 @@ class Member:
     def _on_commit(self, error: KafkaError | None, partitions: list[TopicPartition]) -> None:
         """librdkafka's report of an asynchronous or automatic commit (served inside consume())."""
         offsets = {(p.topic, p.partition): p.offset for p in partitions}
-        code = error.code() if error is not None else None
         if self.spec.commit == "auto":
-            if code == KafkaError._NO_OFFSET:
+            if error is not None and error.code() == KafkaError._NO_OFFSET:
                 return  # nothing new to commit: no commit was sent
             # Auto-commits are only seen when they complete: the invoke is recorded then.
             self._commit_id += 1
@@ -214,13 +211,13 @@ class Member:
             self._event(
                 "commit", generation=generation, phase="invoke", commit_id=self._commit_id, offsets=listed
             )
-            self._outcome(self._commit_id, generation, listed, code, str(error) if error else None)
+            self._outcome(self._commit_id, generation, listed, error)
             return
         for index, (commit_id, sent) in enumerate(self._pending):
             if sent == offsets:
                 del self._pending[index]
                 listed = [{"topic": t, "partition": p, "offset": o} for (t, p), o in sorted(sent.items())]
-                self._outcome(commit_id, self._generation(), listed, code, str(error) if error else None)
+                self._outcome(commit_id, self._generation(), listed, error)
                 return
 
     def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:

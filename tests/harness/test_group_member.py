@@ -1,0 +1,114 @@
+"""Group members as processes, without a cluster: their verbs, their `stop` events, and that none
+outlives the harness. The members' client points at a closed loopback port, so it never joins."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import struct
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from confluent_kafka import KafkaError
+
+from harness.broker_config import KafkaVersion
+from harness.clients import client_config
+from harness.group_member import commit_outcome, generation_of
+from harness.groups import ConsumerGroups, GroupSpec
+from harness.history import CONSUMES, RunClock, RunDir
+from harness.waiting import wait_until
+
+UNREACHABLE = client_config("127.0.0.1:1", KafkaVersion((0, 9, 0, 1)))
+
+
+def test_generation_is_read_from_the_serialized_group_metadata() -> None:
+    metadata = b"CGMDv2:" + struct.pack("=i", 7) + b"g\x00m\x00\x00"
+    assert generation_of(metadata) == 7
+    assert generation_of(b"CGMDv2:" + struct.pack("=i", -1) + b"g\x00") is None  # not in a group yet
+    assert generation_of(b"CGMDv9:....") is None  # another layout: unknown, not guessed
+
+
+def test_commit_outcomes_split_refused_from_unknown() -> None:
+    assert commit_outcome(None) == "ok"
+    assert commit_outcome(KafkaError.ILLEGAL_GENERATION) == "fail"  # a zombie's commit, refused
+    assert commit_outcome(KafkaError.REBALANCE_IN_PROGRESS) == "fail"
+    assert commit_outcome(KafkaError._TIMED_OUT) == "info"  # may have been stored
+    assert commit_outcome(KafkaError._TRANSPORT) == "info"
+
+
+def events(root: Path) -> list[dict[str, object]]:
+    path = root / CONSUMES
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def started(root: Path, count: int) -> tuple[bool, str]:
+    seen = [e["process"] for e in events(root) if e["type"] == "start"]
+    return len(seen) >= count, f"started: {seen}"
+
+
+def test_members_stop_cleanly_or_are_killed_and_say_which(tmp_path: Path) -> None:
+    rundir = RunDir(tmp_path)
+    spec = GroupSpec("g", ("chaos-acks-all",), members=2)
+    with rundir.writer(CONSUMES) as writer:
+        groups = ConsumerGroups([spec], UNREACHABLE, writer, RunClock(), rundir)
+        groups.start()
+        try:
+            wait_until(lambda: started(tmp_path, 2), what="both members' start events", timeout_s=30)
+            groups.member("g-0").kill()
+            groups.member("g-1").freeze()
+            groups.member("g-1").stop()  # thawed first, then asked to stop
+        finally:
+            groups.stop()
+    stops = {e["process"]: e["reason"] for e in events(tmp_path) if e["type"] == "stop"}
+    assert stops == {"g-0": "killed", "g-1": "closed"}
+    assert (tmp_path / "logs/g-0.log").exists()  # where each member's client logs go
+    with pytest.raises(Exception, match="no group member 'g-7'"):
+        groups.member("g-7")
+
+
+def test_members_do_not_outlive_a_harness_that_dies(tmp_path: Path) -> None:
+    harness = textwrap.dedent(
+        f"""
+        import os, sys, time
+        from pathlib import Path
+        from harness.groups import ConsumerGroups, GroupSpec
+        from harness.history import CONSUMES, RunClock, RunDir
+        rundir = RunDir(Path({str(tmp_path)!r}))
+        groups = ConsumerGroups([GroupSpec("g", ("chaos-acks-all",), members=1)], {UNREACHABLE_TEXT},
+                                rundir.writer(CONSUMES), RunClock(), rundir)
+        groups.start()
+        print(groups.members["g-0"]._child.pid, flush=True)
+        sys.stdin.readline()
+        os._exit(0)  # no cleanup of any kind
+        """
+    )
+    parent = subprocess.Popen(
+        [sys.executable, "-c", harness], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    assert parent.stdout is not None and parent.stdin is not None
+    member_pid = int(parent.stdout.readline())
+    wait_until(lambda: started(tmp_path, 1), what="the member's start event", timeout_s=30)
+    parent.stdin.write("\n")
+    parent.stdin.flush()
+    parent.wait(10)
+
+    def gone() -> tuple[bool, str]:
+        try:
+            os.kill(member_pid, 0)
+        except ProcessLookupError:
+            return True, "exited"
+        status = Path(f"/proc/{member_pid}/stat").read_text().split()[2]
+        return status == "Z", f"still running (state {status})"
+
+    try:
+        wait_until(gone, what="the orphaned member to exit", timeout_s=15)
+    finally:
+        if gone()[0] is False:
+            os.kill(member_pid, signal.SIGKILL)
+
+
+UNREACHABLE_TEXT = repr({k: v for k, v in UNREACHABLE.items() if k != "logger"})

@@ -1,0 +1,99 @@
+"""Consumer groups on a real cluster: member processes under member faults, checked on Spark."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.app.pytest_plugin import ChaosRun
+
+pytestmark = [pytest.mark.docker, pytest.mark.spark]
+
+S = 1_000_000_000
+
+
+def consumes(root: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (root / "history/consumes.jsonl").read_text().splitlines()]
+
+
+def test_consumer_crash_redelivers_but_never_skips(chaos_run: ChaosRun) -> None:
+    outcome = chaos_run("consumer-crash", duration_s=40)
+    assert outcome.exit_code == 0, outcome.expectations
+    at_least_once, at_most_once = outcome.result["groups"]["g-alo"], outcome.result["groups"]["g-amo"]
+    assert at_least_once["skipped"] == 0 and at_least_once["poll_skips"] == 0
+    assert at_least_once["redelivered"] > 0, at_least_once  # what it processed since its last commit
+    assert at_most_once["redelivered"] == 0
+    assert at_least_once["polled"] >= outcome.result["acks"]["all"]["acked"]  # it read everything
+    events = consumes(outcome.rundir.root)
+    killed = {e["process"] for e in events if e["type"] == "stop" and e["reason"] == "killed"}
+    assert killed and killed <= {f"g-{mode}-{n}" for mode in ("alo", "amo") for n in range(3)}
+    for member in killed:  # started again at heal, and given partitions again
+        starts = [e["time_ns"] for e in events if e["type"] == "start" and e["process"] == member]
+        assert len(starts) >= 2, member
+    run = json.loads((outcome.rundir.root / "run.json").read_text())
+    assert run["offsets_topic"]["replication_factor"] == 3
+    assert outcome.report is not None and 'id="consumer-groups"' in outcome.report.read_text()
+
+
+MEMBER_FAULTS = """
+name: member-faults
+duration_s: 35
+cluster:
+  brokers: 3
+  broker_config: {min.insync.replicas: 2, unclean.leader.election.enable: false}
+workload:
+  acks: [all]
+  groups:
+    - {name: g-alo, commit: after-process, members: 2, commit_interval_s: 1}
+    - {name: g-amo, commit: before-process, members: 2, processing_ms: 5}
+faults:
+  mode: schedule
+  schedule:
+    - {at_s: 6, duration_s: 12, fault: freeze-member, params: {member: g-alo-0}}
+    - {at_s: 8, duration_s: 5, fault: leave-member, params: {member: g-amo-1}}
+    - {at_s: 21, duration_s: 4, fault: kill-member, params: {group: g-amo, member: all}}
+"""
+
+
+def test_a_zombie_a_leaver_and_a_killed_group_are_each_recorded_and_judged(
+    chaos_run: ChaosRun, tmp_path: Path
+) -> None:
+    scenario = tmp_path / "member-faults.yaml"
+    scenario.write_text(MEMBER_FAULTS)
+    outcome = chaos_run(str(scenario))
+    faults = [
+        json.loads(line) for line in (outcome.rundir.root / "history/faults.jsonl").read_text().splitlines()
+    ]
+    window = {(f["fault"], f["phase"]): f["time_ns"] for f in faults}
+    events = consumes(outcome.rundir.root)
+
+    # The frozen member does nothing while frozen (the stop is recorded just after the thaw). It
+    # wakes as a zombie: its session expired after 6 s, but it processes what it had fetched and
+    # tries to commit it, refused, before the group gives it partitions in a newer generation. What
+    # it processed as a zombie the partition's new owner had already processed: redelivered.
+    frozen, thawed = window[("freeze-member", "start")], window[("freeze-member", "stop")]
+    zombie = [e for e in events if e["process"] == "g-alo-0"]
+    assert not [e for e in zombie if frozen + S // 10 < e["time_ns"] < thawed - S // 10]
+    before = [e["generation"] for e in zombie if e["type"] == "assign" and e["time_ns"] < frozen]
+    after = [e["generation"] for e in zombie if e["type"] == "assign" and e["time_ns"] > thawed]
+    assert before and after and after[0] > before[-1], (before, after)
+    refused = [e for e in zombie if e["type"] == "commit" and e["phase"] == "fail" and e["time_ns"] > frozen]
+    assert refused and refused[0]["error"].split(":")[0] in ("UNKNOWN_MEMBER_ID", "ILLEGAL_GENERATION")
+    assert outcome.result["groups"]["g-alo"]["redelivered"] > 0
+
+    # The member that left cleanly said so, and came back at heal.
+    leaver = [(e["type"], e.get("reason")) for e in events if e["process"] == "g-amo-1"]
+    assert ("stop", "closed") in leaver and leaver.count(("start", None)) == 3  # then killed, too
+
+    # Every member of the at-most-once group killed at once, and each started again.
+    for member in ("g-amo-0", "g-amo-1"):
+        mine = [e for e in events if e["process"] == member]
+        assert ("stop", "killed") in [(e["type"], e.get("reason")) for e in mine]
+    groups = outcome.result["groups"]
+    assert groups["g-alo"]["skipped"] == 0 and groups["g-amo"]["redelivered"] == 0
+    verdicts = {g["id"]: g["verdict"] for g in groups["g-amo"]["guarantees"]}
+    assert verdicts["no-consumer-skips"] == "not-promised" and verdicts["no-redeliveries"] == "held"
+    print("at-most-once skipped after the group was killed:", groups["g-amo"]["skipped"])
