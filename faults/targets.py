@@ -13,6 +13,8 @@ A target is one of these words, or a comma-separated list of node names (`kafka-
 - `majority`          a random majority of the brokers
 - `all`               every broker
 - `zookeeper`         every ZooKeeper node
+- `coordinator`       the group coordinator of a consumer group (`coordinator:<group>`; alone, the
+                      workload's only group): the leader of the group's __consumer_offsets partition
 
 The partition roles (the first five) take `pick`: words that the chosen partition must match, by
 the roles of its replicas (`PICKS`), e.g. `controller-follows` for a partition one of whose
@@ -32,6 +34,7 @@ from typing import Any
 from faults.base import coerce_int, text_param
 from harness.cluster import KafkaCluster
 from harness.errors import ClusterError, TargetError
+from harness.groups import OFFSETS_TOPIC, coordinator_partition
 from harness.services import Node
 from harness.zkstate import ClusterSnapshot, PartitionState
 
@@ -57,6 +60,8 @@ TARGETS = {
     "majority": "a random majority of the brokers",
     "all": "every broker",
     "zookeeper": "every ZooKeeper node",
+    "coordinator": "the group coordinator of consumer group G (coordinator:G; alone, the workload's only "
+    "group): the leader of G's __consumer_offsets partition",
 }
 """Target word -> what it resolves to (`kchaos faults` lists them)."""
 KEYWORDS = tuple(TARGETS)
@@ -236,6 +241,23 @@ def _role(
     return Choice([_known(broker_name(m), brokers) for m in members], detail)
 
 
+def coordinated_group(target: str, groups: Sequence[str]) -> str | None:
+    """The group whose coordinator `target` names (`coordinator` or `coordinator:<group>`), else None."""
+    word, _, group = target.partition(":")
+    if word != "coordinator":
+        return None
+    if not groups:
+        raise TargetError(f"target {target!r}: the workload has no consumer groups (workload.groups)")
+    if not group and len(groups) > 1:
+        raise TargetError(
+            f"target 'coordinator': say whose, one of coordinator:{', coordinator:'.join(groups)}"
+        )
+    group = group or groups[0]
+    if group not in groups:
+        raise TargetError(f"target {target!r}: no group {group!r} (groups: {', '.join(groups)})")
+    return group
+
+
 def resolve(
     cluster: KafkaCluster,
     target: str,
@@ -245,6 +267,9 @@ def resolve(
     pick: Sequence[str] = (),
 ) -> tuple[list[Node], dict[str, Any]]:
     """Resolve `target` against the live cluster: (nodes, detail)."""
+    group = coordinated_group(target, cluster.groups.names if cluster.groups is not None else [])
+    if group is not None:
+        return _coordinator(cluster, group, rng)
     try:
         snapshot = cluster.state([topic] if topic is not None else None)
     except ClusterError as exc:
@@ -260,6 +285,21 @@ def resolve(
         pick,
     )
     return [cluster.node(name) for name in choice.names], choice.detail
+
+
+def _coordinator(cluster: KafkaCluster, group: str, rng: random.Random) -> tuple[list[Node], dict[str, Any]]:
+    try:
+        partitions = len(cluster.zk.replica_counts(OFFSETS_TOPIC))
+        if not partitions:
+            raise TargetError(f"target coordinator:{group}: {OFFSETS_TOPIC} does not exist yet")
+        number = coordinator_partition(group, partitions)
+        snapshot = cluster.state([OFFSETS_TOPIC])
+    except ClusterError as exc:
+        raise TargetError(f"cannot resolve target coordinator:{group}: {exc}") from None
+    brokers = [b.name for b in cluster.brokers]
+    choice = _role("leader", snapshot, brokers, rng, OFFSETS_TOPIC, number, ())
+    detail = {"group": group, "coordinator_partition": number}
+    return [cluster.node(name) for name in choice.names], detail
 
 
 class Targeted:

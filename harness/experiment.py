@@ -25,6 +25,7 @@ from harness.clients import client_versions
 from harness.cluster import ClusterSpec, KafkaCluster
 from harness.consumer import FinalReadResult
 from harness.errors import HarnessError, ReadinessTimeout
+from harness.groups import OFFSETS_TOPIC
 from harness.history import (
     CLUSTER,
     FAULTS,
@@ -164,9 +165,6 @@ def run_experiment(
         rundir.write_run_json(run)
     phase("teardown")
     return ExperimentResult(rundir, final, interrupted, phases)
-
-
-OFFSETS_TOPIC = "__consumer_offsets"
 
 
 def _offsets_topic(cluster: KafkaCluster) -> dict[str, Any]:

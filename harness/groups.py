@@ -41,6 +41,26 @@ DEFAULT_MEMBER_CONFIG: dict[str, Any] = {
 }
 
 
+OFFSETS_TOPIC = "__consumer_offsets"
+
+
+def java_string_hash(text: str) -> int:
+    """Java's String.hashCode: 32-bit signed, over UTF-16 code units."""
+    h = 0
+    units = text.encode("utf-16-be")
+    for i in range(0, len(units), 2):
+        h = (31 * h + int.from_bytes(units[i : i + 2], "big")) & 0xFFFFFFFF
+    return h - 2**32 if h >= 2**31 else h
+
+
+def coordinator_partition(group: str, partitions: int) -> int:
+    """The __consumer_offsets partition whose leader coordinates `group`: Kafka's
+    `Utils.abs(groupId.hashCode) % partitions`, where abs(MIN_VALUE) is 0 (checked on 0.9.0.1 against
+    DescribeGroups for a group whose hash is negative)."""
+    h = java_string_hash(group)
+    return (0 if h == -(2**31) else abs(h)) % partitions
+
+
 @dataclass(frozen=True)
 class GroupSpec:
     """A consumer group of the workload: `members` processes subscribed to `topics`."""

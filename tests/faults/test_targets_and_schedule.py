@@ -14,8 +14,9 @@ from faults import Fault, available, make_fault
 from faults.iptables import drop_to, new_chain
 from faults.network import cut_links, link, one_way
 from faults.schedule import Schedule, ScheduleEntry
-from faults.targets import choose
+from faults.targets import choose, coordinated_group
 from harness.errors import ConfigError, TargetError
+from harness.groups import coordinator_partition, java_string_hash
 from harness.zkstate import ClusterSnapshot, PartitionState
 
 BROKERS = ["kafka-1", "kafka-2", "kafka-3", "kafka-4", "kafka-5"]
@@ -302,3 +303,22 @@ def test_generate_caps_the_number_of_faults() -> None:
         ]
     )
     assert [e.fault for e in explicit.entries] == ["kill", "pause"]
+
+
+def test_a_coordinator_target_names_its_group_when_there_are_several() -> None:
+    assert coordinated_group("coordinator", ["g-alo"]) == "g-alo"
+    assert coordinated_group("coordinator:g-amo", ["g-alo", "g-amo"]) == "g-amo"
+    assert coordinated_group("leader", ["g-alo"]) is None
+    with pytest.raises(TargetError, match="say whose, one of coordinator:g-alo, coordinator:g-amo"):
+        coordinated_group("coordinator", ["g-alo", "g-amo"])
+    with pytest.raises(TargetError, match="no group 'g-x'"):
+        coordinated_group("coordinator:g-x", ["g-alo"])
+    with pytest.raises(TargetError, match="no consumer groups"):
+        coordinated_group("coordinator", [])
+
+
+def test_the_coordinator_partition_is_kafkas_abs_of_the_java_hash() -> None:
+    assert java_string_hash("g-alo") == 96559934
+    assert java_string_hash("g-zombie") == -292557236  # negative: Math.abs, not a mask
+    assert coordinator_partition("g-zombie", 5) == 1  # DescribeGroups on 0.9.0.1 named partition 1's leader
+    assert coordinator_partition("g-alo", 50) == 96559934 % 50

@@ -97,3 +97,22 @@ def test_a_zombie_a_leaver_and_a_killed_group_are_each_recorded_and_judged(
     verdicts = {g["id"]: g["verdict"] for g in groups["g-amo"]["guarantees"]}
     assert verdicts["no-consumer-skips"] == "not-promised" and verdicts["no-redeliveries"] == "held"
     print("at-most-once skipped after the group was killed:", groups["g-amo"]["skipped"])
+
+
+def test_the_coordinator_is_found_from_live_state_killed_and_isolated(chaos_run: ChaosRun) -> None:
+    outcome = chaos_run("coordinator-failover", duration_s=45)  # room for both faults of the seed
+    root = outcome.rundir.root
+    starts = [
+        json.loads(line)
+        for line in (root / "history/faults.jsonl").read_text().splitlines()
+        if json.loads(line)["phase"] == "start"
+    ]
+    assert [s["fault"] for s in starts] == ["kill", "partition"]
+    for start in starts:  # the leader of g-alo's offsets partition, as ZooKeeper had it
+        assert start["detail"]["group"] == "g-alo" and start["detail"]["coordinator_partition"] == 4
+        assert len(start["targets"]) == 1 and start["targets"][0].startswith("kafka-")
+    group = outcome.result["groups"]["g-alo"]
+    assert group["skipped"] == 0 and group["commit_regressions"] == 0, group
+    assert group["commits"]["ok"] > 0
+    refused = [e for e in consumes(root) if e["type"] == "commit" and e["phase"] in ("fail", "info")]
+    print("commits refused or unknown while the coordinator moved:", [e.get("error") for e in refused])
