@@ -70,6 +70,11 @@ def group_results(history: History, faults: list[FaultWindow]) -> dict[str, dict
     outcomes: dict[str, dict[str, int]] = {}
     for outcome in g.commit_outcomes(consumes).collect():
         outcomes.setdefault(outcome["group"], {})[outcome["phase"]] = int(outcome["count"])
+    series: dict[str, list[dict[str, Any]]] = {}
+    for second in g.per_second(consumes).orderBy("t_s").collect():  # a row per group and second: few
+        series.setdefault(second["group"], []).append(
+            {k: v for k, v in second.asDict().items() if k != "group"}
+        )
     found: dict[str, dict[str, list[dict[str, Any]]]] = {}
     for kind in GROUP_KINDS:
         for row in _first_and_count(frames[kind.id], _TIME[kind.id]):
@@ -97,6 +102,7 @@ def group_results(history: History, faults: list[FaultWindow]) -> dict[str, dict
             },
         }
         entry["guarantees"] = group_guarantees(history.run, group, entry)
+        entry["series"] = series.get(name, [])
         results[name] = entry
     return results
 

@@ -143,3 +143,21 @@ def commit_regressions(commits: DataFrame) -> DataFrame:
 def commit_outcomes(consumes: DataFrame) -> DataFrame:
     """Commit events per group and phase (invoke, ok, fail, info): group, phase, count."""
     return consumes.where(F.col("type") == "commit").groupBy("group", "phase").count()
+
+
+def per_second(consumes: DataFrame) -> DataFrame:
+    """What each group did each whole second of run time (seconds with any event): group, t_s,
+    polled, commits_ok, commits_failed (fail or info), assigns (rebalances seen by its members),
+    generation (the highest seen)."""
+    kind, phase = F.col("type"), F.col("phase")
+    return (
+        consumes.withColumn("t_s", (F.col("time_ns") / 1_000_000_000).cast("long"))
+        .groupBy("group", "t_s")
+        .agg(
+            F.count(F.when(kind == "poll", 1)).alias("polled"),
+            F.count(F.when((kind == "commit") & (phase == "ok"), 1)).alias("commits_ok"),
+            F.count(F.when((kind == "commit") & phase.isin("fail", "info"), 1)).alias("commits_failed"),
+            F.count(F.when(kind == "assign", 1)).alias("assigns"),
+            F.max("generation").alias("generation"),
+        )
+    )

@@ -89,6 +89,19 @@ class GroupResult:
     commits: dict[str, int]
     guarantees: tuple[Guarantee, ...]
     anomalies: tuple[Anomalies, ...]
+    series: tuple[GroupSecond, ...] = ()
+
+
+@dataclass(frozen=True)
+class GroupSecond:
+    """What a group did in one second of run time (result.json `groups.<name>.series`)."""
+
+    t_s: int
+    polled: int
+    commits_ok: int
+    commits_failed: int
+    assigns: int
+    generation: int | None
 
 
 @dataclass(frozen=True)
@@ -329,6 +342,17 @@ def _groups(fields: Fields) -> tuple[GroupResult, ...]:
                 commits={k: commits.integer(k) or 0 for k in ("invoke", "ok", "fail", "info")},
                 guarantees=_guarantees(group),
                 anomalies=_anomalies(group.child("anomalies"), tuple(GROUP_BY_ID)),
+                series=tuple(
+                    GroupSecond(
+                        t_s=r.integer("t_s", 0, MAX_T_S, required=True) or 0,
+                        polled=r.integer("polled") or 0,
+                        commits_ok=r.integer("commits_ok") or 0,
+                        commits_failed=r.integer("commits_failed") or 0,
+                        assigns=r.integer("assigns") or 0,
+                        generation=r.integer("generation"),
+                    )
+                    for r in group.children("series")
+                ),
             )
         )
     return tuple(groups)

@@ -187,6 +187,9 @@ def test_kchaos_check_judges_each_group_by_its_commit_mode(
     counts = ("polled", "skipped", "redelivered", "poll_skips", "nonmonotonic", "commit_regressions")
     assert {k: at_least_once[k] for k in counts} == dict(zip(counts, (6, 2, 2, 1, 1, 1), strict=True))
     assert at_least_once["commits"] == {"invoke": 4, "ok": 3, "fail": 1, "info": 0}
+    # Per second for the timeline, over every partition (the handwritten times all fall in second 0).
+    second = {"t_s": 0, "polled": 8, "commits_ok": 3, "commits_failed": 1, "assigns": 3, "generation": 4}
+    assert at_least_once["series"] == [second]
     assert {k: at_most_once[k] for k in counts} == dict(zip(counts, (6, 0, 0, 0, 0, 0), strict=True))
     verdicts = {row["id"]: row["verdict"] for row in at_least_once["guarantees"]}
     assert verdicts == {

@@ -197,6 +197,8 @@ def test_the_consumer_section_shows_each_groups_counts_verdicts_and_examples(tmp
         for d in page.find("details", "anomaly-group", data_group="g-alo")
     }
     assert kinds == {"consumer-skip": 2, "redelivery": 1, "nonmonotonic-poll": 1}  # 9, then 4 again
+    assert len(page.find("path", data_group="g-alo")) == 1  # its line on the timeline
+    assert len(page.find("g", "rebalance", data_group="g-alo", data_t_s="2")) == 1  # assigned at 2 s
     junit = ET.parse(run_dir / "report/junit.xml").getroot()
     case = junit.find(".//testcase[@name='no-consumer-skips[g-alo]']")
     assert case is not None and case.get("classname") == "kchaos.real-check.group-g-alo"
