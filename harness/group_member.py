@@ -248,14 +248,16 @@ def _write_line(line: bytes) -> None:
         os.write(1, line[written:])
 
 
-def main(argv: list[str]) -> int:
+def main(argv: list[str]) -> None:
     spec = MemberSpec(**json.loads(argv[1]))
     member = Member(spec, _write_line)
     signal.signal(signal.SIGTERM, lambda *_: member.stopping.set())
     threading.Thread(target=_exit_when_orphaned, daemon=True).start()
     member.run()
-    return 0
+    # Not sys.exit: interpreter shutdown would wait on the stdin reader's lock and abort ("could not
+    # acquire lock for <stdin>"); every event is already written (os.write, unbuffered).
+    os._exit(0)
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    main(sys.argv)

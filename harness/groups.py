@@ -155,6 +155,11 @@ class GroupMember:
         self.polled = 0
 
     @property
+    def exit_code(self) -> int | None:
+        """The member process's exit status (negative: the signal that ended it); None while it runs."""
+        return self._child.poll() if self._child is not None else None
+
+    @property
     def alive(self) -> bool:
         return self._child is not None and self._child.poll() is None
 

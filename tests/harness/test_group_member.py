@@ -65,6 +65,8 @@ def test_members_stop_cleanly_or_are_killed_and_say_which(tmp_path: Path) -> Non
             groups.stop()
     stops = {e["process"]: e["reason"] for e in events(tmp_path) if e["type"] == "stop"}
     assert stops == {"g-0": "killed", "g-1": "closed"}
+    assert (groups.member("g-0").exit_code, groups.member("g-1").exit_code) == (-signal.SIGKILL, 0)
+    assert "Fatal Python error" not in (tmp_path / "logs/g-1.log").read_text()  # a clean exit, too
     assert (tmp_path / "logs/g-0.log").exists()  # where each member's client logs go
     with pytest.raises(Exception, match="no group member 'g-7'"):
         groups.member("g-7")
