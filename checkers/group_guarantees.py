@@ -14,10 +14,10 @@ before Kafka 2.1 detects one: an out-of-range fetch resets the position, KIP-320
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
-from checkers.guarantees import HELD, NOT_PROMISED, VIOLATED, parse_version
+from checkers.guarantees import HELD, NOT_PROMISED, VIOLATED, parse_version, topic_config
 
 TRUNCATION_DETECTED_SINCE = (2, 1)
 """KIP-320: consumers detect a log truncated under them (by leader epoch) from Kafka 2.1."""
@@ -54,10 +54,24 @@ def _caveats(run: Mapping[str, Any]) -> str:
     return "; " + "; ".join(parts) if parts else ""
 
 
+def _logs_cut(run: Mapping[str, Any], group: Mapping[str, Any], faults: Collection[str]) -> str:
+    """Why the brokers may cut records the group read or committed past out of its topics' logs
+    ('' when they promise not to): then a skip or a step back follows the broker's loss."""
+    topics = {str(t["name"]): t for t in run.get("topics") or []}
+    for name in group["topics"]:
+        config = topic_config(run, topics[name], faults)
+        if config.unclean_leader_election:
+            return f"unclean leader election is enabled on {name}: records consumed may be cut from its log"
+        if config.power_loss and not config.fsync_each:
+            return f"every replica of {name} lost power, and records consumed need not have been flushed"
+    return ""
+
+
 def group_guarantees(
-    run: Mapping[str, Any], group: Mapping[str, Any], counts: Mapping[str, Any]
+    run: Mapping[str, Any], group: Mapping[str, Any], counts: Mapping[str, Any], faults: Collection[str] = ()
 ) -> list[dict[str, Any]]:
-    """The guarantee rows of one group (`group`: its run.json entry; `counts`: its result counts)."""
+    """The guarantee rows of one group (`group`: its run.json entry; `counts`: its result counts;
+    `faults`: the names of the faults the run injected)."""
     mode, asynchronous = group["commit"], bool(group.get("commit_async"))
     client = run.get("client") or {}
     library = " ".join(str(client[k]) for k in ("library", "version") if client.get(k)) or "the client"
@@ -65,6 +79,7 @@ def group_guarantees(
     version = (run.get("kafka") or {}).get("version") or "unknown version"
     coordinator = f"the group coordinator (Kafka {version})"
     caveats = _caveats(run)
+    cut = _logs_cut(run, group, faults)
     skips = int(counts["skipped"]) + int(counts["poll_skips"])
     at_least_once = mode == "after-process"
     skip_reason = {
@@ -77,14 +92,15 @@ def group_guarantees(
         "before-process": "processes only a batch whose commit is stored: no record is processed twice",
         "auto": "a crash before the next auto-commit redelivers what was processed since the last",
     }[mode]
+    monotonic_reason = "a member's position only advances between rebalances"
     synchronous = mode == "before-process" or (at_least_once and not asynchronous)
     return [
         _row(
             "no-consumer-skips",
             "no record below the group's committed offset goes unprocessed",
-            at_least_once,
+            at_least_once and not cut,
             skips,
-            f"{skip_reason}; {counts['skipped']} skipped, {counts['poll_skips']} poll skips{caveats}",
+            f"{cut or skip_reason}; {counts['skipped']} skipped, {counts['poll_skips']} poll skips{caveats}",
             by,
         ),
         _row(
@@ -98,10 +114,9 @@ def group_guarantees(
         _row(
             "monotonic-polls",
             "within a generation, a member's polls of a partition move forward",
-            True,
+            not cut,
             int(counts["nonmonotonic"]),
-            f"a member's position only advances between rebalances; {counts['nonmonotonic']} went back"
-            + caveats,
+            f"{cut or monotonic_reason}; {counts['nonmonotonic']} went back{caveats}",
             coordinator,
         ),
         _row(

@@ -101,7 +101,7 @@ def group_results(history: History, faults: list[FaultWindow]) -> dict[str, dict
                 for kind in GROUP_KINDS
             },
         }
-        entry["guarantees"] = group_guarantees(history.run, group, entry)
+        entry["guarantees"] = group_guarantees(history.run, group, entry, {w.fault for w in faults})
         entry["series"] = series.get(name, [])
         results[name] = entry
     return results

@@ -1,0 +1,62 @@
+"""What each commit mode promises, and what withdraws a promise (pure: run.json and counts in)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from checker_rundirs import run_json
+
+from checkers.group_guarantees import group_guarantees
+
+CLEAN = {"skipped": 0, "poll_skips": 0, "redelivered": 3, "nonmonotonic": 0, "commit_regressions": 0}
+
+
+def promised(run: dict[str, Any], group: dict[str, Any], faults: tuple[str, ...] = ()) -> dict[str, bool]:
+    return {row["id"]: row["promised"] for row in group_guarantees(run, group, CLEAN, faults)}
+
+
+def group(commit: str, **extra: Any) -> dict[str, Any]:
+    return {"name": "g", "topics": ["t-all"], "commit": commit, "members": 2, **extra}
+
+
+def test_each_commit_mode_promises_its_own() -> None:
+    run = run_json()
+    assert promised(run, group("after-process")) == {
+        "no-consumer-skips": True,
+        "no-redeliveries": False,
+        "monotonic-polls": True,
+        "commits-advance": True,
+    }
+    assert promised(run, group("after-process", commit_async=True))["commits-advance"] is False
+    assert promised(run, group("before-process")) == {
+        "no-consumer-skips": False,
+        "no-redeliveries": True,
+        "monotonic-polls": True,
+        "commits-advance": True,
+    }
+    assert promised(run, group("auto")) == {
+        "no-consumer-skips": False,
+        "no-redeliveries": False,
+        "monotonic-polls": True,
+        "commits-advance": False,
+    }
+
+
+def test_logs_that_may_be_cut_withdraw_the_position_promises() -> None:
+    unclean = run_json(cluster={"brokers": 3, "broker_config": {"unclean.leader.election.enable": "true"}})
+    rows = {r["id"]: r for r in group_guarantees(unclean, group("after-process"), CLEAN)}
+    assert not rows["no-consumer-skips"]["promised"] and not rows["monotonic-polls"]["promised"]
+    assert rows["no-consumer-skips"]["reason"].startswith("unclean leader election is enabled on t-all")
+    assert rows["commits-advance"]["promised"]  # commits are the coordinator's, not the log's
+    assert not promised(run_json(), group("after-process"), ("power-loss",))["no-consumer-skips"]
+
+
+def test_reasons_name_a_thin_offsets_topic_and_the_undetectable_truncation() -> None:
+    run = run_json(offsets_topic={"partitions": 50, "replication_factor": 1})
+    rows = group_guarantees(run, group("after-process"), {**CLEAN, "skipped": 2})
+    skips = next(r for r in rows if r["id"] == "no-consumer-skips")
+    assert skips["verdict"] == "violated"
+    assert "__consumer_offsets has 1 replica(s) of 3 brokers" in skips["reason"]
+    assert "KIP-115" in skips["reason"] and "KIP-320" in skips["reason"]
+    modern = run_json(kafka={"version": "2.8.1"}, offsets_topic={"partitions": 50, "replication_factor": 3})
+    assert "KIP" not in next(r for r in group_guarantees(modern, group("after-process"), CLEAN))["reason"]
