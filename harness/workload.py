@@ -7,6 +7,7 @@ processes each, all recording into history/writes.jsonl and history/reads.jsonl 
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -75,6 +76,17 @@ class WorkloadSpec:
                 )
         if len({g.name for g in self.groups}) < len(self.groups):
             raise ConfigError("groups: two groups have the same name")
+
+    def with_acks(self, acks: tuple[str, ...]) -> WorkloadSpec:
+        """This workload writing under `acks` only: each group reads what is still written of its
+        topics, and a group left with nothing to read is dropped."""
+        written = {topic_name(a) for a in acks}
+        groups = tuple(
+            dataclasses.replace(g, topics=tuple(t for t in g.topics if t in written))
+            for g in self.groups
+            if written & set(g.topics)
+        )
+        return dataclasses.replace(self, acks=acks, groups=groups)
 
     def topics(self) -> list[dict[str, Any]]:
         """The `topics` list of run.json."""

@@ -150,7 +150,7 @@ def _run_matrix(
             if time.monotonic() - started > budget_s:
                 skipped += 1
                 continue
-            workload = dataclasses.replace(scenario.experiment.workload, acks=acks)
+            workload = scenario.experiment.workload.with_acks(acks)
             variant = dataclasses.replace(
                 scenario, experiment=dataclasses.replace(scenario.experiment, workload=workload)
             )

@@ -28,9 +28,11 @@ from harness.broker_config import (
     validate_overrides,
 )
 from harness.errors import ConfigError, HistoryError
+from harness.groups import GroupSpec
 from harness.history import FORMAT, HistoryWriter, RunDir, iter_jsonl, load_run_json
 from harness.images import KafkaDistribution
 from harness.waiting import wait_until
+from harness.workload import WorkloadSpec
 
 IP = "172.28.0.101"
 ZKS = ["172.28.0.11"]
@@ -426,3 +428,15 @@ def test_console_prints_data_as_it_is() -> None:
     text = "writes.jsonl:100: bad in /runs/[/nightly] [bold]x"
     console.print(text)
     assert console.file.getvalue() == text + "\n"
+
+
+def test_a_workload_narrowed_to_fewer_acks_modes_narrows_its_groups() -> None:
+    groups = (
+        GroupSpec("g-every", ("chaos-acks-0", "chaos-acks-1", "chaos-acks-all")),
+        GroupSpec("g-zero", ("chaos-acks-0",)),
+    )
+    narrowed = WorkloadSpec(groups=groups).with_acks(("all",))
+    assert narrowed.acks == ("all",)
+    assert [(g.name, g.topics) for g in narrowed.groups] == [("g-every", ("chaos-acks-all",))]
+    with pytest.raises(ConfigError, match=r"group 'g-zero': topics \['chaos-acks-0'\] are not written"):
+        WorkloadSpec(acks=("all",), groups=groups[1:])
