@@ -43,20 +43,7 @@ def parse_groups(value: Any, path: str, written: tuple[str, ...]) -> tuple[Group
     groups = []
     for i, item in enumerate(value):
         where = f"{path}[{i}]"
-        g = Fields(
-            item,
-            where,
-            (
-                "name",
-                "acks",
-                "commit",
-                "commit_async",
-                "members",
-                "processing_ms",
-                "commit_interval_s",
-                "config",
-            ),
-        )
+        g = Fields(item, where, _FIELDS)
         name = g.text("name", None, pattern=_GROUP_NAME)
         if name is None:
             raise fail(f"{where}.name", "required: the group id (and its members' name prefix)")

@@ -45,7 +45,14 @@ def test_isolate_leader_loses_acks1_writes_but_not_acks_all(chaos_run: ChaosRun)
     # The brokers' own account is kept: the isolated leader's ZooKeeper session, the new leader.
     root = outcome.rundir.root
     logs = {path.name: path.read_text() for path in (root / "logs").iterdir() if path.is_file()}
-    assert set(logs) == {"kafka-1.log", "kafka-2.log", "kafka-3.log", "zk-1.log"}
+    assert set(logs) == {
+        "kafka-1.log",
+        "kafka-2.log",
+        "kafka-3.log",
+        "zk-1.log",
+        "g-alo-0.log",
+        "g-alo-1.log",
+    }
     assert all("started (kafka.server.KafkaServer)" in logs[f"kafka-{n}.log"] for n in (1, 2, 3))
     assert all((root / f"logs/kafka-{n}/state-change.log").stat().st_size > 0 for n in (1, 2, 3))
     # What each replica held at the end: every replica of every workload partition, compared.

@@ -126,6 +126,33 @@ def test_every_builtin_scenario_parses_and_describes_itself() -> None:
             "faults.schedule[0].same_partition: fault 'rolling-restart' has no param 'topic'",
         ),
         ({"expect": ["acks=all lost is zero"]}, "expect[0]: cannot read 'acks=all lost is zero'"),
+        (
+            {"workload": {"groups": [{"nme": "g"}]}},
+            "workload.groups[0].nme: unknown field (did you mean 'name'?)",
+        ),
+        ({"workload": {"groups": [{"acks": ["all"]}]}}, "workload.groups[0].name: required"),
+        (
+            {"workload": {"groups": [{"name": "g", "commit": "sometimes"}]}},
+            "workload.groups[0]: group 'g': commit: expected one of after-process, before-process, auto",
+        ),
+        (
+            {"workload": {"acks": ["all"], "groups": [{"name": "g", "acks": ["1"]}]}},
+            "workload.groups[0].acks: expected a non-empty list of the modes written (all)",
+        ),
+        (
+            {"workload": {"groups": [{"name": "g", "commit": "auto", "commit_interval_s": 2}]}},
+            "commit_interval_s applies to commit: after-process only",
+        ),
+        (
+            {"workload": {"groups": [{"name": "g"}, {"name": "g"}]}},
+            "workload.groups: two groups have the same name",
+        ),
+        ({"workload": {"groups": [{"name": "g", "members": 0}]}}, "workload.groups[0].members: expected"),
+        ({"expect": ["group=g skipped == 0"]}, "expect[0]: no group 'g' in workload.groups"),
+        (
+            {"workload": {"groups": [{"name": "g"}]}, "expect": ["group=g lost == 0"]},
+            "expect[0]: cannot read",
+        ),
         ({"duration_s": 0}, "duration_s: expected a number from 1 to 604800, got 0"),
         ({"cluster": {"broker_config": {"broker.id": 5}}, "name": "x"}, None),  # checked at cluster start
     ],
@@ -176,6 +203,12 @@ def test_expectations_evaluate_against_a_result() -> None:
     )
     result = {"complete": True, "acks": {"all": {"lost": 0}, "1": {"lost": 0}}}
     assert [e.evaluate(result) for e in scenario.expectations] == [(True, 0), (False, 0), (True, True)]
+    grouped = parse_scenario(
+        {"workload": {"groups": [{"name": "g-alo"}]}, "expect": ["group=g-alo redelivered > 0"]}, "inline"
+    )
+    (expectation,) = grouped.expectations
+    assert expectation.evaluate({"groups": {"g-alo": {"redelivered": 3}}}) == (True, 3)
+    assert expectation.evaluate({}) == (False, None)  # a result without the group cannot hold it
 
 
 BOMB = b"a: &a [x, x, x, x, x, x, x, x, x, x]\n" + b"".join(
