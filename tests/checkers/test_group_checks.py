@@ -232,3 +232,28 @@ def test_a_bad_consumes_line_is_named_by_file_and_line(
     assert f"{run_dir / CONSUMES}:{len(CONSUMES_H) + 1}" in out + err
     assert message in out + err
     assert "Traceback" not in out + err
+
+
+def test_only_ok_commits_count_and_offsets_gone_from_the_log_are_not_skips(spark: SparkSession) -> None:
+    """A failed or unknown commit past unpolled records skips nothing; a commit past the end of a
+    truncated log skips only what the final read still holds."""
+    events = [
+        consume("start", 1, "g-0"),
+        assignment("assign", 2, "g-0", 1),
+        *[poll(3 + o, "g-0", o) for o in range(3)],
+        commit(10, "g-0", "invoke", 1, 3),
+        commit(11, "g-0", "ok", 1, 3),
+        commit(12, "g-0", "invoke", 2, 6),
+        commit(13, "g-0", "fail", 2, 6, error="REBALANCE_IN_PROGRESS"),
+        commit(14, "g-0", "invoke", 3, 6),
+        commit(15, "g-0", "info", 3, 6, error="_TIMED_OUT"),
+    ]
+    consumes = consumes_frame(spark, events)
+    polled = g.polls(consumes)
+    assert g.skipped(final_frame(spark), polled, g.ok_commit_entries(consumes)).count() == 0
+    truncated = [*events, commit(16, "g-0", "invoke", 4, 9), commit(17, "g-0", "ok", 4, 9)]
+    consumes = consumes_frame(spark, truncated)  # committed 9; the final read ends at offset 5
+    skipped = g.skipped(final_frame(spark), g.polls(consumes), g.ok_commit_entries(consumes))
+    assert sorted(r["offset"] for r in skipped.collect()) == [3, 4, 5]
+    outcomes = {r["phase"]: r["count"] for r in g.commit_outcomes(consumes).collect()}
+    assert outcomes == {"invoke": 4, "ok": 2, "fail": 1, "info": 1}

@@ -313,6 +313,63 @@ def make_failing(root: Path, started_at: str = "2026-11-21T02:00:00Z", scenario:
     )
     rows[26]["divergent"] = 1  # acks=all, t=26
     out = result(False, acks, gs, anomalies, rows, unexpected=2)
+    out["groups"] = {"g-alo": failing_group()}
     (root / "check").mkdir(parents=True, exist_ok=True)
     (root / "check/result.json").write_text(json.dumps(out), encoding="utf-8")
     return root
+
+
+def failing_group() -> dict[str, Any]:
+    """An at-least-once group that skipped 2 records after a member was killed at 20 s."""
+    skip = {
+        "topic": "chaos-acks-all",
+        "partition": 1,
+        "offset": 77,
+        "value": HOSTILE,
+        "committed": 80,
+        "committed_by": "g-alo-1",
+        "committed_ns": 22 * S,
+        "faults": ["kill-member"],
+    }
+    kinds = ("consumer-skip", "redelivery", "poll-skip", "nonmonotonic-poll", "commit-regression")
+    anomalies = {k: {"count": 0, "examples": [], "examples_capped": False} for k in kinds}
+    anomalies["consumer-skip"] = {
+        "count": 2,
+        "examples": [skip, {**skip, "offset": 78}],
+        "examples_capped": False,
+    }
+    return {
+        "commit": "after-process",
+        "commit_async": False,
+        "members": 2,
+        "topics": ["chaos-acks-all"],
+        "polled": 5800,
+        "skipped": 2,
+        "redelivered": 40,
+        "poll_skips": 0,
+        "nonmonotonic": 0,
+        "commit_regressions": 0,
+        "commits": {"invoke": 60, "ok": 58, "fail": 1, "info": 1},
+        "anomalies": anomalies,
+        "guarantees": [
+            {
+                "id": "no-consumer-skips",
+                "promise": "no record below the group's committed offset goes unprocessed",
+                "promised": True,
+                "promised_by": "the consumer's commit mode (after-process; librdkafka 2.16.0)",
+                "verdict": "violated",
+                "reason": "commits only offsets of records already processed; 2 skipped, 0 poll skips",
+            }
+        ],
+        "series": [
+            {
+                "t_s": t,
+                "polled": 0 if 20 <= t < 27 else 100,
+                "commits_ok": 1,
+                "commits_failed": int(t == 21),
+                "assigns": int(t in (5, 27)),
+                "generation": 1 if t < 27 else 2,
+            }
+            for t in range(60)
+        ],
+    }

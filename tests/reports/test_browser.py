@@ -92,3 +92,16 @@ def test_index_renders_in_chromium(passing_run: Path, tmp_path: Path) -> None:
     index = write_index(passing_run.parent)
     root = root_tag(tmp_path, index)
     assert 'data-js-ready="1"' in root and "data-js-errors" not in root
+
+
+def test_the_consumer_section_renders_in_chromium(failing_run: Path, tmp_path: Path) -> None:
+    page = write_report(failing_run)
+    dom = chromium(tmp_path, "--dump-dom", page.as_uri())
+    root = re.search(r"<html[^>]*>", dom)
+    assert root and 'data-js-ready="1"' in root.group(0) and "data-js-errors" not in root.group(0)
+    section = dom[dom.index('id="consumer-groups"') : dom.index('class="timeline"')]
+    assert 'class="group-score" data-group="g-alo"' in section
+    assert 'data-count="skipped" data-value="2"' in section
+    assert section.count('class="example"') == 2  # the two skipped records, with their commit
+    lane = dom[dom.index('aria-label="records processed per second by each consumer group"') :]
+    assert lane.count('class="rebalance g0"') == 2 and lane.count('class="commit-failed"') == 1

@@ -31,9 +31,9 @@ def test_junit_fails_exactly_the_violated_guarantees(failing_run: Path) -> None:
     root = junit(failing_run)
     result = json.loads((failing_run / "check/result.json").read_text())
     cases = root.findall("testsuite/testcase")
-    assert len(cases) == len(result["guarantees"])
+    assert len(cases) == len(result["guarantees"]) + len(result["groups"]["g-alo"]["guarantees"])
     failed = {c.get("name") for c in cases if c.find("failure") is not None}
-    assert failed == {"no-phantom-writes[chaos-acks-1]", "no-unexpected-values"}
+    assert failed == {"no-phantom-writes[chaos-acks-1]", "no-unexpected-values", "no-consumer-skips[g-alo]"}
     assert {c.get("name") for c in cases if c.find("skipped") is not None} == {
         "no-lost-acked-writes[chaos-acks-all]"
     }
@@ -41,8 +41,8 @@ def test_junit_fails_exactly_the_violated_guarantees(failing_run: Path) -> None:
     suite = root.find("testsuite")
     assert suite is not None
     assert (suite.get("tests"), suite.get("failures"), suite.get("errors"), suite.get("skipped")) == (
-        "5",
-        "2",
+        "6",
+        "3",
         "0",
         "1",
     )
@@ -50,6 +50,10 @@ def test_junit_fails_exactly_the_violated_guarantees(failing_run: Path) -> None:
     assert phantom is not None and phantom.text is not None
     assert phantom.get("message") == "1 failed write was read"
     assert '"value": "p-1-0:3"' in phantom.text  # the checker's example is the evidence
+    skips = next(c for c in cases if c.get("name") == "no-consumer-skips[g-alo]")
+    assert skips.get("classname") == "kchaos.leader-kill.group-g-alo"
+    skipped = skips.find("failure")
+    assert skipped is not None and skipped.text is not None and '"committed_by": "g-alo-1"' in skipped.text
 
 
 def test_junit_of_a_passing_run_has_no_failures(passing_run: Path) -> None:

@@ -149,14 +149,9 @@ def test_report_of_a_really_checked_run(tmp_path: Path) -> None:
     rows = [
         (r.attrs["data-id"], r.attrs["data-topic"], r.attrs["data-verdict"])
         for r in page.find("tr", "guarantee")
-        if "data-group" not in r.attrs
     ]
     assert rows == [(g["id"], g["topic"], g["verdict"]) for g in result["guarantees"]]
-    groups = {
-        g.attrs["data-kind"]: int(g.attrs["data-count"])
-        for g in page.find("details", "anomaly-group")
-        if "data-group" not in g.attrs
-    }
+    groups = {g.attrs["data-kind"]: int(g.attrs["data-count"]) for g in page.find("details", "anomaly-group")}
     assert groups == {k: a["count"] for k, a in result["anomalies"].items()}
     assert result["acks"]["1"]["lost"] == 2
     marked = sum(int(m.attrs["data-count"]) for m in page.find("g", "marker", data_kind="lost"))
@@ -188,13 +183,14 @@ def test_the_consumer_section_shows_each_groups_counts_verdicts_and_examples(tmp
     }
     assert shown == {k: group[k] for k in shown} and set(shown) >= {"polled", "skipped", "redelivered"}
     verdicts = {
-        r.attrs["data-id"]: r.attrs["data-verdict"] for r in page.find("tr", "guarantee", data_group="g-alo")
+        r.attrs["data-id"]: r.attrs["data-verdict"]
+        for r in page.find("tr", "group-guarantee", data_group="g-alo")
     }
     assert verdicts == {g["id"]: g["verdict"] for g in group["guarantees"]}
     assert verdicts["no-consumer-skips"] == "violated"
     kinds = {
         d.attrs["data-kind"]: int(d.attrs["data-count"])
-        for d in page.find("details", "anomaly-group", data_group="g-alo")
+        for d in page.find("details", "group-anomaly", data_group="g-alo")
     }
     assert kinds == {"consumer-skip": 2, "redelivery": 1, "nonmonotonic-poll": 1}  # 9, then 4 again
     assert len(page.find("path", data_group="g-alo")) == 1  # its line on the timeline

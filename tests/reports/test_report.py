@@ -94,8 +94,9 @@ def test_fault_windows_match_faults_jsonl(failing_run: Path) -> None:
         }
         assert got == expected, cls
     assert ("slow", "kafka-3", str(50 * S), "") in expected  # never healed: drawn to the end of the run
-    # Shaded on every timeline: faults strip has bars, the other three charts one band per window.
-    assert len(page.find("rect", "fault-band")) == 3 * len(expected)
+    # Shaded on every timeline: faults strip has bars, the other four charts (throughput, latency,
+    # consumer groups, cluster) one band per window.
+    assert len(page.find("rect", "fault-band")) == 4 * len(expected)
     # Each fault kind is explained next to the table, in the words of its fault class, recorded
     # at its start; a history from before fault descriptions says so.
     explained = "".join(page.find("dl", "explain")[0].text)
@@ -109,7 +110,7 @@ def test_anomaly_groups_and_markers_match_result(failing_run: Path) -> None:
     page, _, result = render(failing_run)
     groups = {g.attrs["data-kind"]: int(g.attrs["data-count"]) for g in page.find("details", "anomaly-group")}
     assert groups == {k: a["count"] for k, a in result["anomalies"].items()}
-    examples = page.find("table", "examples")
+    examples = [t for t in page.find("table", "examples") if "group-examples" not in t.classes]
     assert {t.attrs["id"] for t in examples} == {
         f"anomalies-{k}" for k, a in result["anomalies"].items() if a["examples"]
     }
