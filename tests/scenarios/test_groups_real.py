@@ -49,6 +49,8 @@ workload:
   groups:
     - {name: g-alo, commit: after-process, members: 2, commit_interval_s: 1}
     - {name: g-amo, commit: before-process, members: 2, processing_ms: 5}
+    - {name: g-auto, commit: auto, members: 1}
+    - {name: g-async, commit: after-process, commit_async: true, members: 1}
 faults:
   mode: schedule
   schedule:
@@ -97,6 +99,28 @@ def test_a_zombie_a_leaver_and_a_killed_group_are_each_recorded_and_judged(
     verdicts = {g["id"]: g["verdict"] for g in groups["g-amo"]["guarantees"]}
     assert verdicts["no-consumer-skips"] == "not-promised" and verdicts["no-redeliveries"] == "held"
     print("at-most-once skipped after the group was killed:", groups["g-amo"]["skipped"])
+
+    # Untouched by faults, the auto-committing and the asynchronous group kept up and had their
+    # commits answered (auto commits are recorded as librdkafka reports them done).
+    acked = outcome.result["acks"]["all"]["acked"]
+    for name in ("g-auto", "g-async"):
+        assert groups[name]["polled"] > acked // 2 and groups[name]["skipped"] == 0, groups[name]
+        assert groups[name]["commits"]["ok"] > 0, groups[name]["commits"]
+
+
+def test_at_most_once_skips_what_a_crash_cuts_short_and_says_it_was_not_promised(chaos_run: ChaosRun) -> None:
+    outcome = chaos_run("at-most-once-crash", duration_s=30)
+    group = outcome.result["groups"]["g-amo"]
+    assert group["skipped"] > 0 and group["redelivered"] == 0, group
+    verdicts = {g["id"]: g["verdict"] for g in group["guarantees"]}
+    assert verdicts == {
+        "no-consumer-skips": "not-promised",
+        "no-redeliveries": "held",
+        "monotonic-polls": "held",
+        "commits-advance": "held",
+    }
+    example = group["anomalies"]["consumer-skip"]["examples"][0]
+    assert example["committed"] > example["offset"] and example["committed_by"].startswith("g-amo-")
 
 
 def test_the_coordinator_is_found_from_live_state_killed_and_isolated(chaos_run: ChaosRun) -> None:
