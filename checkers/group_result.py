@@ -1,11 +1,13 @@
 """check/result.json's `groups`: per consumer group, its counts, commit outcomes, each anomaly kind's
 examples with their evidence, and the guarantees its commit mode promises (`checkers.group_guarantees`).
 
-One Spark job per kind counts it per group and takes its first examples (by time) at once.
+consumes.jsonl is parsed once and kept; one Spark job counts every kind per group and takes each
+one's first examples (by time), then two small ones count commits and seconds.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from pyspark.sql import DataFrame, Window
@@ -15,10 +17,12 @@ from checkers import groups as g
 from checkers.evidence import active_fault_names
 from checkers.group_guarantees import group_guarantees
 from checkers.io import History
-from harness.anomaly_kinds import GROUP_KINDS
+from checkers.session import kept
+from harness.anomaly_kinds import GROUP_BY_ID, GROUP_KINDS
 from harness.events import FaultWindow
 
 EXAMPLES = 10  # per kind and group
+_KEEP_NULLS = {"ignoreNullFields": "false"}
 _TIME = {
     "consumer-skip": "committed_ns",
     "redelivery": "first_ns",
@@ -30,7 +34,8 @@ _TIME = {
 
 
 def _anomalies(history: History, consumes: DataFrame) -> dict[str, DataFrame]:
-    complete = history.ends.select(*g.PARTITION).distinct()
+    """Each kind's rows, and `polled` (the polls counted): all over complete partitions."""
+    complete = F.broadcast(history.ends.select(*g.PARTITION).distinct())
     final = g.complete_only(
         history.reads.where(F.col("phase") == "final").select(*g.POSITION, "value"), complete
     )
@@ -47,56 +52,69 @@ def _anomalies(history: History, consumes: DataFrame) -> dict[str, DataFrame]:
     }
 
 
-def _first_and_count(frame: DataFrame, order: str) -> list[dict[str, Any]]:
-    """The first EXAMPLES rows of each group by `order`, each with its group's `total` (one job)."""
-    window = Window.partitionBy("group")
-    ranked = frame.withColumn("total", F.count(F.lit(1)).over(window)).withColumn(
-        "rank", F.row_number().over(window.orderBy(order, *[c for c in g.POSITION if c in frame.columns]))
+Found = dict[tuple[str, str], tuple[int, list[dict[str, Any]]]]
+"""(kind, group) -> how many rows, and the first EXAMPLES of them."""
+
+
+def _first_and_count(frames: dict[str, DataFrame]) -> Found:
+    """Every kind's count per group and first EXAMPLES by its time, in one job (each row carried as
+    JSON: the kinds' columns differ)."""
+    rows = None
+    for kind_id, frame in frames.items():
+        position = [F.col(c).cast("string") for c in g.POSITION if c in frame.columns]
+        one = frame.select(
+            F.lit(kind_id).alias("kind"),
+            "group",
+            F.col(_TIME.get(kind_id, "time_ns")).alias("t"),
+            F.concat_ws("/", *position).alias("at"),
+            F.to_json(F.struct(*[c for c in frame.columns if c != "group"]), _KEEP_NULLS).alias("row"),
+        )
+        rows = one if rows is None else rows.unionByName(one)
+    assert rows is not None
+    window = Window.partitionBy("kind", "group")
+    ranked = rows.withColumn("total", F.count(F.lit(1)).over(window)).withColumn(
+        "rank", F.row_number().over(window.orderBy("t", "at"))
     )
-    first = sorted(
-        ranked.where(F.col("rank") <= EXAMPLES).collect(), key=lambda row: (row["group"], row["rank"])
-    )
-    return [{k: v for k, v in row.asDict(recursive=True).items() if k != "rank"} for row in first]
+    found: Found = {}
+    for row in sorted(ranked.where(F.col("rank") <= EXAMPLES).collect(), key=lambda r: r["rank"]):
+        found.setdefault((row["kind"], row["group"]), (int(row["total"]), []))[1].append(
+            json.loads(row["row"])
+        )
+    return found
 
 
 def group_results(history: History, faults: list[FaultWindow]) -> dict[str, dict[str, Any]]:
     """result.json's `groups` for a history with consumes.jsonl (empty without)."""
-    consumes = history.consumes
     declared = history.run.get("groups") or []
-    if consumes is None or not declared:
+    if history.consumes is None or not declared:
         return {}
-    frames = _anomalies(history, consumes)
-    polled = {r["group"]: int(r["count"]) for r in frames["polled"].groupBy("group").count().collect()}
+    consumes = kept(history.consumes)  # parsed once, read by every query below
+    found = _first_and_count(_anomalies(history, consumes))
     outcomes: dict[str, dict[str, int]] = {}
     for outcome in g.commit_outcomes(consumes).collect():
         outcomes.setdefault(outcome["group"], {})[outcome["phase"]] = int(outcome["count"])
     series: dict[str, list[dict[str, Any]]] = {}
     for second in g.per_second(consumes).orderBy("t_s").collect():  # a row per group and second: few
-        series.setdefault(second["group"], []).append(
-            {k: v for k, v in second.asDict().items() if k != "group"}
-        )
-    found: dict[str, dict[str, list[dict[str, Any]]]] = {}
-    for kind in GROUP_KINDS:
-        for row in _first_and_count(frames[kind.id], _TIME[kind.id]):
-            found.setdefault(row["group"], {}).setdefault(kind.id, []).append(row)
+        row = second.asDict()
+        series.setdefault(row.pop("group"), []).append(row)
     results = {}
     for group in declared:
         name = group["name"]
-        rows = found.get(name, {})
-        counts = {kind.count: (rows[kind.id][0]["total"] if kind.id in rows else 0) for kind in GROUP_KINDS}
+        mine = {kind_id: found.get((kind_id, name), (0, [])) for kind_id in [*GROUP_BY_ID, "polled"]}
+        counts = {kind.count: mine[kind.id][0] for kind in GROUP_KINDS}
         entry: dict[str, Any] = {
             "commit": group["commit"],
             "commit_async": bool(group.get("commit_async")),
             "members": group.get("members"),
             "topics": group["topics"],
-            "polled": polled.get(name, 0),
+            "polled": mine["polled"][0],
             **counts,
             "commits": {p: outcomes.get(name, {}).get(p, 0) for p in ("invoke", "ok", "fail", "info")},
             "anomalies": {
                 kind.id: {
-                    "count": counts[kind.count],
-                    "examples": [_example(row, kind.id, faults) for row in rows.get(kind.id, [])],
-                    "examples_capped": counts[kind.count] > len(rows.get(kind.id, [])),
+                    "count": mine[kind.id][0],
+                    "examples": [_example(row, kind.id, faults) for row in mine[kind.id][1]],
+                    "examples_capped": mine[kind.id][0] > len(mine[kind.id][1]),
                 }
                 for kind in GROUP_KINDS
             },
@@ -108,6 +126,4 @@ def group_results(history: History, faults: list[FaultWindow]) -> dict[str, dict
 
 
 def _example(row: dict[str, Any], kind_id: str, faults: list[FaultWindow]) -> dict[str, Any]:
-    example = {k: v for k, v in row.items() if k not in ("group", "total")}
-    example["faults"] = active_fault_names(faults, row.get(_TIME[kind_id]))
-    return example
+    return {**row, "faults": active_fault_names(faults, row.get(_TIME[kind_id]))}
