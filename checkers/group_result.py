@@ -93,10 +93,7 @@ def group_results(history: History, faults: list[FaultWindow]) -> dict[str, dict
     outcomes: dict[str, dict[str, int]] = {}
     for outcome in g.commit_outcomes(consumes).collect():
         outcomes.setdefault(outcome["group"], {})[outcome["phase"]] = int(outcome["count"])
-    series: dict[str, list[dict[str, Any]]] = {}
-    for second in g.per_second(consumes).orderBy("t_s").collect():  # a row per group and second: few
-        row = second.asDict()
-        series.setdefault(row.pop("group"), []).append(row)
+    series = _series(history, consumes, declared)
     results = {}
     for group in declared:
         name = group["name"]
@@ -120,9 +117,37 @@ def group_results(history: History, faults: list[FaultWindow]) -> dict[str, dict
             },
         }
         entry["guarantees"] = group_guarantees(history.run, group, entry, {w.fault for w in faults})
-        entry["series"] = series.get(name, [])
+        entry["series"] = series[name]
         results[name] = entry
     return results
+
+
+def _series(
+    history: History, consumes: DataFrame, declared: list[dict[str, Any]]
+) -> dict[str, list[dict[str, Any]]]:
+    """Per group, a row for every second of the run: what it did then (`groups.per_second`, zeros
+    when nothing) and its commit lag (`groups.commit_lag`). A row per group and second: few."""
+    done = {}
+    for second in g.per_second(consumes).collect():
+        row = second.asDict()
+        done[(row.pop("group"), row["t_s"])] = row
+    seconds = max((t for _, t in done), default=0) + 1
+    spark = consumes.sparkSession
+    group_topics = spark.createDataFrame(
+        [(group["name"], topic) for group in declared for topic in group["topics"]],
+        "group string, topic string",
+    )
+    lag = g.commit_lag(history.writes, g.ok_commit_entries(consumes), group_topics, seconds)
+    behind = {(r["group"], r["t_s"]): int(r["lag"]) for r in lag.collect()}
+    seconds = max([seconds, *(t + 1 for _, t in behind)])
+    quiet = {"polled": 0, "commits_ok": 0, "commits_failed": 0, "assigns": 0, "generation": None}
+    return {
+        group["name"]: [
+            {**quiet, **done.get((group["name"], t), {}), "t_s": t, "lag": behind.get((group["name"], t), 0)}
+            for t in range(seconds)
+        ]
+        for group in declared
+    }
 
 
 def _example(row: dict[str, Any], kind_id: str, faults: list[FaultWindow]) -> dict[str, Any]:

@@ -161,3 +161,35 @@ def per_second(consumes: DataFrame) -> DataFrame:
             F.max("generation").alias("generation"),
         )
     )
+
+
+def commit_lag(writes: DataFrame, commits: DataFrame, group_topics: DataFrame, seconds: int) -> DataFrame:
+    """How far each group's commits trail the log, each second from 0 to the last write's or
+    `seconds`-1, whichever is later: group, t_s, `lag`,
+    the records between its committed offset (0 before any) and the log's end (one past the highest
+    acknowledged offset), summed over the partitions of its topics. Partitions whose writes carry no
+    offset (acks=0) are left out. `group_topics`: (group, topic) for each topic a group reads."""
+    second = (F.col("complete_ns") / 1_000_000_000).cast("long")
+    ends = (
+        writes.where((F.col("outcome") == "ok") & F.col("ack_offset").isNotNull())
+        .groupBy("topic", "partition", second.alias("t_s"))
+        .agg(F.max(F.col("ack_offset") + 1).alias("end"))
+    )
+    committed = commits.groupBy(
+        "group", *PARTITION, (F.col("time_ns") / 1_000_000_000).cast("long").alias("t_s")
+    ).agg(F.max("offset").alias("committed"))
+    last = ends.agg(F.greatest(F.max("t_s"), F.lit(seconds - 1)).alias("last"))
+    every_second = last.select(F.explode(F.sequence(F.lit(0).cast("long"), "last")).alias("t_s"))
+    grid = (
+        group_topics.join(ends.select(*PARTITION).distinct(), "topic")
+        .crossJoin(every_second)
+        .join(ends, [*PARTITION, "t_s"], "left")
+        .join(committed, ["group", *PARTITION, "t_s"], "left")
+    )
+    so_far = Window.partitionBy("group", *PARTITION).orderBy("t_s").rowsBetween(Window.unboundedPreceding, 0)
+    behind = F.max("end").over(so_far) - F.coalesce(F.max("committed").over(so_far), F.lit(0))
+    return (
+        grid.withColumn("behind", F.greatest(F.coalesce(behind, F.lit(0)), F.lit(0)))
+        .groupBy("group", "t_s")
+        .agg(F.sum("behind").alias("lag"))
+    )

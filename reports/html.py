@@ -17,7 +17,7 @@ from markupsafe import Markup
 from harness.anomaly_kinds import ANOMALY_COUNTS, COUNT_HELP, COUNT_KEYS, GROUP_BY_ID, GROUP_COUNTS, KIND_IDS
 from harness.events import FaultWindow
 from reports import explain, svg, timeline
-from reports.group_timeline import group_chart
+from reports.group_timeline import group_chart, lag_chart
 from reports.load import NS, Anomalies, Guarantee, Run
 
 EXAMPLE_FIELDS = (
@@ -250,6 +250,7 @@ def render_report(run: Run) -> str:
             "latency": Markup(timeline.latency_chart(run)),
             "cluster": Markup(timeline.cluster_chart(run)),
             "groups": Markup(group_chart(run)),
+            "group_lag": Markup(lag_chart(run)),
         },
         "cluster_samples": len(run.cluster),
     }

@@ -102,6 +102,7 @@ class GroupSecond:
     commits_failed: int
     assigns: int
     generation: int | None
+    lag: int = 0
 
 
 @dataclass(frozen=True)
@@ -350,6 +351,7 @@ def _groups(fields: Fields) -> tuple[GroupResult, ...]:
                         commits_failed=r.integer("commits_failed") or 0,
                         assigns=r.integer("assigns") or 0,
                         generation=r.integer("generation"),
+                        lag=r.integer("lag") or 0,
                     )
                     for r in group.children("series")
                 ),

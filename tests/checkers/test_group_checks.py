@@ -188,7 +188,16 @@ def test_kchaos_check_judges_each_group_by_its_commit_mode(
     assert {k: at_least_once[k] for k in counts} == dict(zip(counts, (6, 2, 2, 1, 1, 1), strict=True))
     assert at_least_once["commits"] == {"invoke": 4, "ok": 3, "fail": 1, "info": 0}
     # Per second for the timeline, over every partition (the handwritten times all fall in second 0).
-    second = {"t_s": 0, "polled": 8, "commits_ok": 3, "commits_failed": 1, "assigns": 3, "generation": 4}
+    # Commit lag: the log of t-all/0 ends at 6 (acknowledged offsets 0..5), committed to 6 by then.
+    second = {
+        "t_s": 0,
+        "polled": 8,
+        "commits_ok": 3,
+        "commits_failed": 1,
+        "assigns": 3,
+        "generation": 4,
+        "lag": 0,
+    }
     assert at_least_once["series"] == [second]
     assert {k: at_most_once[k] for k in counts} == dict(zip(counts, (6, 0, 0, 0, 0, 0), strict=True))
     verdicts = {row["id"]: row["verdict"] for row in at_least_once["guarantees"]}

@@ -173,6 +173,10 @@ def test_the_consumer_section_shows_each_groups_counts_verdicts_and_examples(tmp
     check.check_run(run_dir, "local[1]")
     group = json.loads((run_dir / "check/result.json").read_text())["groups"]["g-alo"]
     assert (group["polled"], group["skipped"], group["redelivered"]) == (11, 2, 1)
+    # A row per second; committed 12 on partition 0 at 4 s, never on 1: by the end both logs hold 60.
+    assert [row["t_s"] for row in group["series"]] == list(range(len(group["series"])))
+    assert group["series"][-1]["lag"] == (60 - 12) + 60
+    assert group["series"][0]["lag"] == 4 and group["series"][3]["polled"] == 11  # 4 writes in 0 s
     page = parse(write_report(run_dir).read_text())
     assert len(page.find("tr", "group-score", data_group="g-alo")) == 1
     section = page.find("section", id="consumer-groups")[0]
@@ -193,7 +197,7 @@ def test_the_consumer_section_shows_each_groups_counts_verdicts_and_examples(tmp
         for d in page.find("details", "group-anomaly", data_group="g-alo")
     }
     assert kinds == {"consumer-skip": 2, "redelivery": 1, "nonmonotonic-poll": 1}  # 9, then 4 again
-    assert len(page.find("path", data_group="g-alo")) == 1  # its line on the timeline
+    assert len(page.find("path", data_group="g-alo")) == 2  # its lines: processed per second, commit lag
     assert len(page.find("g", "rebalance", data_group="g-alo", data_t_s="2")) == 1  # assigned at 2 s
     junit = ET.parse(run_dir / "report/junit.xml").getroot()
     case = junit.find(".//testcase[@name='no-consumer-skips[g-alo]']")

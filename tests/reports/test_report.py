@@ -94,9 +94,9 @@ def test_fault_windows_match_faults_jsonl(failing_run: Path) -> None:
         }
         assert got == expected, cls
     assert ("slow", "kafka-3", str(50 * S), "") in expected  # never healed: drawn to the end of the run
-    # Shaded on every timeline: faults strip has bars, the other four charts (throughput, latency,
-    # consumer groups, cluster) one band per window.
-    assert len(page.find("rect", "fault-band")) == 4 * len(expected)
+    # Shaded on every timeline: faults strip has bars, the other five charts (throughput, latency,
+    # consumer groups processing and lag, cluster) one band per window.
+    assert len(page.find("rect", "fault-band")) == 5 * len(expected)
     # Each fault kind is explained next to the table, in the words of its fault class, recorded
     # at its start; a history from before fault descriptions says so.
     explained = "".join(page.find("dl", "explain")[0].text)
