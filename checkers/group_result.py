@@ -14,12 +14,13 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from checkers import groups as g
-from checkers.evidence import active_fault_names
+from checkers.evidence import ClusterTimeline, active_fault_names
 from checkers.group_guarantees import group_guarantees
 from checkers.io import History
 from checkers.session import kept
 from harness.anomaly_kinds import GROUP_BY_ID, GROUP_KINDS
 from harness.events import FaultWindow
+from harness.groups import OFFSETS_TOPIC, coordinator_partition
 
 EXAMPLES = 10  # per kind and group
 _KEEP_NULLS = {"ignoreNullFields": "false"}
@@ -99,6 +100,7 @@ def group_results(history: History, faults: list[FaultWindow]) -> dict[str, dict
         name = group["name"]
         mine = {kind_id: found.get((kind_id, name), (0, [])) for kind_id in [*GROUP_BY_ID, "polled"]}
         counts = {kind.count: mine[kind.id][0] for kind in GROUP_KINDS}
+        evidence = _GroupEvidence(history, name, faults)
         entry: dict[str, Any] = {
             "commit": group["commit"],
             "commit_async": bool(group.get("commit_async")),
@@ -110,7 +112,7 @@ def group_results(history: History, faults: list[FaultWindow]) -> dict[str, dict
             "anomalies": {
                 kind.id: {
                     "count": mine[kind.id][0],
-                    "examples": [_example(row, kind.id, faults) for row in mine[kind.id][1]],
+                    "examples": [_example(row, kind.id, evidence) for row in mine[kind.id][1]],
                     "examples_capped": mine[kind.id][0] > len(mine[kind.id][1]),
                 }
                 for kind in GROUP_KINDS
@@ -150,5 +152,34 @@ def _series(
     }
 
 
-def _example(row: dict[str, Any], kind_id: str, faults: list[FaultWindow]) -> dict[str, Any]:
-    return {**row, "faults": active_fault_names(faults, row.get(_TIME[kind_id]))}
+def _example(row: dict[str, Any], kind_id: str, evidence: _GroupEvidence) -> dict[str, Any]:
+    """An example with what was going on at its time: the faults active, and the broker
+    coordinating the group (the leader of its offsets partition in the last cluster.jsonl sample
+    then; null when the offsets topic was not sampled)."""
+    time_ns = row.get(_TIME[kind_id])
+    return {
+        **row,
+        "faults": active_fault_names(evidence.faults, time_ns),
+        "coordinator": evidence.coordinator(time_ns),
+    }
+
+
+class _GroupEvidence:
+    """What a group's examples are placed against: the faults, and its coordinator over time."""
+
+    def __init__(self, history: History, group: str, faults: list[FaultWindow]) -> None:
+        self.faults = faults
+        self._timeline = ClusterTimeline(history.cluster)
+        partitions = {
+            p.get("partition")
+            for s in history.cluster
+            for p in s.get("partitions") or []
+            if p.get("topic") == OFFSETS_TOPIC
+        }
+        self._partition = coordinator_partition(group, max(partitions) + 1) if partitions else None
+
+    def coordinator(self, time_ns: int | None) -> int | None:
+        if self._partition is None:
+            return None
+        leader = self._timeline.state_at(time_ns, OFFSETS_TOPIC, self._partition)["leader"]
+        return leader if isinstance(leader, int) and leader >= 0 else None

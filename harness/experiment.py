@@ -122,7 +122,8 @@ def run_experiment(
             with (
                 rundir.writer(CLUSTER) as cluster_writer,
                 rundir.writer(FAULTS) as fault_writer,
-                ClusterSampler(cluster.zk, cluster_writer, clock, topics),
+                # With groups, the offsets topic too: its leaders are the groups' coordinators.
+                ClusterSampler(cluster.zk, cluster_writer, clock, topics + _offsets(spec)),
             ):
                 try:
                     workload.start()
@@ -165,6 +166,10 @@ def run_experiment(
         rundir.write_run_json(run)
     phase("teardown")
     return ExperimentResult(rundir, final, interrupted, phases)
+
+
+def _offsets(spec: ExperimentSpec) -> list[str]:
+    return [OFFSETS_TOPIC] if spec.workload.groups else []
 
 
 def _offsets_topic(cluster: KafkaCluster) -> dict[str, Any]:

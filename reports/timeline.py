@@ -14,6 +14,7 @@ from collections import defaultdict
 from collections.abc import Callable
 
 from harness.events import FaultWindow
+from harness.groups import OFFSETS_TOPIC, coordinator_partition
 from reports import svg
 from reports.load import NS, ClusterSample, Run
 from reports.svg import Frame
@@ -289,6 +290,23 @@ def _isr(k: tuple[str, int], full: int, need: int) -> Callable[[ClusterSample], 
     return value
 
 
+def _partition_lanes(run: Run) -> list[tuple[tuple[str, int], str]]:
+    """The sampled partitions to draw, with their lane names: the workload's, and of the offsets
+    topic only the partition whose leader coordinates a consumer group ("g-alo coordinator")."""
+    sampled = sorted({k for s in run.cluster for k in s.partitions})
+    offsets = [p for t, p in sampled if t == OFFSETS_TOPIC]
+    lanes = [(k, f"{k[0]}/{k[1]}") for k in sampled if k[0] != OFFSETS_TOPIC]
+    if offsets:
+        for group in run.result.groups:
+            lanes.append(
+                (
+                    (OFFSETS_TOPIC, coordinator_partition(group.name, max(offsets) + 1)),
+                    f"{group.name} coordinator",
+                )
+            )
+    return lanes
+
+
 def cluster_chart(run: Run) -> str:
     """Controller, broker liveness, and per partition the leader (with epoch) and ISR size."""
     samples = run.cluster
@@ -301,11 +319,11 @@ def cluster_chart(run: Run) -> str:
     default_min_isr = run.info.broker_config.get("min.insync.replicas", "1")
     rows: list[tuple[str, float, list[Segment]]] = [("controller", 16, _segments(samples, _controller))]
     rows += [(f"broker {b}", 10, _segments(samples, _broker(b))) for b in brokers]
-    for k in sorted({k for s in samples for k in s.partitions}):
+    for k, name in _partition_lanes(run):
         topic = topics.get(k[0])
         full = (topic.replication_factor if topic else None) or len(brokers)
         need = int((topic.config if topic else {}).get("min.insync.replicas", default_min_isr))
-        rows.append((f"{k[0]}/{k[1]}", 14, _segments(samples, _leader(k))))
+        rows.append((name, 14, _segments(samples, _leader(k))))
         rows.append(("ISR", 6, _segments(samples, _isr(k, full, need))))
     height = 8 + int(sum(h + 4 for _, h, _ in rows)) + 22
     frame = Frame(run.end_ns, height)

@@ -215,6 +215,7 @@ def test_kchaos_check_judges_each_group_by_its_commit_mode(
     }
     skip = at_least_once["anomalies"]["consumer-skip"]["examples"][0]
     assert (skip["offset"], skip["committed"], skip["committed_by"]) == (4, 6, "g-1")
+    assert skip["coordinator"] is None and skip["faults"] == []  # no offsets topic sampled, no fault
     reason = next(r["reason"] for r in at_least_once["guarantees"] if r["id"] == "no-consumer-skips")
     assert "KIP-320" in reason  # Kafka 0.9 consumers cannot detect a truncated log
 

@@ -104,7 +104,14 @@ def history(root: Path) -> None:
             {"time_ns": 24 * S, "fault": "kill", "phase": "stop", "targets": ["kafka-1"], "detail": {}},
         ],
     )
-    write_jsonl(root / "history/cluster.jsonl", cluster_samples(30))
+    samples = cluster_samples(30)
+    for sample in samples:  # the offsets topic, sampled for the groups' coordinators: kafka-3 leads all 5
+        offsets = [
+            {"topic": "__consumer_offsets", "partition": p, "leader": 3, "leader_epoch": 0, "isr": [3]}
+            for p in range(5)
+        ]
+        sample["partitions"] += offsets
+    write_jsonl(root / "history/cluster.jsonl", samples)
     write_jsonl(root / "history/consumes.jsonl", consumes())
 
 
@@ -199,6 +206,10 @@ def test_the_consumer_section_shows_each_groups_counts_verdicts_and_examples(tmp
     assert kinds == {"consumer-skip": 2, "redelivery": 1, "nonmonotonic-poll": 1}  # 9, then 4 again
     assert len(page.find("path", data_group="g-alo")) == 2  # its lines: processed per second, commit lag
     assert len(page.find("g", "rebalance", data_group="g-alo", data_t_s="2")) == 1  # assigned at 2 s
+    lanes = [lane.attrs["data-lane"] for lane in page.find("g", "lane")]
+    assert "g-alo coordinator" in lanes and not [n for n in lanes if n.startswith("__consumer_offsets")]
+    skip = group["anomalies"]["consumer-skip"]["examples"][0]
+    assert skip["coordinator"] == 3 and skip["committed_by"] == "g-alo-0"
     junit = ET.parse(run_dir / "report/junit.xml").getroot()
     case = junit.find(".//testcase[@name='no-consumer-skips[g-alo]']")
     assert case is not None and case.get("classname") == "kchaos.real-check.group-g-alo"
