@@ -200,9 +200,10 @@ class Member:
 
     def _on_commit(self, error: KafkaError | None, partitions: list[TopicPartition]) -> None:
         """librdkafka's report of an asynchronous or automatic commit (served inside consume())."""
-        offsets = {(p.topic, p.partition): p.offset for p in partitions}
+        # A partition with nothing to commit is reported at OFFSET_INVALID (-1001): not committed.
+        offsets = {(p.topic, p.partition): p.offset for p in partitions if p.offset >= 0}
         if self.spec.commit == "auto":
-            if error is not None and error.code() == KafkaError._NO_OFFSET:
+            if not offsets or (error is not None and error.code() == KafkaError._NO_OFFSET):
                 return  # nothing new to commit: no commit was sent
             # Auto-commits are only seen when they complete: the invoke is recorded then.
             self._commit_id += 1
