@@ -30,9 +30,16 @@ from harness.producer import (
     ProducerProcess,
 )
 
+_TOPIC_PREFIX = "chaos-acks-"
+
 
 def topic_name(acks: str) -> str:
-    return f"chaos-acks-{acks}"
+    return f"{_TOPIC_PREFIX}{acks}"
+
+
+def acks_of_topic(topic: str) -> str:
+    """The acks mode a workload topic (`topic_name`) is written with."""
+    return topic.removeprefix(_TOPIC_PREFIX)
 
 
 @dataclass

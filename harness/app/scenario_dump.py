@@ -15,6 +15,7 @@ from faults.schedule import ScheduleEntry
 from harness.app.scenario import FaultPlan, Scenario
 from harness.groups import GroupSpec
 from harness.images import LOCAL_BASE_IMAGE
+from harness.workload import acks_of_topic
 
 
 def explicit_plan(entries: tuple[ScheduleEntry, ...]) -> FaultPlan:
@@ -102,7 +103,7 @@ def scenario_yaml(scenario: Scenario, header: str = "") -> str:
 def _group_data(group: GroupSpec) -> dict[str, Any]:
     return {
         "name": group.name,
-        "acks": [topic.removeprefix("chaos-acks-") for topic in group.topics],
+        "acks": [acks_of_topic(topic) for topic in group.topics],
         "commit": group.commit,
         "commit_async": group.commit_async,
         "members": group.members,
