@@ -20,7 +20,7 @@ from checkers.io import History
 from checkers.session import kept
 from harness.anomaly_kinds import GROUP_BY_ID, GROUP_KINDS
 from harness.events import FaultWindow
-from harness.groups import OFFSETS_TOPIC, coordinator_partition
+from harness.groups import OFFSETS_TOPIC, group_offsets_partition, offsets_partitions
 
 EXAMPLES = 10  # per kind and group
 _KEEP_NULLS = {"ignoreNullFields": "false"}
@@ -170,13 +170,13 @@ class _GroupEvidence:
     def __init__(self, history: History, group: str, faults: list[FaultWindow]) -> None:
         self.faults = faults
         self._timeline = ClusterTimeline(history.cluster)
-        partitions = {
-            p.get("partition")
+        sampled = (
+            p["partition"]
             for s in history.cluster
             for p in s.get("partitions") or []
             if p.get("topic") == OFFSETS_TOPIC
-        }
-        self._partition = coordinator_partition(group, max(partitions) + 1) if partitions else None
+        )
+        self._partition = group_offsets_partition(group, offsets_partitions(history.run), sampled)
 
     def coordinator(self, time_ns: int | None) -> int | None:
         if self._partition is None:

@@ -15,7 +15,7 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 
@@ -59,6 +59,21 @@ def coordinator_partition(group: str, partitions: int) -> int:
     DescribeGroups for a group whose hash is negative)."""
     h = java_string_hash(group)
     return (0 if h == -(2**31) else abs(h)) % partitions
+
+
+def offsets_partitions(run: Mapping[str, Any]) -> int | None:
+    """How many partitions run.json's `offsets_topic` says __consumer_offsets has (None: no groups, or
+    the count could not be read)."""
+    offsets = run.get("offsets_topic")
+    count = offsets.get("partitions") if isinstance(offsets, Mapping) else None
+    return count if isinstance(count, int) and not isinstance(count, bool) and count > 0 else None
+
+
+def group_offsets_partition(group: str, declared: int | None, sampled: Iterable[int]) -> int | None:
+    """`coordinator_partition` over `declared` (`offsets_partitions`), or for a run.json without it
+    over the offsets partitions cluster.jsonl sampled; None when neither is known."""
+    count = declared or max(sampled, default=-1) + 1
+    return coordinator_partition(group, count) if count else None
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from typing import Any
 from harness.anomaly_kinds import COUNT_KEYS, GROUP_BY_ID, GROUP_COUNTS, KIND_IDS
 from harness.errors import InputError
 from harness.events import FaultWindow, fault_windows
+from harness.groups import offsets_partitions
 from harness.history import (
     ACKS_MODES,
     FAULTS,
@@ -54,6 +55,7 @@ class RunInfo:
     broker_config: dict[str, str]
     producer: dict[str, str]
     topics: tuple[Topic, ...]
+    offsets_partitions: int | None  # of __consumer_offsets, when the run had groups
 
 
 @dataclass(frozen=True)
@@ -203,6 +205,7 @@ def load_info(root: Path) -> RunInfo:
         broker_config=_str_dict(cluster.get("broker_config")),
         producer=_str_dict(run.get("producer")),
         topics=topics,
+        offsets_partitions=offsets_partitions(run),
     )
 
 

@@ -14,7 +14,7 @@ from collections import defaultdict
 from collections.abc import Callable
 
 from harness.events import FaultWindow
-from harness.groups import OFFSETS_TOPIC, coordinator_partition
+from harness.groups import OFFSETS_TOPIC, group_offsets_partition
 from reports import svg
 from reports.load import NS, ClusterSample, Run
 from reports.svg import Frame
@@ -296,14 +296,11 @@ def _partition_lanes(run: Run) -> list[tuple[tuple[str, int], str]]:
     sampled = sorted({k for s in run.cluster for k in s.partitions})
     offsets = [p for t, p in sampled if t == OFFSETS_TOPIC]
     lanes = [(k, f"{k[0]}/{k[1]}") for k in sampled if k[0] != OFFSETS_TOPIC]
-    if offsets:
+    if offsets:  # the offsets topic was sampled: a run with groups
         for group in run.result.groups:
-            lanes.append(
-                (
-                    (OFFSETS_TOPIC, coordinator_partition(group.name, max(offsets) + 1)),
-                    f"{group.name} coordinator",
-                )
-            )
+            partition = group_offsets_partition(group.name, run.info.offsets_partitions, offsets)
+            if partition is not None:
+                lanes.append(((OFFSETS_TOPIC, partition), f"{group.name} coordinator"))
     return lanes
 
 

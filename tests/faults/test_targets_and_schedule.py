@@ -16,7 +16,12 @@ from faults.network import cut_links, link, one_way
 from faults.schedule import Schedule, ScheduleEntry
 from faults.targets import choose, coordinated_group
 from harness.errors import ConfigError, TargetError
-from harness.groups import coordinator_partition, java_string_hash
+from harness.groups import (
+    coordinator_partition,
+    group_offsets_partition,
+    java_string_hash,
+    offsets_partitions,
+)
 from harness.zkstate import ClusterSnapshot, PartitionState
 
 BROKERS = ["kafka-1", "kafka-2", "kafka-3", "kafka-4", "kafka-5"]
@@ -322,3 +327,14 @@ def test_the_coordinator_partition_is_kafkas_abs_of_the_java_hash() -> None:
     assert java_string_hash("g-zombie") == -292557236  # negative: Math.abs, not a mask
     assert coordinator_partition("g-zombie", 5) == 1  # DescribeGroups on 0.9.0.1 named partition 1's leader
     assert coordinator_partition("g-alo", 50) == 96559934 % 50
+
+
+def test_a_groups_offsets_partition_counts_run_json_partitions_over_the_sampled_ones() -> None:
+    declared = offsets_partitions({"offsets_topic": {"partitions": 50, "replication_factor": 3}})
+    assert declared == 50
+    # Only two partitions were sampled: the count is still run.json's 50, not 8.
+    assert group_offsets_partition("g-alo", declared, [3, 7]) == 96559934 % 50
+    # An older run.json without the count: the sampled partitions are all there is.
+    assert offsets_partitions({"offsets_topic": {"error": "ZooKeeper gone"}}) is None
+    assert group_offsets_partition("g-alo", None, [0, 4]) == 96559934 % 5
+    assert group_offsets_partition("g-alo", None, []) is None
