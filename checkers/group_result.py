@@ -36,7 +36,7 @@ _TIME = {
 
 def _anomalies(history: History, consumes: DataFrame) -> dict[str, DataFrame]:
     """Each kind's rows, and `polled` (the polls counted): all over complete partitions."""
-    complete = F.broadcast(history.ends.select(*g.PARTITION).distinct())
+    complete = history.ends.select(*g.PARTITION).distinct()
     final = g.complete_only(
         history.reads.where(F.col("phase") == "final").select(*g.POSITION, "value"), complete
     )
