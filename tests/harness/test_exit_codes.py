@@ -314,3 +314,26 @@ def test_a_usage_error_is_one_line_too(
     guarded: Path, capsys: pytest.CaptureFixture[str], argv: list[str], message: str
 ) -> None:
     assert _one_error_line(capsys, argv) == (2, message + "\n")
+
+
+def test_each_command_is_registered_by_the_module_the_cli_imports_for_it() -> None:
+    import typer.main
+
+    from harness.app.cli import COMMAND_MODULES, build_app
+
+    every = typer.main.get_group(build_app(None))
+    assert set(every.list_commands(None)) == set(COMMAND_MODULES)  # type: ignore[arg-type]
+    for command, module in COMMAND_MODULES.items():
+        alone = typer.main.get_group(build_app(command))
+        assert command in alone.list_commands(None)  # type: ignore[arg-type]
+        siblings = {c for c, m in COMMAND_MODULES.items() if m == module}
+        assert set(alone.list_commands(None)) == siblings  # type: ignore[arg-type]
+
+
+def test_a_check_does_not_import_docker_or_the_report() -> None:
+    probe = (
+        "import sys\nfrom harness.app.cli import main\nmain(['check', '--help'])\n"
+        "print(sorted(m for m in ('docker', 'testcontainers', 'jinja2') if m in sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=REPO, check=True)
+    assert done.stdout.strip().splitlines()[-1] == "[]"
