@@ -9,7 +9,7 @@ or InputError.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,13 +21,13 @@ from harness.history import (
     ACKS_MODES,
     FAULTS,
     RESULT,
-    iter_cluster_samples,
     iter_fault_events,
     load_run_json,
     read_json_object,
 )
 from harness.history_fields import Fields
 from harness.limits import MAX_RUN_NS, brief
+from reports.load_cluster import ClusterSample, load_cluster
 
 RESULT_FORMATS = (1,)
 NS = 1_000_000_000
@@ -137,21 +137,6 @@ class Result:
     recovery: tuple[dict[str, Any], ...]
     errors: tuple[tuple[str, str], ...] = ()  # (kind, error) of each checker that failed
     groups: tuple[GroupResult, ...] = ()
-
-
-@dataclass(frozen=True)
-class PartitionState:
-    leader: int | None
-    leader_epoch: int | None
-    isr: tuple[int, ...]
-
-
-@dataclass(frozen=True)
-class ClusterSample:
-    time_ns: int
-    controller: int | None
-    live_brokers: tuple[int, ...]
-    partitions: dict[tuple[str, int], PartitionState] = field(hash=False)
 
 
 @dataclass(frozen=True)
@@ -366,35 +351,6 @@ def _groups(fields: Fields) -> tuple[GroupResult, ...]:
 def load_faults(root: Path) -> tuple[FaultWindow, ...]:
     path = root / FAULTS
     return tuple(fault_windows(iter_fault_events(root), str(path)))
-
-
-def _sample(ev: dict[str, Any]) -> ClusterSample:
-    parts = {
-        (p["topic"], p["partition"]): PartitionState(
-            p.get("leader"), p.get("leader_epoch"), tuple(p.get("isr") or ())
-        )
-        for p in ev.get("partitions") or []
-    }
-    live = tuple(sorted(ev.get("live_brokers") or ()))
-    return ClusterSample(ev["time_ns"], ev.get("controller"), live, parts)
-
-
-def load_cluster(root: Path) -> tuple[ClusterSample, ...]:
-    """Cluster samples, keeping only those that changed something (and the last one, for the end)."""
-    kept: list[ClusterSample] = []
-    last: ClusterSample | None = None
-    for _, ev in iter_cluster_samples(root):
-        sample = _sample(ev)
-        if last is None or (sample.controller, sample.live_brokers, sample.partitions) != (
-            last.controller,
-            last.live_brokers,
-            last.partitions,
-        ):
-            kept.append(sample)
-        last = sample
-    if last is not None and kept[-1] is not last:
-        kept.append(last)
-    return tuple(kept)
 
 
 def load_run(root: Path) -> Run:

@@ -16,7 +16,8 @@ from collections.abc import Callable
 from harness.events import FaultWindow
 from harness.groups import OFFSETS_TOPIC, group_offsets_partition
 from reports import svg
-from reports.load import NS, ClusterSample, Run
+from reports.load import NS, Run
+from reports.load_cluster import ClusterSample
 from reports.svg import Frame
 
 ACKS_ORDER = ("all", "1", "0")
