@@ -7,7 +7,6 @@ per-second availability series and the recovery times.
 from __future__ import annotations
 
 import dataclasses
-from collections import defaultdict
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -15,7 +14,7 @@ from functools import reduce
 from typing import Any, TypeVar
 
 from pyspark import SparkContext
-from pyspark.sql import Column, DataFrame, Row
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from checkers import (
@@ -23,8 +22,9 @@ from checkers import (
     availability,
     checks,  # noqa: F401  (the built-in checkers register themselves)
 )
+from checkers.availability_result import availability_entry, availability_rows
 from checkers.checker import Checker, CheckInputs, registered
-from checkers.evidence import ClientLog, ClusterTimeline, TruncationLog, active_fault_names, merged_windows
+from checkers.evidence import ClientLog, ClusterTimeline, TruncationLog, active_fault_names
 from checkers.group_result import group_results
 from checkers.guarantees import derive_guarantees, is_valid, unjudged
 from checkers.io import History, topic_acks
@@ -246,85 +246,6 @@ def _incomplete_partitions(
     return [{"topic": t, "partition": p} for t, p in sorted(written - done)]
 
 
-def _round(value: Any) -> Any:
-    return round(float(value), 3) if value is not None else None
-
-
-@dataclass(frozen=True)
-class _AvailabilityRows:
-    """What Spark computes for availability: per-second series, latency by fault, first oks."""
-
-    series: list[Row]
-    latency: list[Row]
-    first_oks: dict[str, Row]
-
-
-def _availability_rows(history: History, intervals: list[FaultWindow]) -> _AvailabilityRows:
-    writes = history.writes
-    series = availability.per_second(writes).orderBy("acks", "t_s").collect()
-    latency = (
-        availability.latency_by_fault(writes, merged_windows(intervals))
-        .orderBy("acks", "during_fault")
-        .collect()
-    )
-    first_oks = {}
-    if intervals:
-        first_oks = {
-            r["acks"]: r
-            for r in availability.first_ok_after(writes, [i.start_ns for i in intervals]).collect()
-        }
-    return _AvailabilityRows(series, latency, first_oks)
-
-
-def _availability(
-    history: History, intervals: list[FaultWindow], found: Mapping[str, _Found], rows: _AvailabilityRows
-) -> dict[str, Any]:
-    acks = topic_acks(history.run)
-    marks: dict[tuple[str, int | None], dict[str, int]] = defaultdict(lambda: {"lost": 0, "divergent": 0})
-    for kind, name in (("lost-write", "lost"), ("divergent-offset", "divergent")):
-        for (topic, t_s), n in found[kind].per_topic_second.items():
-            marks[(acks[topic], t_s)][name] += n
-    series = []
-    for row in rows.series:
-        series.append(
-            {
-                "acks": row["acks"],
-                "t_s": int(row["t_s"]),
-                "acked": int(row["acked"]),
-                "failed": int(row["failed"]),
-                "indeterminate": int(row["indeterminate"]),
-                **marks.get((row["acks"], row["t_s"]), {"lost": 0, "divergent": 0}),
-                "latency_p50_ms": _round(row["latency_p50_ms"]),
-                "latency_p99_ms": _round(row["latency_p99_ms"]),
-                "latency_max_ms": _round(row["latency_max_ms"]),
-            }
-        )
-    latency = [
-        {
-            **row.asDict(),
-            **{k: _round(row[k]) for k in ("p50_ms", "p99_ms", "max_ms", "error_rate", "indeterminate_rate")},
-        }
-        for row in rows.latency
-    ]
-    recovery = []
-    if intervals:
-        for index, interval in enumerate(intervals):
-            for mode in sorted({*acks.values()}, key=ACKS_MODES.index):
-                first = rows.first_oks[mode][f"first_ok_{index}"] if mode in rows.first_oks else None
-                recovery.append(
-                    {
-                        "fault": interval.fault,
-                        "start_ns": interval.start_ns,
-                        "acks": mode,
-                        "first_ok_ns": first,
-                        "recovery_ms": _round((first - interval.start_ns) / 1e6)
-                        if first is not None
-                        else None,
-                    }
-                )
-    return {"bucket_s": 1, "series": series, "latency": latency, "recovery": recovery}
-
-
 def _topic_rows(
     history: History,
     found: Mapping[str, _Found],
@@ -375,19 +296,22 @@ def build_result(history: History, checked_at: str, spark_info: dict[str, Any]) 
         TruncationLog(history.broker_log, zero if isinstance(zero, int) else None),
     )
     context = history.reads.sparkSession.sparkContext
-    with kept_until_done(context):
+    # Independent Spark jobs run side by side: each has serial stretches (planning, a last long task,
+    # driver-side collection) in which the other cores would otherwise sit idle. The parts that read
+    # only the history start before the checkers' inputs are prepared.
+    with (
+        kept_until_done(context),
+        ThreadPoolExecutor(max_workers=8, thread_name_prefix="kchaos-check") as pool,
+    ):
+        measuring_availability = _submit(pool, context, "availability", availability_rows, history, intervals)
+        measuring_groups = _submit(pool, context, "groups", group_results, history, intervals)
+        counting_writes = _submit(pool, context, "writes", _write_counts, history)
         inputs = CheckInputs.of(history)
         inputs = dataclasses.replace(inputs, flags=kept(inputs.flags)).settled()
-        # Independent Spark jobs run side by side: each has serial stretches (planning, a last long
-        # task, driver-side collection) in which the other cores would otherwise sit idle.
-        with ThreadPoolExecutor(max_workers=8, thread_name_prefix="kchaos-check") as pool:
-            availability_rows = _submit(pool, context, "availability", _availability_rows, history, intervals)
-            group_rows = _submit(pool, context, "groups", group_results, history, intervals)
-            counting_writes = _submit(pool, context, "writes", _write_counts, history)
-            found = _run_checkers(inputs, evidence, pool)
-            write_counts, written, unplaced = counting_writes.result()
-            availability_found = availability_rows.result()
-            groups = group_rows.result()
+        found = _run_checkers(inputs, evidence, pool)
+        write_counts, written, unplaced = counting_writes.result()
+        measured_availability = measuring_availability.result()
+        groups = measuring_groups.result()
     incomplete = _incomplete_partitions(history, written, unplaced)
     topics = _topic_rows(history, found, write_counts, incomplete)
     failed = {kind_id: f.error for kind_id, f in found.items() if f.error}
@@ -422,7 +346,15 @@ def build_result(history: History, checked_at: str, spark_info: dict[str, Any]) 
         "guarantees": guarantees,
         "anomalies": {kind.id: _anomalies_entry(found[kind.id]) for kind in KINDS},
         "errors": [{"kind": kind_id, "error": error} for kind_id, error in failed.items()],
-        "availability": _availability(history, intervals, found, availability_found),
+        "availability": availability_entry(
+            history,
+            intervals,
+            {
+                "lost": found["lost-write"].per_topic_second,
+                "divergent": found["divergent-offset"].per_topic_second,
+            },
+            measured_availability,
+        ),
         **({"groups": groups} if history.consumes is not None else {}),
     }
 
