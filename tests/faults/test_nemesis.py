@@ -159,9 +159,13 @@ def test_steps_after_a_controller_change_and_after_an_isr_expand(
                 "params": {"target": "controller"},
                 "after": {"event": "controller-change", "within_s": 60},
             },
+            # Down longer than replica.lag.time.max.ms (10 s) and the leader's check of it: when the
+            # follower is also the controller, no controller drops it from the ISR on its death
+            # (0.9's new controller does not), only its leader does, after that lag (seen in CI: a
+            # 10 s kill of the controller-follower left the ISR whole, so nothing could expand).
             {
                 "start_s": 0,
-                "stop_s": 8,
+                "stop_s": 16,
                 "fault": "kill",
                 "params": {"target": "follower", "topic": TOPIC},
                 "after": {"event": "healed", "delay_s": 2},
