@@ -19,6 +19,7 @@ from functools import partial
 from pathlib import Path
 from types import FrameType
 
+from py4j.java_gateway import JavaGateway  # type: ignore[import-untyped]
 from py4j.protocol import Py4JError, Py4JJavaError  # type: ignore[import-untyped]
 from pyspark import SparkConf, SparkContext
 from pyspark.errors import PySparkException
@@ -26,6 +27,7 @@ from pyspark.java_gateway import launch_gateway
 from pyspark.sql import DataFrame, SparkSession
 
 from checkers import class_archive
+from checkers.jvm_view import KeptLookupsView
 from harness.errors import ConfigError, EnvironmentError_, SparkError
 from harness.limits import brief
 
@@ -202,6 +204,7 @@ def _start(
         with log_path.open("ab") as log:
             gateway = _launch_gateway(conf, log)
         context = SparkContext(conf=conf, gateway=gateway)
+        SparkContext._jvm = KeptLookupsView(gateway.jvm)  # before SparkSession copies it
     except Exception as exc:  # Spark reports a missing Java or a bad master in many shapes
         raise EnvironmentError_(
             f"could not start Spark with master {master!r}: {_first_line(exc)} (Spark log: {log_path})"
@@ -297,7 +300,7 @@ def _not_from_py4j(record: logging.LogRecord) -> bool:
     return f"{os.sep}py4j{os.sep}" not in record.pathname
 
 
-def _launch_gateway(conf: SparkConf, log: object) -> object:
+def _launch_gateway(conf: SparkConf, log: object) -> JavaGateway:
     return launch_gateway(conf, popen_kwargs={"stdout": log, "stderr": log})  # type: ignore[no-untyped-call]
 
 
