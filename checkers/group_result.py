@@ -2,16 +2,18 @@
 examples with their evidence, and the guarantees its commit mode promises (`checkers.group_guarantees`).
 
 consumes.jsonl is parsed once and kept; one Spark job counts every kind per group and takes each
-one's first examples (by time), then two small ones count commits and seconds.
+one's first examples (by time), then a small one counts commits; beside them, two count seconds.
 """
 
 from __future__ import annotations
 
 import json
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
+from pyspark.util import inheritable_thread_target
 
 from checkers import groups as g
 from checkers.evidence import ClusterTimeline, active_fault_names
@@ -90,11 +92,17 @@ def group_results(history: History, faults: list[FaultWindow]) -> dict[str, dict
     if history.consumes is None or not declared:
         return {}
     consumes = kept(history.consumes)  # parsed once, read by every query below
-    found = _first_and_count(_anomalies(history, consumes))
-    outcomes: dict[str, dict[str, int]] = {}
-    for outcome in g.commit_outcomes(consumes).collect():
-        outcomes.setdefault(outcome["group"], {})[outcome["phase"]] = int(outcome["count"])
-    series = _series(history, consumes, declared)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="kchaos-group-series") as pool:
+        # The series do not depend on the anomalies: planned and run beside them, in this thread's
+        # scheduler pool (the groups are a check's longest part; its other parts leave cores idle).
+        measuring_series = pool.submit(
+            inheritable_thread_target(consumes.sparkSession)(_series), history, consumes, declared
+        )
+        found = _first_and_count(_anomalies(history, consumes))
+        outcomes: dict[str, dict[str, int]] = {}
+        for outcome in g.commit_outcomes(consumes).collect():
+            outcomes.setdefault(outcome["group"], {})[outcome["phase"]] = int(outcome["count"])
+        series = measuring_series.result()
     results = {}
     for group in declared:
         name = group["name"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -177,7 +178,9 @@ def test_kchaos_check_judges_each_group_by_its_commit_mode(
     spark: SparkSession, tmp_path: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
     run_dir = group_run(tmp_path / "run", [*CONSUMES_G, *CONSUMES_H])
-    code = main(["check", str(run_dir)])
+    with warnings.catch_warnings():  # nothing for the user's terminal (a thread's lost Spark tags were)
+        warnings.simplefilter("error", UserWarning)
+        code = main(["check", str(run_dir)])
     capfd.readouterr()
     assert code == 1  # the at-least-once group broke its promise
     result = json.loads((run_dir / RESULT).read_text())
