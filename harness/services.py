@@ -83,15 +83,24 @@ class Node:
         self._call("kill", signal="SIGKILL")
 
     def pause(self) -> None:
-        """Freeze every process (cgroup freezer), like a very long GC pause."""
-        self._call("pause")
+        """Freeze every process (cgroup freezer), like a very long GC pause.
+
+        Tried again on an engine error: the cgroup v1 freezer now and then gives up on a busy broker
+        ("unable to freeze", seen once in CI), and runc thaws the container before it says so."""
+        self._call("pause", retried=True)
 
     def resume(self) -> None:
-        self._call("unpause")
+        self._call("unpause", retried=True)
 
-    def _call(self, verb: str, **kwargs: Any) -> None:
-        try:
+    def _call(self, verb: str, *, retried: bool = False, **kwargs: Any) -> None:
+        def call() -> None:
             getattr(self._wrapped(), verb)(**kwargs)
+
+        try:
+            if retried:
+                docker_call(call)
+            else:
+                call()
         except (APIError, NotFound) as exc:
             raise ClusterError(f"cannot {verb} {self.name}: {exc.explanation or exc}") from None
 
