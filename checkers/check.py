@@ -22,6 +22,7 @@ def check_run(run_dir: Path, master: str | None = None) -> dict[str, Any]:
     """
     started = time.monotonic()
     checked_at = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    start_checking(run_dir, master, read_back=False)  # the JVM starts while Python validates the files
     layout = check_layout(run_dir)
     size = history_bytes(run_dir)
     spark = get_spark(master, history_bytes=size)
@@ -35,9 +36,11 @@ def check_run(run_dir: Path, master: str | None = None) -> dict[str, Any]:
     return result
 
 
-def start_checking(run_dir: Path, master: str | None = None) -> None:
-    """Start Spark in the background while a run is still finishing (heal, final read, teardown), so
-    that its check does not wait for the JVM. The JVM is tuned for the history's size once the final
-    read has read back what was written: about the size of writes.jsonl, once more."""
+def start_checking(run_dir: Path, master: str | None = None, *, read_back: bool = True) -> None:
+    """Start Spark in the background, unless it runs already, while a run is still finishing (heal,
+    final read, teardown) or its files are being validated, so that its check does not wait for the
+    JVM. The JVM is tuned for the history's size; with `read_back`, the final read is still to read
+    back what was written: about the size of writes.jsonl, once more."""
     with suppress(OSError):  # no history files: the check will say so, there is nothing to start for
-        start_in_background(master, history_bytes(run_dir) + (run_dir / WRITES).stat().st_size)
+        more = (run_dir / WRITES).stat().st_size if read_back else 0
+        start_in_background(master, history_bytes(run_dir) + more)

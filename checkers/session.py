@@ -151,6 +151,7 @@ def _is_short(history_bytes: int | None) -> bool:
 
 _session: SparkSession | None = None
 _starting = threading.Lock()
+_background: threading.Thread | None = None
 
 
 def get_spark(
@@ -179,16 +180,23 @@ def get_spark(
 
 
 def start_in_background(master: str | None, history_bytes: int) -> None:
-    """Start the session (and run a first query) in a daemon thread, for a check that comes later.
+    """Start the session (and run a first query) in a daemon thread, for a check that comes later;
+    nothing if it runs already.
 
     What fails here is not reported: the check's own `get_spark` starts it again and says why.
     """
+    global _background
+    if (_background is not None and _background.is_alive()) or (
+        _session is not None and _session.sparkContext._jsc is not None
+    ):
+        return
 
     def start() -> None:
         with suppress(Exception):
             get_spark(master, history_bytes=history_bytes).range(1).count()
 
-    threading.Thread(target=start, name="kchaos-spark-start", daemon=True).start()
+    _background = threading.Thread(target=start, name="kchaos-spark-start", daemon=True)
+    _background.start()
 
 
 def _start(
