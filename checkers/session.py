@@ -154,6 +154,11 @@ _starting = threading.Lock()
 _background: threading.Thread | None = None
 
 
+def _running_session() -> SparkSession | None:
+    """The process's session if it is started and not stopped."""
+    return _session if _session is not None and _session.sparkContext._jsc is not None else None
+
+
 def get_spark(
     master: str | None = None,
     app_name: str = "kchaos-check",
@@ -166,17 +171,18 @@ def get_spark(
     """
     global _session
     with _starting:  # a session started in the background (`start_in_background`) is waited for
-        if _session is None or _session.sparkContext._jsc is None:
-            _session = SparkSession.getActiveSession() or _start(
-                master or DEFAULT_MASTER, app_name, shuffle_partitions, history_bytes
-            )
+        session = _session = (
+            _running_session()
+            or SparkSession.getActiveSession()
+            or _start(master or DEFAULT_MASTER, app_name, shuffle_partitions, history_bytes)
+        )
     if threading.current_thread() is threading.main_thread() and (
         signal.getsignal(signal.SIGINT) is signal.default_int_handler
     ):
         # SparkContext's own SIGINT handler calls into the JVM from inside the very call it
         # interrupts, which fails; ours cancels the jobs from another thread instead.
-        signal.signal(signal.SIGINT, partial(_cancel_and_interrupt, _session.sparkContext))
-    return _session
+        signal.signal(signal.SIGINT, partial(_cancel_and_interrupt, session.sparkContext))
+    return session
 
 
 def start_in_background(master: str | None, history_bytes: int) -> None:
@@ -186,9 +192,7 @@ def start_in_background(master: str | None, history_bytes: int) -> None:
     What fails here is not reported: the check's own `get_spark` starts it again and says why.
     """
     global _background
-    if (_background is not None and _background.is_alive()) or (
-        _session is not None and _session.sparkContext._jsc is not None
-    ):
+    if (_background is not None and _background.is_alive()) or _running_session():
         return
 
     def start() -> None:
