@@ -1,6 +1,6 @@
 """Explicit schemas of the history files and the normalized frames every checker starts from.
 
-Pure DataFrame -> DataFrame functions; `checkers.io` is the only module that reads or writes files.
+Pure DataFrame -> DataFrame functions; `checkers.io` is the only package that reads or writes files.
 """
 
 from __future__ import annotations

@@ -13,8 +13,8 @@ import pytest
 from checker_rundirs import acked, all_ends, client_line, end, make_run, record, run_json, write
 from pyspark.sql import SparkSession
 
-from checkers import io as checker_io
 from checkers.checks import DivergentOffsets, ReorderedWrites
+from checkers.io import cache as checker_cache
 from harness.app.cli import main
 from harness.history import CHECK_CACHE, CLIENT, READS, RESULT, RUN_JSON, WRITES
 from harness.waiting import wait_until
@@ -208,7 +208,7 @@ def test_a_checker_that_raises_costs_only_its_own_kind_and_is_not_a_verdict(
     assert result["valid"] is False
 
 
-@pytest.mark.parametrize("literal_names", [checker_io.LITERAL_NAMES, 0], ids=["looked-up", "joined"])
+@pytest.mark.parametrize("literal_names", [checker_cache.LITERAL_NAMES, 0], ids=["looked-up", "joined"])
 def test_phantom_and_unexpected_examples_name_their_process_error_and_first_read(
     spark: SparkSession,
     tmp_path: Path,
@@ -218,7 +218,7 @@ def test_phantom_and_unexpected_examples_name_their_process_error_and_first_read
 ) -> None:
     # Names that JSON has to escape go through the conversion's name table and back unchanged,
     # whether a check looks them up in a literal map (few names) or joins them (many).
-    monkeypatch.setattr(checker_io, "LITERAL_NAMES", literal_names)
+    monkeypatch.setattr(checker_cache, "LITERAL_NAMES", literal_names)
     process, error = 'p "ü"\\1', 'NOT_ENOUGH_REPLICAS "after" ü'
     phantom = f"{process}:7"
     writes = [

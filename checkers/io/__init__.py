@@ -1,0 +1,24 @@
+"""All file I/O of the checkers: history files in, Parquet cache, check/result.json out.
+
+run.json and the small files (faults.jsonl, cluster.jsonl, client.jsonl, replicas.jsonl,
+consumes.jsonl, broker logs) are validated in Python (`layout`) before Spark starts. writes.jsonl
+and reads.jsonl are parsed by Spark and converted once per run into a Parquet cache (`cache`); the
+first offending line of a bad file is named by an extra, slower pass (`bad_lines`). `history`
+gathers all of it into the `History` the checkers take, and writes check/result.json.
+Every file written under the run directory goes through `harness.history`'s no-link writers.
+"""
+
+from checkers.io.history import CONSUME_SCHEMA, History, load_history, write_result
+from checkers.io.layout import Layout, check_layout, history_bytes
+from checkers.io.sources import topic_acks
+
+__all__ = [
+    "CONSUME_SCHEMA",
+    "History",
+    "Layout",
+    "check_layout",
+    "history_bytes",
+    "load_history",
+    "topic_acks",
+    "write_result",
+]

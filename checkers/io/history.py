@@ -1,0 +1,165 @@
+"""A run's history as the checkers take it: the cached tables, the small files, and the result out."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from checkers import frames
+from checkers.io.cache import cached_history
+from checkers.io.layout import Layout, check_layout
+from checkers.io.sources import uri
+from checkers.session import spark_errors
+from harness.broker_logs import LogEvent
+from harness.events import FaultWindow
+from harness.history import CLUSTER, CONSUMES, REPLICAS, RESULT, write_atomic
+
+
+@dataclass(frozen=True)
+class History:
+    """A validated run: run.json, per-value table, writes and reads as DataFrames, small files as lists.
+
+    `values` is `frames.value_table` of the history with names (`frames.named`), `writes` its written
+    rows (`frames.writes_of`), `reads` the read records (`frames.RECORD_COLUMNS` only) and `ends` the
+    `end` events of reads.jsonl (END_COLUMNS only, kept apart: few).
+    """
+
+    run: dict[str, Any]
+    values: DataFrame
+    writes: DataFrame
+    reads: DataFrame
+    ends: DataFrame
+    faults: list[FaultWindow]
+    cluster: list[dict[str, Any]]
+    event_counts: dict[str, int]
+    client_log: list[dict[str, Any]] = field(default_factory=list)
+    epochs: DataFrame | None = None
+    """Leader and controller epochs as ZooKeeper showed them (`replication.EPOCH_COLUMNS`)."""
+    replica_values: DataFrame | None = None
+    """What each replica held at the end (`replication.REPLICA_COLUMNS`; empty without replicas.jsonl)."""
+    replica_states: list[dict[str, Any]] | None = None
+    """replicas.jsonl's `replica` lines (each replica's offsets and what could not be read); None
+    without the file."""
+    broker_log: list[LogEvent] = field(default_factory=list)
+    """The truncations and halts the brokers logged (RUN/logs/kafka-N.log)."""
+    consumes: DataFrame | None = None
+    """consumes.jsonl (`CONSUME_SCHEMA`, with `seq`: line order); None without the file."""
+
+
+def load_history(spark: SparkSession, run_dir: Path, layout: Layout | None = None) -> History:
+    """Validate the run directory (unless `layout` says it was) and return its history, converting
+    JSONL to Parquet if needed."""
+    layout = layout or check_layout(run_dir)
+    run, cluster = layout.run, layout.cluster
+    cached = cached_history(spark, run_dir, run)
+    counts = {
+        **cached.counts,
+        "faults": layout.fault_events,
+        "cluster": len(cluster),
+        "client": len(layout.client_log),
+    }
+    replica_values = _replica_values(spark, run_dir, layout.replica_states is not None)
+    writes = frames.writes_of(cached.values)
+    if layout.replica_states is not None:
+        counts["replicas"] = len(layout.replica_states)
+    if layout.consume_events is not None:
+        counts["consumes"] = layout.consume_events
+    return History(
+        run,
+        cached.values,
+        writes,
+        cached.reads,
+        cached.ends,
+        layout.faults,
+        cluster,
+        counts,
+        layout.client_log,
+        _epochs(spark, run_dir),
+        replica_values,
+        layout.replica_states,
+        layout.broker_log,
+        _consumes(spark, run_dir) if layout.consume_events is not None else None,
+    )
+
+
+_REPLICA_LINE_SCHEMA = T.StructType(
+    [
+        T.StructField("type", T.StringType()),
+        T.StructField("broker", T.IntegerType()),
+        T.StructField("topic", T.StringType()),
+        T.StructField("partition", T.IntegerType()),
+        T.StructField("offset", T.LongType()),
+        T.StructField("values", T.ArrayType(T.StringType())),
+    ]
+)
+
+
+_REPLICA_VALUES_SCHEMA = "broker int, topic string, partition int, offset long, value string"
+
+
+def _replica_values(spark: SparkSession, run_dir: Path, present: bool) -> DataFrame:
+    """replicas.jsonl's values, one row per (broker, topic, partition, offset) (none without the
+    file); validated line by line in `check_layout` before Spark reads it."""
+    if not present:
+        return spark.createDataFrame([], _REPLICA_VALUES_SCHEMA)
+    lines = spark.read.schema(_REPLICA_LINE_SCHEMA).json(uri(run_dir / REPLICAS))
+    held = lines.where(F.col("type") == "values").select(
+        "broker", "topic", "partition", "offset", F.posexplode("values").alias("position", "value")
+    )
+    return held.select(
+        "broker", "topic", "partition", (F.col("offset") + F.col("position")).alias("offset"), "value"
+    )
+
+
+_CLUSTER_SCHEMA = (
+    "time_ns long, controller_epoch long, "
+    "partitions array<struct<topic: string, partition: int, leader_epoch: long>>"
+)
+
+
+def _epochs(spark: SparkSession, run_dir: Path) -> DataFrame:
+    """cluster.jsonl's epochs, read by Spark from the file (validated in `check_layout`): one row per
+    sample for the controller epoch and one per sampled partition with a leader epoch."""
+    if not (run_dir / CLUSTER).is_file():  # optional: no samples, no epochs
+        return spark.createDataFrame([], "time_ns long, topic string, partition int, epoch long")
+    samples = spark.read.schema(_CLUSTER_SCHEMA).json(uri(run_dir / CLUSTER))
+    controller = samples.where(F.col("controller_epoch").isNotNull()).select(
+        "time_ns",
+        F.lit(None).cast("string").alias("topic"),
+        F.lit(None).cast("int").alias("partition"),
+        F.col("controller_epoch").alias("epoch"),
+    )
+    partitions = (
+        samples.select("time_ns", F.explode("partitions").alias("p"))
+        .where(F.col("p.leader_epoch") >= 0)
+        .select("time_ns", "p.topic", "p.partition", F.col("p.leader_epoch").alias("epoch"))
+    )
+    return controller.unionByName(partitions)
+
+
+CONSUME_SCHEMA = (
+    "type string, time_ns long, process string, `group` string, generation long, topic string, "
+    "partition int, offset long, value string, phase string, commit_id long, "
+    "offsets array<struct<topic: string, partition: int, offset: long>>, "
+    "partitions array<struct<topic: string, partition: int>>, reason string"
+)
+
+
+def _consumes(spark: SparkSession, run_dir: Path) -> DataFrame:
+    """consumes.jsonl (validated in `check_layout`) with `seq`, each line's place in the file: a
+    member's events are in its own order there, and times of two events may tie."""
+    with spark_errors("reading consumes.jsonl", str(run_dir / CONSUMES)):
+        lines = spark.read.schema(CONSUME_SCHEMA).json(uri(run_dir / CONSUMES))
+        # A torn last line (a run cut short) reads as all nulls: no event.
+        return lines.where(F.col("type").isNotNull()).withColumn("seq", F.monotonically_increasing_id())
+
+
+def write_result(run_dir: Path, result: dict[str, Any]) -> Path:
+    """Write check/result.json atomically."""
+    return write_atomic(run_dir, RESULT, json.dumps(result, indent=2) + "\n")

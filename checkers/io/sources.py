@@ -1,0 +1,54 @@
+"""The two history files Spark parses (writes.jsonl, reads.jsonl), and how it is told where files are."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from checkers import frames, problems
+from harness.history import READS, WRITES
+
+
+@dataclass(frozen=True)
+class Source:
+    """A history file Spark parses: its name, schema, what makes an event valid, how to say why not."""
+
+    name: str
+    schema: T.StructType
+    is_valid: Callable[[], Column]
+    describe: Callable[[str], str]
+
+
+WRITES_SOURCE = Source(WRITES, frames.WRITE_SCHEMA, frames.write_event_is_valid, problems.describe_write)
+READS_SOURCE = Source(READS, frames.READ_SCHEMA, frames.read_event_is_valid, problems.describe_read)
+SOURCES = (WRITES_SOURCE, READS_SOURCE)
+
+JSON_OPTIONS = {"columnNameOfCorruptRecord": frames.CORRUPT, "mode": "PERMISSIVE"}
+
+
+def topic_acks(run: dict[str, Any]) -> dict[str, str]:
+    return {str(topic["name"]): str(topic["acks"]) for topic in run["topics"]}
+
+
+def uri(path: Path) -> str:
+    """`path` as Spark and Hadoop take it: `file://` and the path unquoted (Hadoop quotes it itself;
+    `Path.as_uri`'s `my%20runs` would name another directory)."""
+    return f"file://{path.resolve()}"
+
+
+def with_corrupt(schema: T.StructType) -> T.StructType:
+    return T.StructType([*schema.fields, T.StructField(frames.CORRUPT, T.StringType())])
+
+
+def parse(lines: DataFrame, source: Source) -> DataFrame:
+    """Parse the `text` column of `lines` like the conversion's JSON reader; blank lines are skipped."""
+    parsed = lines.where(F.trim("text") != "").withColumn(
+        "event", F.from_json("text", with_corrupt(source.schema), JSON_OPTIONS)
+    )
+    return parsed.select(*lines.columns, "event.*")
