@@ -1,4 +1,4 @@
-"""Tiny handwritten run directories for the checker tests."""
+"""Tiny handwritten run directories for the checker tests, and `kchaos check` run on them."""
 
 from __future__ import annotations
 
@@ -7,6 +7,9 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from harness.app.cli import main
 from harness.history import CLIENT, CLUSTER, CONSUMES, FAULTS, NODE_LOGS, READS, REPLICAS, RUN_JSON, WRITES
 
 TOPICS: list[dict[str, Any]] = [
@@ -172,3 +175,44 @@ def assignment(kind: str, t: int, process: str, generation: int) -> dict[str, An
     """An `assign` or `revoke` of t-all partitions 0 and 1."""
     partitions = [{"topic": "t-all", "partition": p} for p in (0, 1)]
     return consume(kind, t, process, generation=generation, partitions=partitions)
+
+
+STACK_TRACE_MARKERS = ("Traceback", "Exception in thread", "at org.apache", "py4j")
+
+FAULT = {"time_ns": 150, "fault": "kill-leader", "phase": "start", "targets": ["kafka-2"], "detail": {}}
+SAMPLE = {
+    "time_ns": 50,
+    "controller": 1,
+    "controller_epoch": 1,
+    "live_brokers": [1, 2, 3],
+    "partitions": [{"topic": "t-all", "partition": 0, "leader": 2, "leader_epoch": 3, "isr": [2, 1]}],
+}
+
+
+def squeeze(text: str) -> str:
+    """Text without whitespace: messages are compared whatever the spacing around them."""
+    return "".join(text.split())
+
+
+def clean_run(root: Path) -> Path:
+    writes = [*acked(100, "p:1", 0), *acked(200, "p:2", 1), *acked(300, "z:1", None, topic="t-0")]
+    reads = [record(900, "p:1", 0), record(901, "p:2", 1), record(902, "z:1", 0, topic="t-0"), *all_ends()]
+    return make_run(root, writes, reads, [FAULT], [SAMPLE])
+
+
+def kchaos_check(capfd: pytest.CaptureFixture[str], run_dir: Path, *flags: str) -> tuple[int, str]:
+    code = main(["check", str(run_dir), *flags])
+    out, err = capfd.readouterr()
+    text = out + err
+    for marker in STACK_TRACE_MARKERS:
+        assert marker not in text
+    return code, text
+
+
+def replaced_run(root: Path, **files: str) -> Path:
+    """A clean run with some files replaced by raw text (keys: writes, reads, run, client)."""
+    clean_run(root)
+    names = {"writes": WRITES, "reads": READS, "run": RUN_JSON, "client": CLIENT}
+    for key, text in files.items():
+        (root / names[key]).write_text(text)
+    return root

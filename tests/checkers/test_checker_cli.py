@@ -1,56 +1,33 @@
-"""`kchaos check` end to end on handwritten run directories: exit codes, result.json, bad input."""
+"""`kchaos check` end to end on handwritten run directories: exit codes, result.json, evidence.
+(Bad input: test_checker_bad_input.py.)"""
 
 from __future__ import annotations
 
 import json
-import signal
-import subprocess
-import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
-from checker_rundirs import acked, all_ends, client_line, end, make_run, record, run_json, write
+from checker_rundirs import (
+    FAULT,
+    SAMPLE,
+    acked,
+    all_ends,
+    clean_run,
+    client_line,
+    kchaos_check,
+    make_run,
+    record,
+    replaced_run,
+    run_json,
+    write,
+)
 from pyspark.sql import SparkSession
 
 from checkers.checks import DivergentOffsets, ReorderedWrites
 from checkers.io import cache as checker_cache
-from harness.app.cli import main
-from harness.history import CHECK_CACHE, CLIENT, READS, RESULT, RUN_JSON, WRITES
-from harness.waiting import wait_until
+from harness.history import RESULT, RUN_JSON
 
 pytestmark = pytest.mark.spark
-
-STACK_TRACE_MARKERS = ("Traceback", "Exception in thread", "at org.apache", "py4j")
-
-FAULT = {"time_ns": 150, "fault": "kill-leader", "phase": "start", "targets": ["kafka-2"], "detail": {}}
-SAMPLE = {
-    "time_ns": 50,
-    "controller": 1,
-    "controller_epoch": 1,
-    "live_brokers": [1, 2, 3],
-    "partitions": [{"topic": "t-all", "partition": 0, "leader": 2, "leader_epoch": 3, "isr": [2, 1]}],
-}
-
-
-def squeeze(text: str) -> str:
-    """Text without whitespace: messages are compared whatever the spacing around them."""
-    return "".join(text.split())
-
-
-def clean_run(root: Path) -> Path:
-    writes = [*acked(100, "p:1", 0), *acked(200, "p:2", 1), *acked(300, "z:1", None, topic="t-0")]
-    reads = [record(900, "p:1", 0), record(901, "p:2", 1), record(902, "z:1", 0, topic="t-0"), *all_ends()]
-    return make_run(root, writes, reads, [FAULT], [SAMPLE])
-
-
-def kchaos_check(capfd: pytest.CaptureFixture[str], run_dir: Path, *flags: str) -> tuple[int, str]:
-    code = main(["check", str(run_dir), *flags])
-    out, err = capfd.readouterr()
-    text = out + err
-    for marker in STACK_TRACE_MARKERS:
-        assert marker not in text
-    return code, text
 
 
 def test_clean_run_is_valid_and_rechecks_from_the_parquet_cache(
@@ -170,7 +147,7 @@ def test_several_run_directories_are_each_checked_and_exit_with_the_worst(
 ) -> None:
     clean = clean_run(tmp_path / "clean")
     lost = make_run(tmp_path / "lost", [*acked(100, "p:1", 0)], all_ends(), [FAULT], [SAMPLE])
-    unusable = _bad_run(tmp_path / "unusable", run=json.dumps(run_json(format=7)))
+    unusable = replaced_run(tmp_path / "unusable", run=json.dumps(run_json(format=7)))
     code, text = kchaos_check(capfd, unusable, str(clean), str(lost))
     assert code == 2  # the worst: an unusable directory, after the others were checked
     assert f"error: {unusable / RUN_JSON}: unknown format 7" in text
@@ -265,143 +242,3 @@ def test_incomplete_final_read_is_reported_and_not_valid(
         g for g in result["guarantees"] if g["id"] == "no-lost-acked-writes" and g["topic"] == "t-all"
     )
     assert loss["verdict"] == "unknown"
-
-
-def _bad_run(root: Path, **files: str) -> Path:
-    """A clean run with some files replaced by raw text (keys: writes, reads, run, client)."""
-    clean_run(root)
-    names = {"writes": WRITES, "reads": READS, "run": RUN_JSON, "client": CLIENT}
-    for key, text in files.items():
-        (root / names[key]).write_text(text)
-    return root
-
-
-def _lines(*events: dict[str, Any]) -> str:
-    return "".join(json.dumps(e) + "\n" for e in events)
-
-
-BAD_INPUTS = {
-    "malformed-json": (
-        {"writes": _lines(*acked(100, "p:1", 0)) + '{"type": "invoke", "time_ns": 5\n'},
-        f"{WRITES}:3: malformed JSON",
-    ),
-    "wrong-field-type": (
-        {"reads": _lines(*all_ends()) + _lines(record(900, "p:1", 0) | {"offset": "seven"})},
-        f"{READS}:7: field 'offset' must be an integer",
-    ),
-    "wrong-watermark-type": (  # not used by any check, and still validated
-        {"reads": _lines(*all_ends()) + _lines(end(10_000) | {"high_watermark": "many"})},
-        f"{READS}:7: field 'high_watermark' must be an integer",
-    ),
-    "completion-without-invoke": (
-        {"writes": _lines(*acked(100, "p:1", 0), write("ok", 300, "p:9", offset=4))},
-        f"{WRITES}:3: completion with no invoke: value 'p:9'",
-    ),
-    "value-written-twice": (
-        {"writes": _lines(*acked(100, "p:1", 0), write("invoke", 300, "p:1"))},
-        f"{WRITES}:3: value written twice",
-    ),
-    "unknown-topic": (
-        {"reads": _lines(*all_ends(), record(900, "p:1", 0, topic="nope"))},
-        f"{READS}:7: unknown topic 'nope'",
-    ),
-    "client-line-without-message": (
-        {"client": _lines(client_line(5, "p", "fine"), {"time_ns": 6, "process": "p"})},
-        f"{CLIENT}:2: field 'message': expected a string of at most 10000 characters, got None",
-    ),
-    "unknown-format": (
-        {"run": json.dumps(run_json(format=7))},
-        "unknown format 7; this kafka-chaos reads format 1",
-    ),
-}
-
-
-@pytest.mark.parametrize("case", sorted(BAD_INPUTS))
-def test_bad_input_is_one_clear_error_with_exit_2(
-    spark: SparkSession, tmp_path: Path, capfd: pytest.CaptureFixture[str], case: str
-) -> None:
-    files, message = BAD_INPUTS[case]
-    run_dir = _bad_run(tmp_path / "run", **files)
-    code, text = kchaos_check(capfd, run_dir)
-    assert code == 2
-    assert squeeze(message) in squeeze(text)
-    assert text.strip().startswith("error:")
-
-
-def test_error_line_is_printed_whole_and_literally(
-    spark: SparkSession, tmp_path: Path, capfd: pytest.CaptureFixture[str]
-) -> None:
-    # `:100:` is also rich's code for an emoji: it may not change what is printed, and the line is
-    # not wrapped at the terminal's width. A space in the run directory's path is just a space.
-    writes = _lines(
-        *[event for n in range(49) for event in acked(100 + n, f"p:{n}", n)], write("invoke", 900, "q:1")
-    )
-    run_dir = _bad_run(tmp_path / "nightly runs" / "run", writes=writes + '{"type": "invoke", "time_ns": 5\n')
-    code, text = kchaos_check(capfd, run_dir)
-    assert code == 2
-    assert f"error: {run_dir / WRITES}:100: malformed JSON" in text.splitlines()[0], text
-
-
-def test_run_directory_spark_would_read_as_a_glob_is_a_clear_error(
-    spark: SparkSession, tmp_path: Path, capfd: pytest.CaptureFixture[str]
-) -> None:
-    # `[nightly]` also looks like a style tag to rich: it is printed as it is.
-    run_dir = clean_run(tmp_path / "[nightly]" / "run")
-    code, text = kchaos_check(capfd, run_dir)
-    assert code == 2
-    message = (
-        f"error: {run_dir}: Spark reads [ ] in a path as a glob pattern: move or rename the run directory"
-    )
-    assert text.strip() == message
-
-
-def test_missing_history_file_is_named(
-    spark: SparkSession, tmp_path: Path, capfd: pytest.CaptureFixture[str]
-) -> None:
-    run_dir = clean_run(tmp_path / "run")
-    (run_dir / READS).unlink()
-    code, text = kchaos_check(capfd, run_dir)
-    assert code == 2
-    assert squeeze(f"{READS}: missing history file") in squeeze(text)
-
-
-def test_torn_last_line_of_a_killed_run_is_ignored(
-    spark: SparkSession, tmp_path: Path, capfd: pytest.CaptureFixture[str]
-) -> None:
-    run_dir = clean_run(tmp_path / "run")
-    with (run_dir / WRITES).open("a") as handle:
-        handle.write('{"type": "invoke", "time_ns": 99')
-    code, text = kchaos_check(capfd, run_dir)
-    assert code == 0, text
-    assert json.loads((run_dir / RESULT).read_text())["events"]["writes"] == 6
-
-
-def test_ctrl_c_while_converting_exits_130_quietly(tmp_path: Path) -> None:
-    writes = [event for i in range(150_000) for event in acked(i, f"p:{i}", i)]
-    run_dir = make_run(tmp_path / "run", writes, [record(10**9 + i, f"p:{i}", i) for i in range(150_000)])
-    # Its own process with Ctrl-C's default action, even if this one was started with it ignored.
-    check = subprocess.Popen(
-        [sys.executable, "-m", "harness.app.cli", "check", str(run_dir)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
-    )
-    try:
-        wait_until(
-            lambda: (
-                (run_dir / CHECK_CACHE).is_dir(),
-                f"no {CHECK_CACHE} yet (check running: {check.poll() is None})",
-            ),
-            what="the check to start converting the history",
-            timeout_s=120,
-            interval_s=0.05,
-        )
-        check.send_signal(signal.SIGINT)
-        output, _ = check.communicate(timeout=30)
-    finally:
-        check.kill()
-    assert check.returncode == 130, output
-    assert "interrupted" in output
-    assert not any(marker in output for marker in STACK_TRACE_MARKERS), output
-    assert not (run_dir / RESULT).exists()

@@ -1,31 +1,26 @@
-"""Cleanup you can trust and waits with a bound, on pure logic: run ids that cannot select every run,
-`kchaos cleanup` leaving live clusters alone, removals that go on past a failure, retries and
-ZooKeeper reads that stop in time, and a workload whose history files close on a second Ctrl-C."""
+"""Cleanup you can trust, on pure logic: run ids that cannot select every run, `kchaos cleanup`
+leaving live clusters alone, removals that go on past a failure, and a workload whose history files
+close on a second Ctrl-C. (Retries and ZooKeeper reads that stop in time: test_bounded_retries.py.)"""
 
 from __future__ import annotations
 
 import io
 import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
-import requests
 import typer
-from docker.errors import APIError, NotFound
-from kazoo.exceptions import ConnectionLoss
-from kazoo.handlers.threading import SequentialThreadingHandler
+from docker.errors import NotFound
+from engine_errors import api_error
 
 from harness import docker_env, workload
 from harness.app.cli import main
 from harness.broker_config import KafkaVersion
 from harness.cluster import ClusterSpec, KafkaCluster
-from harness.errors import ClusterError, ConfigError, HistoryError
+from harness.errors import ClusterError, HistoryError
 from harness.history import RunClock, RunDir, new_run_id
-from harness.retrying import bounded, kinds, transient_docker_error
-from harness.zkstate import ZkStateReader
 
 LIVE_RUN = "20260101-120000-cluster-aaaa"
 DEAD_RUN = "20260101-120000-killed-bbbb"
@@ -33,17 +28,6 @@ BARE_NETWORK_RUN = "20260101-120000-net-cccc"
 
 
 # -- a Docker engine of fakes ------------------------------------------------------------------------
-class Response:
-    def __init__(self, status_code: int) -> None:
-        self.status_code = status_code
-        self.reason = "fake"
-        self.url = "http://docker/fake"
-
-
-def api_error(status: int) -> APIError:
-    return APIError("fake engine error", response=Response(status))  # type: ignore[arg-type]
-
-
 class FakeContainer:
     def __init__(self, run_id: str, node: str, status: str, fails: BaseException | None = None) -> None:
         self.name = f"{run_id}-{node}"
@@ -235,108 +219,6 @@ def test_an_error_leaving_the_with_block_is_not_hidden_by_a_failing_close(engine
         f"removing the cluster afterwards failed too: cannot remove run {LIVE_RUN}: "
         f"cannot remove container {LIVE_RUN}-zk-1: {refused}"
     ]
-
-
-# -- bounded retries ------------------------------------------------------------------------------------
-def failing(error: BaseException) -> tuple[Callable[[], None], list[int]]:
-    calls: list[int] = []
-
-    def call() -> None:
-        calls.append(1)
-        raise error
-
-    return call, calls
-
-
-def test_retry_stops_after_its_attempts_and_reraises_the_last_error() -> None:
-    call, calls = failing(ConfigError("last seen: 2 of 3 brokers"))
-    sleeps: list[float] = []
-    retrying = bounded(kinds(ConfigError), attempts=3, within_s=60, wait_s=5, sleep=sleeps.append)
-    with pytest.raises(ConfigError, match="last seen: 2 of 3 brokers"):
-        retrying(call)
-    assert len(calls) == 3 and sleeps == [5, 5]
-
-
-def test_retry_stops_at_its_time_bound_whatever_the_attempts_left() -> None:
-    call, calls = failing(ConfigError("x"))
-    with pytest.raises(ConfigError):
-        bounded(kinds(ConfigError), attempts=1000, within_s=0, wait_s=0, sleep=lambda _s: None)(call)
-    assert len(calls) == 1
-
-
-def test_retry_leaves_other_errors_alone_and_returns_a_success() -> None:
-    call, calls = failing(KeyError("not retried"))
-    with pytest.raises(KeyError):
-        bounded(kinds(ConfigError), attempts=3, within_s=60, wait_s=0)(call)
-    assert len(calls) == 1
-    results = iter([ConfigError("first"), "ok"])
-
-    def flaky() -> str:
-        result = next(results)
-        if isinstance(result, Exception):
-            raise result
-        return result
-
-    assert bounded(kinds(ConfigError), attempts=3, within_s=60, wait_s=0)(flaky) == "ok"
-
-
-@pytest.mark.parametrize(
-    ("error", "transient"),
-    [
-        (api_error(500), True),
-        (api_error(409), True),  # e.g. "removal of container ... is already in progress"
-        (api_error(400), False),
-        (NotFound("no such container"), False),
-        (requests.exceptions.ConnectionError("engine restarting"), True),
-        (requests.exceptions.ReadTimeout("read timed out"), True),
-        (ValueError("ours"), False),
-    ],
-)
-def test_which_docker_errors_are_worth_another_try(error: BaseException, transient: bool) -> None:
-    assert transient_docker_error(error) is transient
-
-
-# -- ZooKeeper reads with a bound -------------------------------------------------------------------------
-class FakeKazoo:
-    """A kazoo client whose requests are answered (or not) as scripted; never connects anywhere."""
-
-    def __init__(self, answers: list[BaseException | Any | None], state: str = "CONNECTED") -> None:
-        self.handler = SequentialThreadingHandler()
-        self.answers, self.state, self.requests = answers, state, 0
-
-    def get_children_async(self, path: str) -> Any:
-        self.requests += 1
-        result = self.handler.async_result()
-        answer = self.answers.pop(0) if self.answers else None
-        if isinstance(answer, BaseException):
-            result.set_exception(answer)
-        elif answer is not None:
-            result.set(answer)
-        return result  # no answer: like a request queued on a suspended session
-
-
-def reader_with(fake: FakeKazoo, request_timeout_s: float) -> ZkStateReader:
-    reader = ZkStateReader("127.0.0.1:2181", request_timeout_s=request_timeout_s)  # never started
-    reader._zk = fake
-    return reader
-
-
-def test_a_read_on_a_silent_zookeeper_fails_in_time_saying_what_it_saw() -> None:
-    reader = reader_with(FakeKazoo([], state="SUSPENDED"), request_timeout_s=0.3)
-    started = time.monotonic()
-    with pytest.raises(ClusterError) as info:
-        reader.live_brokers()
-    assert time.monotonic() - started < 2
-    assert str(info.value) == (
-        "ZooKeeper 127.0.0.1:2181 did not answer a read of /brokers/ids within 0.3 s; "
-        "last seen: session SUSPENDED, KazooTimeoutError"
-    )
-
-
-def test_a_read_is_asked_again_after_a_lost_connection() -> None:
-    fake = FakeKazoo([ConnectionLoss(), ConnectionLoss(), ["2", "1"]])
-    assert reader_with(fake, request_timeout_s=10).live_brokers() == (1, 2)
-    assert fake.requests == 3
 
 
 # -- a second Ctrl-C while the workload stops ------------------------------------------------------------

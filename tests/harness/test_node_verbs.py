@@ -6,17 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from docker.errors import APIError
+from engine_errors import api_error
 
 from harness.errors import ClusterError
 from harness.services import Node
-
-
-class Response:
-    status_code = 500
-    reason = "Internal Server Error"
-    url = "http://docker/containers/x/pause"
-
 
 FREEZE_FAILED = "Cannot pause container x: OCI runtime pause failed: unable to freeze: unknown"
 
@@ -31,7 +24,7 @@ class BusyContainer:
     def _verb(self, name: str) -> None:
         self.calls.append(name)
         if len(self.calls) <= self.failures:
-            raise APIError("500 Server Error", response=Response(), explanation=FREEZE_FAILED)  # type: ignore[arg-type]
+            raise api_error(500, FREEZE_FAILED)
 
     def pause(self) -> None:
         self._verb("pause")

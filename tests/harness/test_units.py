@@ -1,7 +1,7 @@
 """Unit tests of the cluster foundation that need no Docker engine.
 
-Broker config rendering and override checks per Kafka version, the history writer and readers
-(including a writer SIGKILLed mid-stream), and reading a Kafka distribution's version and config keys.
+The history writer and readers (including a writer SIGKILLed mid-stream), reading a Kafka
+distribution's version and config keys, waiting, the console and narrowing a workload.
 """
 
 from __future__ import annotations
@@ -18,179 +18,13 @@ from pathlib import Path
 
 import pytest
 
-from harness.app.cluster_cli import parse_overrides
 from harness.app.console import make_console
-from harness.broker_config import (
-    BROKER_PORT,
-    KafkaVersion,
-    render_broker_config,
-    render_zookeeper_config,
-    validate_overrides,
-)
 from harness.errors import ConfigError, HistoryError
 from harness.groups import GroupSpec
 from harness.history import FORMAT, HistoryWriter, RunDir, iter_jsonl, load_run_json
 from harness.images import KafkaDistribution
 from harness.waiting import wait_until
 from harness.workload import WorkloadSpec
-
-IP = "172.28.0.101"
-ZKS = ["172.28.0.11"]
-KNOWN_09 = [
-    "min.insync.replicas",
-    "unclean.leader.election.enable",
-    "num.network.threads",
-    "replica.lag.time.max.ms",
-    "auto.create.topics.enable",
-    "broker.id",
-]
-
-
-def properties(text: str) -> dict[str, str]:
-    assert text.endswith("\n")
-    pairs = [line.split("=", 1) for line in text.splitlines()]
-    assert all(len(pair) == 2 for pair in pairs), text
-    result = dict((key, value) for key, value in pairs)
-    assert len(result) == len(pairs), f"a key is rendered twice:\n{text}"
-    return result
-
-
-# -- broker config --------------------------------------------------------------------------------
-def test_render_09_uses_advertised_host_name() -> None:
-    props = properties(render_broker_config(KafkaVersion.parse("0.9.0.1"), 2, IP, ZKS, 3, {}))
-    assert props["broker.id"] == "2"
-    assert props["advertised.host.name"] == IP
-    assert props["port"] == props["advertised.port"] == str(BROKER_PORT)
-    assert "listeners" not in props and "advertised.listeners" not in props
-    assert props["zookeeper.connect"] == f"{ZKS[0]}:2181"
-    assert props["auto.create.topics.enable"] == "false"
-    assert props["offsets.topic.replication.factor"] == "3"
-    # Settings that 0.9 does not know must not be rendered for it.
-    assert "group.initial.rebalance.delay.ms" not in props
-    assert "transaction.state.log.replication.factor" not in props
-
-
-@pytest.mark.parametrize("version", ["2.8.2", "3.6.1"])
-def test_render_newer_uses_listeners(version: str) -> None:
-    props = properties(render_broker_config(KafkaVersion.parse(version), 1, IP, ZKS * 3, 1, {}))
-    assert props["listeners"] == f"PLAINTEXT://0.0.0.0:{BROKER_PORT}"
-    assert props["advertised.listeners"] == f"PLAINTEXT://{IP}:{BROKER_PORT}"
-    for old in ("advertised.host.name", "advertised.port", "port"):
-        assert old not in props
-    # Internal topics cannot ask for more replicas than there are brokers.
-    assert props["offsets.topic.replication.factor"] == "1"
-    assert props["transaction.state.log.replication.factor"] == "1"
-    assert props["transaction.state.log.min.isr"] == "1"
-    assert props["group.initial.rebalance.delay.ms"] == "0"
-
-
-def test_render_applies_overrides_last_with_kafka_booleans() -> None:
-    overrides = {"min.insync.replicas": 2, "unclean.leader.election.enable": False, "num.partitions": 6}
-    props = properties(render_broker_config(KafkaVersion.parse("0.9.0.1"), 1, IP, ZKS, 3, overrides))
-    assert props["min.insync.replicas"] == "2"
-    assert props["unclean.leader.election.enable"] == "false"
-    assert props["num.partitions"] == "6"  # replaces the harness default of 1
-
-
-def test_render_zookeeper_ensemble() -> None:
-    single = render_zookeeper_config(ZKS)
-    assert "clientPort=2181" in single and "server." not in single
-    ensemble = render_zookeeper_config(["10.0.0.11", "10.0.0.12", "10.0.0.13"])
-    assert "server.1=10.0.0.11:2888:3888" in ensemble
-    assert "server.3=10.0.0.13:2888:3888" in ensemble
-
-
-@pytest.mark.parametrize(
-    ("version", "unclean_default", "listeners"),
-    [
-        ("0.9.0.1", True, False),
-        ("0.10.1.1", True, False),
-        ("0.10.2.0", True, True),
-        ("0.11.0.3", False, True),
-        ("2.8.2", False, True),
-        ("3.6.1", False, True),
-    ],
-)
-def test_version_defaults(version: str, unclean_default: bool, listeners: bool) -> None:
-    parsed = KafkaVersion.parse(version)
-    assert parsed.unclean_election_default is unclean_default
-    assert parsed.uses_listeners is listeners
-    assert str(parsed) == version
-
-
-def test_version_parse() -> None:
-    assert KafkaVersion.parse("3.6.1").parts == (3, 6, 1)
-    assert KafkaVersion.parse("2.8.0-SNAPSHOT").parts == (2, 8, 0)
-    assert KafkaVersion.parse("0.9.0.1") < KafkaVersion.parse("0.10.0.0")
-    with pytest.raises(ConfigError, match="cannot read a Kafka version from 'abc'"):
-        KafkaVersion.parse("abc")
-
-
-def test_validate_overrides_accepts_good_values() -> None:
-    validate_overrides(
-        {
-            "min.insync.replicas": 2,
-            "unclean.leader.election.enable": "false",
-            "auto.create.topics.enable": True,
-            "num.network.threads": "abc",
-        },
-        KNOWN_09,
-        "0.9.0.1",
-    )
-
-
-def test_validate_overrides_typo_names_key_and_suggests() -> None:
-    with pytest.raises(ConfigError) as info:
-        validate_overrides({"min.insync.replica": 2}, KNOWN_09, "0.9.0.1")
-    message = str(info.value)
-    assert "'min.insync.replica'" in message
-    assert "not a Kafka 0.9.0.1 broker setting" in message
-    assert "did you mean 'min.insync.replicas'?" in message
-
-
-def test_validate_overrides_unknown_key_without_close_match() -> None:
-    with pytest.raises(ConfigError) as info:
-        validate_overrides({"zzz.qqq": 1}, KNOWN_09, "0.9.0.1")
-    assert "'zzz.qqq'" in str(info.value) and "did you mean" not in str(info.value)
-
-
-def test_validate_overrides_without_known_keys_only_checks_types() -> None:
-    validate_overrides({"anything.goes": 1}, [], "9.9")
-    with pytest.raises(ConfigError, match=r"'min\.insync\.replicas' must be an integer"):
-        validate_overrides({"min.insync.replicas": "two"}, [], "9.9")
-
-
-@pytest.mark.parametrize(
-    "key", ["broker.id", "zookeeper.connect", "advertised.host.name", "listeners", "log.dirs"]
-)
-def test_validate_overrides_rejects_managed_keys(key: str) -> None:
-    with pytest.raises(ConfigError) as info:
-        validate_overrides({key: "1"}, [*KNOWN_09, key], "0.9.0.1")
-    assert f"{key!r} is set by kafka-chaos" in str(info.value)
-
-
-@pytest.mark.parametrize(
-    ("overrides", "expected"),
-    [
-        ({"min.insync.replicas": "abc"}, "'min.insync.replicas' must be an integer, got 'abc'"),
-        ({"replica.lag.time.max.ms": "10s"}, "'replica.lag.time.max.ms' must be an integer"),
-        ({"unclean.leader.election.enable": "yes"}, "'unclean.leader.election.enable' must be true or false"),
-        ({"min.insync.replicas": 0}, "'min.insync.replicas' must be at least 1, got 0"),
-    ],
-)
-def test_validate_overrides_rejects_bad_values(overrides: dict[str, object], expected: str) -> None:
-    with pytest.raises(ConfigError) as info:
-        validate_overrides(overrides, KNOWN_09, "0.9.0.1")  # type: ignore[arg-type]
-    assert expected in str(info.value)
-
-
-def test_parse_cli_overrides() -> None:
-    assert parse_overrides(["min.insync.replicas=2", " a.b = c=d "]) == {
-        "min.insync.replicas": "2",
-        "a.b": "c=d",
-    }
-    with pytest.raises(ConfigError, match="expected KEY=VALUE"):
-        parse_overrides(["min.insync.replicas"])
 
 
 # -- history ---------------------------------------------------------------------------------------

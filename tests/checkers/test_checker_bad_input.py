@@ -1,0 +1,167 @@
+"""`kchaos check` on bad run directories: one clear error naming the file and line, exit code 2, no
+stack trace; a torn last line of a killed run is no error; Ctrl-C while converting exits 130."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from checker_rundirs import (
+    STACK_TRACE_MARKERS,
+    acked,
+    all_ends,
+    clean_run,
+    client_line,
+    end,
+    kchaos_check,
+    make_run,
+    record,
+    replaced_run,
+    run_json,
+    squeeze,
+    write,
+)
+from pyspark.sql import SparkSession
+
+from harness.history import CHECK_CACHE, CLIENT, READS, RESULT, WRITES
+from harness.waiting import wait_until
+
+pytestmark = pytest.mark.spark
+
+
+def _lines(*events: dict[str, Any]) -> str:
+    return "".join(json.dumps(e) + "\n" for e in events)
+
+
+BAD_INPUTS = {
+    "malformed-json": (
+        {"writes": _lines(*acked(100, "p:1", 0)) + '{"type": "invoke", "time_ns": 5\n'},
+        f"{WRITES}:3: malformed JSON",
+    ),
+    "wrong-field-type": (
+        {"reads": _lines(*all_ends()) + _lines(record(900, "p:1", 0) | {"offset": "seven"})},
+        f"{READS}:7: field 'offset' must be an integer",
+    ),
+    "wrong-watermark-type": (  # not used by any check, and still validated
+        {"reads": _lines(*all_ends()) + _lines(end(10_000) | {"high_watermark": "many"})},
+        f"{READS}:7: field 'high_watermark' must be an integer",
+    ),
+    "completion-without-invoke": (
+        {"writes": _lines(*acked(100, "p:1", 0), write("ok", 300, "p:9", offset=4))},
+        f"{WRITES}:3: completion with no invoke: value 'p:9'",
+    ),
+    "value-written-twice": (
+        {"writes": _lines(*acked(100, "p:1", 0), write("invoke", 300, "p:1"))},
+        f"{WRITES}:3: value written twice",
+    ),
+    "unknown-topic": (
+        {"reads": _lines(*all_ends(), record(900, "p:1", 0, topic="nope"))},
+        f"{READS}:7: unknown topic 'nope'",
+    ),
+    "client-line-without-message": (
+        {"client": _lines(client_line(5, "p", "fine"), {"time_ns": 6, "process": "p"})},
+        f"{CLIENT}:2: field 'message': expected a string of at most 10000 characters, got None",
+    ),
+    "unknown-format": (
+        {"run": json.dumps(run_json(format=7))},
+        "unknown format 7; this kafka-chaos reads format 1",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_INPUTS))
+def test_bad_input_is_one_clear_error_with_exit_2(
+    spark: SparkSession, tmp_path: Path, capfd: pytest.CaptureFixture[str], case: str
+) -> None:
+    files, message = BAD_INPUTS[case]
+    run_dir = replaced_run(tmp_path / "run", **files)
+    code, text = kchaos_check(capfd, run_dir)
+    assert code == 2
+    assert squeeze(message) in squeeze(text)
+    assert text.strip().startswith("error:")
+
+
+def test_error_line_is_printed_whole_and_literally(
+    spark: SparkSession, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    # `:100:` is also rich's code for an emoji: it may not change what is printed, and the line is
+    # not wrapped at the terminal's width. A space in the run directory's path is just a space.
+    writes = _lines(
+        *[event for n in range(49) for event in acked(100 + n, f"p:{n}", n)], write("invoke", 900, "q:1")
+    )
+    run_dir = replaced_run(
+        tmp_path / "nightly runs" / "run", writes=writes + '{"type": "invoke", "time_ns": 5\n'
+    )
+    code, text = kchaos_check(capfd, run_dir)
+    assert code == 2
+    assert f"error: {run_dir / WRITES}:100: malformed JSON" in text.splitlines()[0], text
+
+
+def test_run_directory_spark_would_read_as_a_glob_is_a_clear_error(
+    spark: SparkSession, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    # `[nightly]` also looks like a style tag to rich: it is printed as it is.
+    run_dir = clean_run(tmp_path / "[nightly]" / "run")
+    code, text = kchaos_check(capfd, run_dir)
+    assert code == 2
+    message = (
+        f"error: {run_dir}: Spark reads [ ] in a path as a glob pattern: move or rename the run directory"
+    )
+    assert text.strip() == message
+
+
+def test_missing_history_file_is_named(
+    spark: SparkSession, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    run_dir = clean_run(tmp_path / "run")
+    (run_dir / READS).unlink()
+    code, text = kchaos_check(capfd, run_dir)
+    assert code == 2
+    assert squeeze(f"{READS}: missing history file") in squeeze(text)
+
+
+def test_torn_last_line_of_a_killed_run_is_ignored(
+    spark: SparkSession, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    run_dir = clean_run(tmp_path / "run")
+    with (run_dir / WRITES).open("a") as handle:
+        handle.write('{"type": "invoke", "time_ns": 99')
+    code, text = kchaos_check(capfd, run_dir)
+    assert code == 0, text
+    assert json.loads((run_dir / RESULT).read_text())["events"]["writes"] == 6
+
+
+def test_ctrl_c_while_converting_exits_130_quietly(tmp_path: Path) -> None:
+    writes = [event for i in range(150_000) for event in acked(i, f"p:{i}", i)]
+    run_dir = make_run(tmp_path / "run", writes, [record(10**9 + i, f"p:{i}", i) for i in range(150_000)])
+    # Its own process with Ctrl-C's default action, even if this one was started with it ignored.
+    check = subprocess.Popen(
+        [sys.executable, "-m", "harness.app.cli", "check", str(run_dir)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    try:
+        wait_until(
+            lambda: (
+                (run_dir / CHECK_CACHE).is_dir(),
+                f"no {CHECK_CACHE} yet (check running: {check.poll() is None})",
+            ),
+            what="the check to start converting the history",
+            timeout_s=120,
+            interval_s=0.05,
+        )
+        check.send_signal(signal.SIGINT)
+        output, _ = check.communicate(timeout=30)
+    finally:
+        check.kill()
+    assert check.returncode == 130, output
+    assert "interrupted" in output
+    assert not any(marker in output for marker in STACK_TRACE_MARKERS), output
+    assert not (run_dir / RESULT).exists()
