@@ -58,6 +58,9 @@ class CheckInputs:
 
 class Checker(Protocol):
     kind: AnomalyKind
+    flags: tuple[str, ...]
+    """The per-value flags (`anomalies.FLAG_KINDS`) `find` reads off `CheckInputs.flags`; none: it
+    reads the history alone, and starts before the flags are computed."""
     reads_details: bool
     """True when `details` reads the reads of the examples' values (and `example_positions`)."""
     example_positions: str | None

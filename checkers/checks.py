@@ -9,15 +9,21 @@ from checkers.checker import CheckInputs, register
 from harness.anomaly_kinds import kind
 
 
-class _Always:
+class _Unflagged:
+    """For kinds found from the history alone: they start before the per-value flags are computed."""
+
+    flags: tuple[str, ...] = ()
+
+
+class _Always(_Unflagged):
     def applies(self, inputs: CheckInputs) -> bool:
         return True
 
 
 class _Flagged:
-    """For kinds read off one per-value flag (`anomalies.value_flags`)."""
+    """For kinds read off per-value flags (`anomalies.value_flags`)."""
 
-    flags: tuple[str, ...] = ()
+    flags: tuple[str, ...]
 
     def applies(self, inputs: CheckInputs) -> bool:
         return any(flag in inputs.present for flag in self.flags)
@@ -130,7 +136,7 @@ class ReadThenLost(_Flagged, _ReadDetails):
 
 
 @register
-class ReplicaDivergence(_NoDetails):
+class ReplicaDivergence(_Unflagged, _NoDetails):
     kind = kind("replica-divergence")
 
     def applies(self, inputs: CheckInputs) -> bool:
@@ -143,7 +149,7 @@ class ReplicaDivergence(_NoDetails):
 
 
 @register
-class EpochRegressions(_NoDetails):
+class EpochRegressions(_Unflagged, _NoDetails):
     kind = kind("epoch-regression")
 
     def applies(self, inputs: CheckInputs) -> bool:

@@ -180,21 +180,29 @@ def _safely(work: Callable[[], _Found]) -> _Found:
         return _failed(exc)
 
 
-def _run_checkers(inputs: CheckInputs, evidence: _Evidence, pool: ThreadPoolExecutor) -> dict[str, _Found]:
-    """Every registered checker, side by side. The kinds whose details read the reads are counted
-    first, then sampled from one shared scan of the reads of their examples; the others are counted
-    and sampled at once. A checker that raises costs its own kind only."""
-    context = inputs.history.reads.sparkSession.sparkContext
-    found: dict[str, _Found] = {c.kind.id: _Found({}, []) for c in registered() if not c.applies(inputs)}
-    checkers = [c for c in registered() if c.kind.id not in found]
-    whole = {
-        c.kind.id: _submit(pool, context, c.kind.id, _found, c, inputs, evidence)
-        for c in checkers
-        if not c.reads_details
-    }
-    counting = {
-        c.kind.id: _submit(pool, context, c.kind.id, _count, c, inputs) for c in checkers if c.reads_details
-    }
+def _run_checkers(history: History, evidence: _Evidence, pool: ThreadPoolExecutor) -> dict[str, _Found]:
+    """Every registered checker, side by side. Those that read the history alone start first; the
+    others once the per-value flags are computed and kept. The kinds whose details read the reads are
+    counted first, then sampled from one shared scan of the reads of their examples; the others are
+    counted and sampled at once. A checker that raises costs its own kind only."""
+    context = history.reads.sparkSession.sparkContext
+    found: dict[str, _Found] = {}
+    whole: dict[str, Future[_Found]] = {}
+    counting: dict[str, Future[_Counted]] = {}
+
+    def start(checkers: list[Checker], inputs: CheckInputs) -> None:
+        for c in checkers:
+            if not c.applies(inputs):
+                found[c.kind.id] = _Found({}, [])
+            elif c.reads_details:
+                counting[c.kind.id] = _submit(pool, context, c.kind.id, _count, c, inputs)
+            else:
+                whole[c.kind.id] = _submit(pool, context, c.kind.id, _found, c, inputs, evidence)
+
+    inputs = CheckInputs.of(history)
+    start([c for c in registered() if not c.flags], inputs)
+    inputs = dataclasses.replace(inputs, flags=kept(inputs.flags)).settled()
+    start([c for c in registered() if c.flags], inputs)
     counted: dict[str, _Counted] = {}
     for kind_id, counting_future in counting.items():
         try:
@@ -202,7 +210,7 @@ def _run_checkers(inputs: CheckInputs, evidence: _Evidence, pool: ThreadPoolExec
         except Exception as exc:
             found[kind_id] = _failed(exc)
     occurred = [c for c in counted.values() if c.per_topic_second]
-    reads = inputs.history.reads
+    reads = history.reads
     example_reads = kept(_example_reads(reads, occurred)) if occurred else reads
     if occurred:
         example_reads.count()  # kept once, before the kinds read it side by side
@@ -306,9 +314,7 @@ def build_result(history: History, checked_at: str, spark_info: dict[str, Any]) 
         measuring_availability = _submit(pool, context, "availability", availability_rows, history, intervals)
         measuring_groups = _submit(pool, context, "groups", group_results, history, intervals)
         counting_writes = _submit(pool, context, "writes", _write_counts, history)
-        inputs = CheckInputs.of(history)
-        inputs = dataclasses.replace(inputs, flags=kept(inputs.flags)).settled()
-        found = _run_checkers(inputs, evidence, pool)
+        found = _run_checkers(history, evidence, pool)
         write_counts, written, unplaced = counting_writes.result()
         measured_availability = measuring_availability.result()
         groups = measuring_groups.result()
