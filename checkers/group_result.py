@@ -15,6 +15,7 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.util import inheritable_thread_target
 
+from checkers import anomalies
 from checkers import groups as g
 from checkers.evidence import ClusterTimeline, active_fault_names
 from checkers.group_guarantees import group_guarantees
@@ -38,7 +39,7 @@ _TIME = {
 
 def _anomalies(history: History, consumes: DataFrame) -> dict[str, DataFrame]:
     """Each kind's rows, and `polled` (the polls counted): all over complete partitions."""
-    complete = history.ends.select(*g.PARTITION).distinct()
+    complete = anomalies.complete_partitions(history.ends)  # a final `end`: a live one says nothing
     final = g.complete_only(
         history.reads.where(F.col("phase") == "final").select(*g.POSITION, "value"), complete
     )

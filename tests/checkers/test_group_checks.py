@@ -161,9 +161,11 @@ def test_a_commit_lower_than_an_earlier_ok_commit_is_a_regression(spark: SparkSe
     assertDataFrameEqual(g.commit_regressions(commits), expected)
 
 
-def group_run(root: Path, consumes: list[dict[str, Any]]) -> Path:
+def group_run(root: Path, consumes: list[dict[str, Any]], live: tuple[dict[str, Any], ...] = ()) -> Path:
+    """A run whose final read holds t-all/0's offsets 0..5 and reads every partition but t-all/1 to its
+    end; `live`: the live readers' events."""
     writes = [e for o in FINAL_OFFSETS for e in acked(10 + o, f"p:{o}", o)]
-    reads = [record(900 + o, f"p:{o}", o) for o in FINAL_OFFSETS]
+    reads = [*live, *(record(900 + o, f"p:{o}", o) for o in FINAL_OFFSETS)]
     ends = [
         end(1000, t["name"], p)
         for t in run_json()["topics"]
@@ -221,6 +223,21 @@ def test_kchaos_check_judges_each_group_by_its_commit_mode(
     assert skip["coordinator"] is None and skip["faults"] == []  # no offsets topic sampled, no fault
     reason = next(r["reason"] for r in at_least_once["guarantees"] if r["id"] == "no-consumer-skips")
     assert "KIP-320" in reason  # Kafka 0.9 consumers cannot detect a truncated log
+
+
+def test_only_a_final_end_makes_a_partition_complete_for_the_groups(
+    spark: SparkSession, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    # A live reader that got to t-all/1's end says nothing of what the final read holds there: the
+    # group's two polls of t-all/1 stay out of its counts, as without that live `end`.
+    live_end = end(500, "t-all", 1) | {"phase": "live", "process": "c-live-0"}
+    run_dir = group_run(tmp_path / "run", CONSUMES_G, live=(live_end,))
+    code = main(["check", str(run_dir)])
+    capfd.readouterr()
+    result = json.loads((run_dir / RESULT).read_text())
+    assert code == 1
+    counts = ("polled", "skipped", "redelivered", "poll_skips", "nonmonotonic", "commit_regressions")
+    assert {k: result["groups"]["g"][k] for k in counts} == dict(zip(counts, (6, 2, 2, 1, 1, 1), strict=True))
 
 
 @pytest.mark.parametrize(
