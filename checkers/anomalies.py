@@ -16,12 +16,13 @@ position of a duplicate, where a value was first read) are added by `with_final_
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping
 
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from checkers.frames import POSITION, acks_of, slot_topic_index
+from checkers.frames import POSITION, Partitions, acks_of, on_partitions, slot_topic_index
 
 WRITE_EVIDENCE = ["process", "invoke_ns", "complete_ns", "ack_offset"]
 
@@ -31,17 +32,10 @@ def records(reads: DataFrame) -> DataFrame:
     return reads.where(F.col("type") == "record").select("phase", *POSITION, "value")
 
 
-def complete_partitions(reads: DataFrame) -> DataFrame:
-    """(topic, partition) whose final read reached its high watermark (has a final `end` event)."""
-    ends = reads.where((F.col("type") == "end") & (F.col("phase") == "final"))
-    return ends.select("topic", "partition").distinct()
-
-
-def complete_topics(reads: DataFrame, topic_partitions: Mapping[str, int]) -> DataFrame:
+def complete_topics(complete: Partitions, topic_partitions: Mapping[str, int]) -> frozenset[str]:
     """Topics every partition of which (per run.json) had a complete final read."""
-    expected = F.create_map(*[F.lit(x) for name, n in sorted(topic_partitions.items()) for x in (name, n)])
-    per_topic = complete_partitions(reads).groupBy("topic").agg(F.count("*").alias("complete"))
-    return per_topic.where(F.col("complete") >= expected[F.col("topic")]).select("topic")
+    per_topic = Counter(topic for topic, _ in complete)
+    return frozenset(t for t, n in per_topic.items() if t in topic_partitions and n >= topic_partitions[t])
 
 
 def reads_of(reads: DataFrame, values: DataFrame, positions: DataFrame | None = None) -> DataFrame:
@@ -70,33 +64,27 @@ def with_final_value(anomalies: DataFrame, reads: DataFrame, offset_column: str)
     )
 
 
-def value_flags(values: DataFrame, reads: DataFrame, topic_partitions: Mapping[str, int]) -> DataFrame:
-    """`values` (`frames.value_table`) plus one boolean column per per-value anomaly kind.
-
-    Of `reads` only the `end` events matter (so the end events alone will do).
+def value_flags(values: DataFrame, complete: Partitions, topic_partitions: Mapping[str, int]) -> DataFrame:
+    """`values` (`frames.value_table`) plus one boolean column per per-value anomaly kind, given the
+    partitions whose final read was complete (`frames.complete_partitions`).
 
     `lost` is an `ok` write certainly missing from the complete final read of its partition (or,
     partition unknown, of its whole topic); `lost_unsure` one whose final reads span partitions on
     both sides of its own, which `lost_writes_from` settles exactly.
     """
-    complete = complete_partitions(reads).withColumn("partition_complete", F.lit(True))
-    joined = values.join(F.broadcast(complete), ["topic", "partition"], "left")
-    if topic_partitions:
-        topics = complete_topics(reads, topic_partitions).withColumn("topic_complete", F.lit(True))
-        joined = joined.join(F.broadcast(topics), "topic", "left")
-    else:  # no topic is known to be read completely
-        joined = joined.withColumn("topic_complete", F.lit(None).cast("boolean"))
     own, low, high = F.col("write_slot"), F.col("final_low"), F.col("final_high")
     own_topic, low_topic, high_topic = (slot_topic_index(c) for c in (own, low, high))
     ok = F.col("written") & (F.col("outcome") == "ok")  # written and read are never null in `value_table`
-    placed = ok & (F.col("partition") >= 0) & F.coalesce(F.col("partition_complete"), F.lit(False))
-    unplaced = ok & (F.col("partition") < 0) & F.coalesce(F.col("topic_complete"), F.lit(False))
+    partition_complete = on_partitions(complete)
+    placed = ok & (F.col("partition") >= 0) & partition_complete
+    topic_complete = F.col("topic").isin(*sorted(complete_topics(complete, topic_partitions)))
+    unplaced = ok & (F.col("partition") < 0) & F.coalesce(topic_complete, F.lit(False))
     found_certain = F.coalesce((own == low) | (own == high), F.lit(False))
     outside = low.isNull() | (own < low) | (own > high)
     topic_missed = low.isNull() | (own_topic < low_topic) | (own_topic > high_topic)
     read, written = F.col("read"), F.col("written")
     moved = (F.col("read_low") != F.col("read_high")) | (F.col("offset_low") != F.col("offset_high"))
-    return joined.select(
+    return values.select(
         *values.columns,
         ((placed & ~found_certain & outside) | (unplaced & topic_missed)).alias("lost"),
         (
@@ -114,7 +102,7 @@ def value_flags(values: DataFrame, reads: DataFrame, topic_partitions: Mapping[s
             & F.col("final_low").isNull()
             & (F.col("read_low") == own)
             & (F.col("read_high") == own)
-            & F.coalesce(F.col("partition_complete"), F.lit(False))
+            & partition_complete
         ).alias("read_then_lost"),
     )
 

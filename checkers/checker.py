@@ -44,7 +44,9 @@ class CheckInputs:
     def of(cls, history: History) -> CheckInputs:
         """Inputs for `history`; the caller keeps and releases `flags` around a check."""
         partitions = {str(t["name"]): int(t.get("partitions") or 0) for t in history.run["topics"]}
-        flags = anomalies.anomalous_values(anomalies.value_flags(history.values, history.ends, partitions))
+        flags = anomalies.anomalous_values(
+            anomalies.value_flags(history.values, history.complete_partitions, partitions)
+        )
         return cls(history, topic_acks(history.run), flags)
 
     def settled(self) -> CheckInputs:

@@ -5,7 +5,8 @@ Pure DataFrame -> DataFrame functions; `checkers.io` is the only package that re
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -35,11 +36,38 @@ READ_SCHEMA = _schema(READ_FIELDS)
 RECORD_COLUMNS = ["phase", "topic", "partition", "offset", "value"]
 """What checks read of a `record` event (its time and process are only validated)."""
 END_COLUMNS = ["type", "phase", "topic", "partition", "log_start", "high_watermark"]
-END_SCHEMA = T.StructType([field for field in READ_SCHEMA.fields if field.name in END_COLUMNS])
 """What an `end` event says (a final one: its partition was read to the high watermark).
 
 Kept whole: a field no query reads is not parsed at all, so keeping the watermarks is also what
 makes a line with a mistyped one a bad line (`checkers.io` parses the history once)."""
+
+Partitions = frozenset[tuple[str, int]]
+"""Some (topic, partition) pairs: few, held by the driver and given to queries as literals."""
+
+
+def complete_partitions(ends: Iterable[Mapping[str, Any]]) -> Partitions:
+    """(topic, partition) whose final read reached its high watermark: with a final `end` event (a
+    live reader's end says nothing of the final read)."""
+    return frozenset(
+        (str(end["topic"]), int(end["partition"]))
+        for end in ends
+        if end.get("type") == "end" and end.get("phase") == "final"
+    )
+
+
+def on_partitions(partitions: Partitions) -> Column:
+    """True for a row whose (`topic`, `partition`) is one of `partitions`, false otherwise (null too).
+
+    A literal condition, not a join with a frame of them: no broadcast job, and a plan Spark
+    analyzes quickly (keeping the per-value flags, warm: 0.6-1.1 s -> 0.33-0.38 s for 60 events,
+    0.6 s -> 0.3 s for a real 60-s run)."""
+    by_topic: dict[str, list[int]] = {}
+    for topic, partition in sorted(partitions):
+        by_topic.setdefault(topic, []).append(partition)
+    condition = F.lit(False)
+    for topic, numbers in by_topic.items():
+        condition = condition | ((F.col("topic") == topic) & F.col("partition").isin(*numbers))
+    return F.coalesce(condition, F.lit(False))
 
 
 def _all_present(*names: str) -> Column:

@@ -15,7 +15,6 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.util import inheritable_thread_target
 
-from checkers import anomalies
 from checkers import groups as g
 from checkers.evidence import ClusterTimeline, active_fault_names
 from checkers.group_guarantees import group_guarantees
@@ -39,7 +38,7 @@ _TIME = {
 
 def _anomalies(history: History, consumes: DataFrame) -> dict[str, DataFrame]:
     """Each kind's rows, and `polled` (the polls counted): all over complete partitions."""
-    complete = anomalies.complete_partitions(history.ends)  # a final `end`: a live one says nothing
+    complete = history.complete_partitions
     final = g.complete_only(
         history.reads.where(F.col("phase") == "final").select(*g.POSITION, "value"), complete
     )

@@ -11,14 +11,16 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
+from checkers.frames import Partitions, on_partitions
+
 POSITION = ("topic", "partition", "offset")
 PARTITION = ("topic", "partition")
 _COMMIT = ("group", "process", "generation", "commit_id", "time_ns", "seq")
 
 
-def complete_only(frame: DataFrame, complete: DataFrame) -> DataFrame:
-    """Rows of `frame` on a partition of `complete` (topic, partition)."""
-    return frame.join(F.broadcast(complete), list(PARTITION), "left_semi").select(*frame.columns)
+def complete_only(frame: DataFrame, complete: Partitions) -> DataFrame:
+    """Rows of `frame` on a partition of `complete`."""
+    return frame.where(on_partitions(complete))
 
 
 def polls(consumes: DataFrame) -> DataFrame:

@@ -247,7 +247,7 @@ def _write_counts(history: History) -> tuple[dict[str, dict[str, int]], set[tupl
 def _incomplete_partitions(
     history: History, written: set[tuple[str, int]], unplaced: set[str]
 ) -> list[dict[str, Any]]:
-    done = {(r["topic"], r["partition"]) for r in anomalies.complete_partitions(history.ends).collect()}
+    done = history.complete_partitions
     for topic in history.run["topics"]:
         if topic["name"] in unplaced:
             written = written | {(topic["name"], p) for p in range(int(topic.get("partitions") or 0))}

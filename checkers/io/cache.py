@@ -67,7 +67,7 @@ class CachedHistory(NamedTuple):
     counts: dict[str, int]
     values: DataFrame
     reads: DataFrame
-    ends: DataFrame
+    complete_partitions: frames.Partitions
 
 
 def cached_history(spark: SparkSession, run_dir: Path, run: dict[str, Any]) -> CachedHistory:
@@ -87,8 +87,8 @@ def cached_history(spark: SparkSession, run_dir: Path, run: dict[str, Any]) -> C
     with spark_errors("reading the Parquet cache", str(cache)):
         values = frames.named(_read_parquet(spark, cache, _VALUES), _name_tables(spark, cache))
         reads = _read_records(spark, cache)
-        ends = spark.read.schema(frames.END_SCHEMA).json(uri(cache / _ENDS))
-    return CachedHistory(counts, values, reads, ends)
+    complete = frames.complete_partitions(end for _, end in iter_jsonl(cache / _ENDS))
+    return CachedHistory(counts, values, reads, complete)
 
 
 def _content_digests(run_dir: Path) -> dict[str, str]:

@@ -26,15 +26,16 @@ class History:
     """A validated run: run.json, per-value table, writes and reads as DataFrames, small files as lists.
 
     `values` is `frames.value_table` of the history with names (`frames.named`), `writes` its written
-    rows (`frames.writes_of`), `reads` the read records (`frames.RECORD_COLUMNS` only) and `ends` the
-    `end` events of reads.jsonl (END_COLUMNS only, kept apart: few).
+    rows (`frames.writes_of`), `reads` the read records (`frames.RECORD_COLUMNS` only) and
+    `complete_partitions` the partitions whose final read was complete (`frames.complete_partitions`
+    of reads.jsonl's `end` events).
     """
 
     run: dict[str, Any]
     values: DataFrame
     writes: DataFrame
     reads: DataFrame
-    ends: DataFrame
+    complete_partitions: frames.Partitions
     faults: list[FaultWindow]
     cluster: list[dict[str, Any]]
     event_counts: dict[str, int]
@@ -75,7 +76,7 @@ def load_history(spark: SparkSession, run_dir: Path, layout: Layout | None = Non
         cached.values,
         writes,
         cached.reads,
-        cached.ends,
+        cached.complete_partitions,
         layout.faults,
         cluster,
         counts,

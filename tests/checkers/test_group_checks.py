@@ -81,13 +81,12 @@ def final_frame(spark: SparkSession) -> DataFrame:
     )
 
 
-def complete(spark: SparkSession) -> DataFrame:
-    return spark.createDataFrame([("t-all", 0)], "topic string, partition int")
+COMPLETE = frozenset({("t-all", 0)})
 
 
 def test_skipped_positions_are_below_the_highest_commit_and_never_polled(spark: SparkSession) -> None:
     consumes = consumes_frame(spark, CONSUMES_G)
-    polled = g.complete_only(g.polls(consumes), complete(spark))
+    polled = g.complete_only(g.polls(consumes), COMPLETE)
     skipped = g.skipped(final_frame(spark), polled, g.ok_commit_entries(consumes))
     expected = [
         Row(
@@ -106,7 +105,7 @@ def test_skipped_positions_are_below_the_highest_commit_and_never_polled(spark: 
 
 
 def test_redeliveries_count_each_position_once(spark: SparkSession) -> None:
-    polled = g.complete_only(g.polls(consumes_frame(spark, CONSUMES_G)), complete(spark))
+    polled = g.complete_only(g.polls(consumes_frame(spark, CONSUMES_G)), COMPLETE)
     expected = [
         Row(
             group="g",
@@ -136,10 +135,10 @@ def test_poll_skips_and_steps_back_are_within_one_generation_between_rebalances(
     pairs = g.consecutive_polls(consumes_frame(spark, CONSUMES_G))
     pair = {"group": "g", "process": "g-0", "generation": 1, "topic": "t-all", "partition": 0}
     assertDataFrameEqual(
-        g.complete_only(pairs, complete(spark)).select("before", "after"),
+        g.complete_only(pairs, COMPLETE).select("before", "after"),
         [Row(before=0, after=1), Row(before=1, after=3), Row(before=3, after=2)],
     )
-    skips = g.poll_skips(g.complete_only(pairs, complete(spark)), final_frame(spark))
+    skips = g.poll_skips(g.complete_only(pairs, COMPLETE), final_frame(spark))
     assertDataFrameEqual(skips, [Row(**pair, before=1, after=3, before_ns=130, after_ns=140, missed=1)])
     assertDataFrameEqual(g.nonmonotonic(pairs), [Row(**pair, before=3, after=2, before_ns=140, after_ns=170)])
 
