@@ -268,14 +268,20 @@ def kept_until_done(context: SparkContext) -> Iterator[None]:
     """Release, when the block ends however it ends, what was kept or persisted within it (one check:
     a process that checks many histories keeps none of their frames). A process checks one history
     at a time: what another check kept meanwhile would be released too."""
-    before = set(context._jsc.getPersistentRDDs().keys())
+    before = _persistent_ids(context)
     try:
         yield
     finally:
         with suppress(Exception):  # the JVM may already be going away
-            for rdd_id, rdd in context._jsc.getPersistentRDDs().items():
-                if rdd_id not in before:
-                    rdd.unpersist(False)
+            persistent = context._jsc.getPersistentRDDs()
+            for rdd_id in _persistent_ids(context) - before:
+                persistent.get(rdd_id).unpersist(False)
+
+
+def _persistent_ids(context: SparkContext) -> set[int]:
+    """The ids of the persisted RDDs, as one array: py4j's view of the map made about 80 calls to the
+    JVM to list even an empty one (0.06-0.08 s, twice per check)."""
+    return set(context._jsc.getPersistentRDDs().keySet().toArray())
 
 
 def stop_spark(wait_s: float) -> None:

@@ -103,3 +103,17 @@ def test_a_check_keeps_nothing_once_it_is_done(spark: SparkSession, tmp_path: Pa
     result = check_run(every_kind(tmp_path / "run"))
     assert result["anomalies"]["reordered"]["count"] == 1  # examples were sampled from kept frames
     assert set(kept_rdds().keys()) == before
+
+
+def test_a_check_releases_only_what_it_kept(spark: SparkSession, tmp_path: Path) -> None:
+    def kept_ids() -> set[int]:
+        return set(spark.sparkContext._jsc.getPersistentRDDs().keySet().toArray())
+
+    before = kept_ids()
+    earlier = spark.range(3).localCheckpoint(eager=True)  # kept before the check, by someone else
+    theirs = kept_ids() - before
+    check_run(every_kind(tmp_path / "run"))
+    assert theirs and kept_ids() == before | theirs
+    assert earlier.count() == 3
+    for rdd_id in theirs:
+        spark.sparkContext._jsc.getPersistentRDDs().get(rdd_id).unpersist(False)
