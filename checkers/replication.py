@@ -27,12 +27,20 @@ def replica_divergence(
     both of their ends, since each holds that offset. `replicas` lists (broker, value) by broker;
     `acked_values` are the values acknowledged at that offset (more than one after a truncation)
     and `complete_ns` the first of their acknowledgements (null when none was)."""
-    held = replica_values.groupBy(*POSITION).agg(
-        F.sort_array(F.collect_list(F.struct("broker", "value"))).alias("replicas"),
-        F.count("*").alias("holders"),
-        F.countDistinct(F.coalesce(F.col("value"), F.lit("\u0000null"))).alias("versions"),
+    # Numbers only in the aggregation buffers over every replica row (Spark hash-aggregates them;
+    # a list of structs per offset made it keep every row): the holders of each distinct value,
+    # then how many values and holders each offset has. Only the few diverged offsets collect theirs.
+    value = F.coalesce(F.col("value"), F.lit("\u0000null"))
+    per_value = replica_values.groupBy(*POSITION, value.alias("version")).agg(F.count("*").alias("holders"))
+    per_offset = per_value.groupBy(*POSITION).agg(
+        F.sum("holders").alias("holders"), F.count("*").alias("versions")
     )
-    diverged = held.where((F.col("holders") > 1) & (F.col("versions") > 1)).select(*POSITION, "replicas")
+    at = per_offset.where((F.col("holders") > 1) & (F.col("versions") > 1)).select(*POSITION)
+    diverged = (
+        replica_values.join(F.broadcast(at), list(POSITION), "left_semi")
+        .groupBy(*POSITION)
+        .agg(F.sort_array(F.collect_list(F.struct("broker", "value"))).alias("replicas"))
+    )
     positions = F.broadcast(diverged.select("topic", "partition", F.col("offset").alias("ack_offset")))
     acked = (
         writes.where(F.col("outcome") == "ok")
