@@ -25,6 +25,7 @@ from pyspark.sql import functions as F
 from pyspark.testing import assertDataFrameEqual
 
 from checkers import groups as g
+from checkers.frames import complete_partitions
 from checkers.io import CONSUME_SCHEMA
 from harness.app.cli import main
 from harness.history import CONSUMES, RESULT
@@ -82,6 +83,25 @@ def final_frame(spark: SparkSession) -> DataFrame:
 
 
 COMPLETE = frozenset({("t-all", 0)})
+
+
+def test_complete_partitions_are_those_of_final_ends_and_only_their_rows_count(spark: SparkSession) -> None:
+    ends = [
+        {"type": "end", "phase": "final", "topic": "t-all", "partition": 0},
+        {"type": "end", "phase": "live", "topic": "t-all", "partition": 1},  # says nothing of the final read
+        {"type": "end", "phase": "final", "topic": "t-1", "partition": 2},
+    ]
+    complete = complete_partitions(ends)
+    assert complete == {("t-all", 0), ("t-1", 2)}
+    rows = spark.createDataFrame(
+        [("t-all", 0, 1), ("t-all", 1, 2), ("t-1", 2, 3), ("t-1", 0, 4), (None, 0, 5), ("t-all", None, 6)],
+        "topic string, partition int, offset long",
+    )
+    assertDataFrameEqual(
+        g.complete_only(rows, complete),
+        [Row(topic="t-all", partition=0, offset=1), Row(topic="t-1", partition=2, offset=3)],
+    )
+    assert g.complete_only(rows, frozenset()).count() == 0
 
 
 def test_skipped_positions_are_below_the_highest_commit_and_never_polled(spark: SparkSession) -> None:
