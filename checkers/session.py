@@ -19,7 +19,7 @@ from functools import partial
 from pathlib import Path
 from types import FrameType
 
-from py4j.java_gateway import JavaGateway  # type: ignore[import-untyped]
+from py4j.java_gateway import JavaGateway, JavaObject  # type: ignore[import-untyped]
 from py4j.protocol import Py4JError, Py4JJavaError  # type: ignore[import-untyped]
 from pyspark import SparkConf, SparkContext
 from pyspark.errors import PySparkException
@@ -268,20 +268,20 @@ def kept_until_done(context: SparkContext) -> Iterator[None]:
     """Release, when the block ends however it ends, what was kept or persisted within it (one check:
     a process that checks many histories keeps none of their frames). A process checks one history
     at a time: what another check kept meanwhile would be released too."""
-    before = _persistent_ids(context)
+    before = _ids(context._jsc.getPersistentRDDs())
     try:
         yield
     finally:
         with suppress(Exception):  # the JVM may already be going away
             persistent = context._jsc.getPersistentRDDs()
-            for rdd_id in _persistent_ids(context) - before:
+            for rdd_id in _ids(persistent) - before:
                 persistent.get(rdd_id).unpersist(False)
 
 
-def _persistent_ids(context: SparkContext) -> set[int]:
-    """The ids of the persisted RDDs, as one array: py4j's view of the map made about 80 calls to the
-    JVM to list even an empty one (0.06-0.08 s, twice per check)."""
-    return set(context._jsc.getPersistentRDDs().keySet().toArray())
+def _ids(persistent: JavaObject) -> set[int]:
+    """The keys of a Java map of persisted RDDs, as one array: py4j's view of the map made about 80
+    calls to the JVM to list even an empty one (0.06-0.08 s, twice per check)."""
+    return set(persistent.keySet().toArray())
 
 
 def stop_spark(wait_s: float) -> None:
