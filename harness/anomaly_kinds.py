@@ -204,3 +204,6 @@ GROUP_KINDS: tuple[AnomalyKind, ...] = (
 GROUP_BY_ID = {kind.id: kind for kind in GROUP_KINDS}
 GROUP_COUNTS = ("polled", *(kind.count for kind in GROUP_KINDS))
 """The per-group counts of check/result.json's `groups`, and of expectations (`group=g skipped == 0`)."""
+FINAL_READ_COUNTS = frozenset({"lost", "read_lost", *GROUP_COUNTS})
+"""The counts taken only over partitions whose final read was complete (docs/RESULT_FORMAT.md): on
+a topic or group with an incomplete partition, each is a lower bound of the truth."""

@@ -7,11 +7,10 @@ then writes one `end` event; a partition it cannot finish in time gets none, and
 
 from __future__ import annotations
 
-import contextlib
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
@@ -92,6 +91,8 @@ class FinalReadResult:
     complete: list[tuple[str, int]]
     incomplete: list[tuple[str, int]]
     records: int
+    why: dict[tuple[str, int], str] = field(default_factory=dict)
+    """For each incomplete partition, the state the read last saw of it (run.json says it)."""
 
 
 def final_read(
@@ -107,6 +108,7 @@ def final_read(
     deadline = time.monotonic() + timeout_s
     targets: dict[tuple[str, int], tuple[int, int]]
     pending: list[tuple[str, int]] = [(t, p) for t, count in sorted(partitions.items()) for p in range(count)]
+    why: dict[tuple[str, int], str] = {}
     records = 0
     try:
         # Watermarks first, read until two rounds agree: the high watermark trails the last writes
@@ -114,13 +116,22 @@ def final_read(
         previous: dict[tuple[str, int], tuple[int, int]] | None = None
         while True:
             targets = {}
-            for topic, partition in pending:
-                # KafkaException: leader election in progress; asked again next round, until the deadline.
-                with contextlib.suppress(KafkaException):
-                    targets[(topic, partition)] = consumer.get_watermark_offsets(
-                        TopicPartition(topic, partition), timeout=5, cached=False
+            for key in pending:
+                try:
+                    targets[key] = consumer.get_watermark_offsets(
+                        TopicPartition(*key), timeout=5, cached=False
                     )
-            if (targets == previous and len(targets) == len(pending)) or time.monotonic() >= deadline:
+                except KafkaException as exc:  # leader election in progress: asked again next round
+                    why[key] = f"its watermarks could not be read: {exc.args[0] if exc.args else exc}"
+            settled = targets == previous and len(targets) == len(pending)
+            for key, watermarks in targets.items():
+                was = (previous or {}).get(key)
+                why[key] = (
+                    f"nothing was read of offsets [{watermarks[0]}, {watermarks[1]})"
+                    if settled
+                    else f"its watermarks did not settle: {list(was or [])}, then {list(watermarks)}"
+                )
+            if settled or time.monotonic() >= deadline:
                 break
             previous = targets
             time.sleep(WATERMARK_ROUND_S)
@@ -142,13 +153,15 @@ def final_read(
                 _record(writer, clock, process, "final", msg)
                 records += 1
                 low, high = targets[key]
-                if int(msg.offset() or 0) + 1 >= high:
+                offset = int(msg.offset() or 0)
+                why[key] = f"the read reached offset {offset} of [{low}, {high})"
+                if offset + 1 >= high:
                     _end(writer, clock, process, key, low, high)
                     done.add(key)
     finally:
         consumer.close()
-    complete = sorted(done)
-    return FinalReadResult(complete, [k for k in pending if k not in done], records)
+    incomplete = [k for k in pending if k not in done]
+    return FinalReadResult(sorted(done), incomplete, records, {k: why.get(k, "not read") for k in incomplete})
 
 
 def _end(

@@ -158,7 +158,9 @@ def run_experiment(
                 "phases_s": phases,
                 "final_read": {
                     "complete": len(final.complete),
-                    "incomplete": [{"topic": t, "partition": p} for t, p in final.incomplete],
+                    "incomplete": [
+                        {"topic": t, "partition": p, "why": final.why[(t, p)]} for t, p in final.incomplete
+                    ],
                 },
             }
         )

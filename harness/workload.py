@@ -142,6 +142,10 @@ def _every_step(steps: Iterable[Callable[[], object]]) -> None:
 # a second at worst; per-message contexts (msg, protocol) would be a line per request. A
 # scenario's own `debug` setting replaces it.
 PRODUCER_DEBUG = {"debug": "broker"}
+# The final read's connections and the leaders it was told of: what an incomplete read needs to be
+# explained, a few dozen lines per run.
+FINAL_READ_DEBUG = {"debug": "broker,topic,metadata"}
+FINAL_READER = "c-final-0"
 
 
 class Workload:
@@ -242,7 +246,10 @@ class Workload:
     def final_read(self, timeout_s: float = 60.0) -> FinalReadResult:
         assert self._reads is not None, "start() first"
         partitions = {topic_name(a): self.spec.partitions for a in self.spec.acks}
-        return final_read(partitions, self._client_config(), self._reads, self.clock, timeout_s)
+        assert self._client_log is not None
+        logger = ClientLog(FINAL_READER, self._client_log, self.clock)
+        config = self._client_config(**FINAL_READ_DEBUG, logger=logger)
+        return final_read(partitions, config, self._reads, self.clock, timeout_s, FINAL_READER)
 
     def close(self) -> None:
         """Release the producers' clients and close the history files: each step taken even when

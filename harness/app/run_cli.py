@@ -59,8 +59,9 @@ def _print_outcome(outcome: RunOutcome) -> None:
         )
     console.print(table)
     for e in outcome.expectations:
-        held = Text("held", style="green") if e.held else Text("FAILED", style="red")
-        console.print(Text.assemble(f"  expect {e.text}: ", held, f" (observed {e.observed})"))
+        held = Text(e.verdict if e.held else e.verdict.upper(), style=colour.get(e.verdict, "red"))
+        why = f"; {e.why}" if e.why else ""
+        console.print(Text.assemble(f"  expect {e.text}: ", held, f" (observed {e.observed}{why})"))
     for acks, counts in result.get("acks", {}).items():
         console.print(f"  acks={acks}: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
     console.print(f"run directory: {outcome.rundir.root}")

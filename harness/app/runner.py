@@ -15,6 +15,7 @@ from typing import Any
 from checkers import check_run, start_checking
 from faults.schedule import Nemesis, Schedule, ScheduleEntry
 from harness.app.crash import note_run_dir
+from harness.app.expectations import ExpectationOutcome
 from harness.app.scenario import FaultPlan, Scenario
 from harness.app.scenario_dump import scenario_yaml, with_timeline
 from harness.cluster import KafkaCluster
@@ -34,13 +35,6 @@ from reports import write_report
 
 Tick = Callable[[Workload, float, str], None]
 """Progress callback: workload, seconds left, status text (active faults, leader changes)."""
-
-
-@dataclass(frozen=True)
-class ExpectationOutcome:
-    text: str
-    held: bool
-    observed: Any
 
 
 @dataclass(frozen=True)
@@ -166,13 +160,11 @@ def run_scenario(
     except KeyboardInterrupt:  # a second Ctrl-C during heal or final read: check what there is
         interrupted, phases = True, {}
     checked = check_run(rundir.root, master=master)
-    expectations = [ExpectationOutcome(e.text, *e.evaluate(checked)) for e in scenario.expectations]
+    expectations = [e.evaluate(checked) for e in scenario.expectations]
     page = None
     if report:
         page = write_report(rundir.root)
-    write_atomic(
-        rundir.root, EXPECTATIONS, json.dumps([dataclasses.asdict(e) for e in expectations], indent=2) + "\n"
-    )
+    write_atomic(rundir.root, EXPECTATIONS, json.dumps([e.as_json() for e in expectations], indent=2) + "\n")
     return RunOutcome(scenario.name, rundir, checked, expectations, page, interrupted, phases)
 
 

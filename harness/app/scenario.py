@@ -7,9 +7,8 @@ live in `harness/app/scenarios/*.yaml`; see README "Scenario format".
 
 from __future__ import annotations
 
-import operator
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,7 +16,8 @@ from typing import Any
 from faults import make_fault
 from faults.schedule import MAX_ENTRIES
 from faults.triggers import Trigger
-from harness.anomaly_kinds import COUNT_KEYS, GROUP_COUNTS
+from harness.app.expectations import HELP as EXPECTATION_HELP
+from harness.app.expectations import Expectation
 from harness.app.scenario_fields import MAX_NAME, MAX_TEXT, Fields, fail
 from harness.app.scenario_groups import parse_groups
 from harness.app.yamlfile import read_yaml
@@ -40,41 +40,6 @@ from harness.workload import WorkloadSpec
 BUILTIN_DIR = Path(__file__).resolve().parent / "scenarios"
 MAX_REPEAT = 1000
 _HEAP = re.compile(r"[1-9][0-9]{0,6}[kmgKMG]")
-_OPERATORS: dict[str, Callable[[Any, Any], bool]] = {
-    "==": operator.eq,
-    "!=": operator.ne,
-    "<=": operator.le,
-    ">=": operator.ge,
-    "<": operator.lt,
-    ">": operator.gt,
-}
-_EXPECTATION = re.compile(
-    r"^\s*(?:acks=(?P<acks>0|1|all)\s+|group=(?P<group>[A-Za-z0-9][A-Za-z0-9._-]{0,40})\s+)?"
-    r"(?P<metric>[a-z_]+)\s*(?P<op>==|!=|<=|>=|<|>)\s*"
-    r"(?P<value>\d{1,18}|true|false)\s*$"
-)
-
-
-@dataclass(frozen=True)
-class Expectation:
-    text: str
-    acks: str | None
-    metric: str
-    op: str
-    value: int | bool
-    group: str | None = None
-
-    def evaluate(self, result: Mapping[str, Any]) -> tuple[bool, Any]:
-        """(holds, observed value) against a check/result.json."""
-        if self.group is not None:
-            observed = (result.get("groups") or {}).get(self.group, {}).get(self.metric)
-        elif self.acks is not None:
-            observed = result.get("acks", {}).get(self.acks, {}).get(self.metric)
-        else:
-            observed = result.get(self.metric)
-        if observed is None:
-            return False, None
-        return _OPERATORS[self.op](observed, self.value), observed
 
 
 @dataclass(frozen=True)
@@ -244,30 +209,12 @@ def parse_scenario(data: Any, source: str) -> Scenario:
         )
     expectations = []
     for i, text in enumerate(top.get("expect", list, [])):
-        match = _EXPECTATION.match(text) if isinstance(text, str) else None
-        metrics = (
-            GROUP_COUNTS if match and match["group"] else (*COUNT_KEYS, "unexpected", "valid", "complete")
-        )
-        if not match or match["metric"] not in metrics:
-            raise fail(
-                f"expect[{i}]",
-                f"cannot read {brief(text)}; expected e.g. 'acks=all lost == 0' "
-                f"with a metric among {', '.join(COUNT_KEYS)}, or 'unexpected == 0', 'complete == true', "
-                f"or 'group=<name> skipped == 0' with a metric among {', '.join(GROUP_COUNTS)}",
-            )
-        if match["group"] and match["group"] not in {g.name for g in workload.groups}:
-            raise fail(f"expect[{i}]", f"no group {match['group']!r} in workload.groups")
-        raw = match["value"]
-        expectations.append(
-            Expectation(
-                str(text),
-                match["acks"],
-                match["metric"],
-                match["op"],
-                raw == "true" if raw in ("true", "false") else int(raw),
-                match["group"],
-            )
-        )
+        expectation = Expectation.parse(text)
+        if expectation is None:
+            raise fail(f"expect[{i}]", f"cannot read {brief(text)}; {EXPECTATION_HELP}")
+        if expectation.group and expectation.group not in {g.name for g in workload.groups}:
+            raise fail(f"expect[{i}]", f"no group {expectation.group!r} in workload.groups")
+        expectations.append(expectation)
     experiment = ExperimentSpec(
         name=name,
         duration_s=top.number("duration_s", 60.0, 1.0, MAX_DURATION_S),

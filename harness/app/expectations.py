@@ -1,0 +1,125 @@
+"""Scenario expectations (`acks=all lost == 0`, `group=g-alo skipped == 0`) and how each is judged
+against a check/result.json: `held`, `failed`, or `unknown`.
+
+Some counts are taken only over partitions whose final read was complete (`FINAL_READ_COUNTS`):
+on a topic or group with an incomplete partition such a count is a lower bound of the truth, so an
+expectation on it is judged only when every value at or above the observed one gives the same
+answer (`lost > 0` observed 5 holds, `lost == 0` observed 0 is unknown). An unknown expectation
+does not pass: the run's exit code is 1, as for an unknown promised guarantee.
+"""
+
+from __future__ import annotations
+
+import operator
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from harness.anomaly_kinds import COUNT_KEYS, FINAL_READ_COUNTS, GROUP_COUNTS
+
+HELD, FAILED, UNKNOWN = "held", "failed", "unknown"
+RUN_METRICS = ("unexpected", "valid", "complete")
+"""The whole-run metrics an expectation may name without `acks=` or `group=`."""
+
+OPERATORS: dict[str, Callable[[Any, Any], bool]] = {
+    "==": operator.eq,
+    "!=": operator.ne,
+    "<=": operator.le,
+    ">=": operator.ge,
+    "<": operator.lt,
+    ">": operator.gt,
+}
+PATTERN = re.compile(
+    r"^\s*(?:acks=(?P<acks>0|1|all)\s+|group=(?P<group>[A-Za-z0-9][A-Za-z0-9._-]{0,40})\s+)?"
+    r"(?P<metric>[a-z_]+)\s*(?P<op>==|!=|<=|>=|<|>)\s*"
+    r"(?P<value>\d{1,18}|true|false)\s*$"
+)
+HELP = (
+    f"expected e.g. 'acks=all lost == 0' with a metric among {', '.join(COUNT_KEYS)}, or 'unexpected == 0', "
+    f"'complete == true', or 'group=<name> skipped == 0' with a metric among {', '.join(GROUP_COUNTS)}"
+)
+
+
+@dataclass(frozen=True)
+class ExpectationOutcome:
+    """One expectation judged, as check/expectations.json holds it."""
+
+    text: str
+    verdict: str
+    observed: Any
+    why: str | None = None
+    """Why the verdict is `unknown` (or why nothing was observed); None otherwise."""
+
+    @property
+    def held(self) -> bool:
+        return self.verdict == HELD
+
+    def as_json(self) -> dict[str, Any]:
+        """`held` too: readers from before `verdict` existed read it."""
+        return {"text": self.text, "held": self.held, **{k: v for k, v in vars(self).items() if k != "text"}}
+
+
+@dataclass(frozen=True)
+class Expectation:
+    text: str
+    acks: str | None
+    metric: str
+    op: str
+    value: int | bool
+    group: str | None = None
+
+    @classmethod
+    def parse(cls, text: Any) -> Expectation | None:
+        """The expectation `text` says, or None when it is not one (the caller names the field)."""
+        match = PATTERN.match(text) if isinstance(text, str) else None
+        if not match:
+            return None
+        metrics = GROUP_COUNTS if match["group"] else (*COUNT_KEYS, *RUN_METRICS)
+        if match["metric"] not in metrics:
+            return None
+        raw = match["value"]
+        value = raw == "true" if raw in ("true", "false") else int(raw)
+        return cls(str(text), match["acks"], match["metric"], match["op"], value, match["group"])
+
+    def evaluate(self, result: Mapping[str, Any]) -> ExpectationOutcome:
+        """This expectation judged against a check/result.json."""
+        observed = self._observed(result)
+        if observed is None:
+            return ExpectationOutcome(self.text, FAILED, None, "the result has no such count")
+        holds = OPERATORS[self.op](observed, self.value)
+        unread = self._incomplete(result) if self.metric in FINAL_READ_COUNTS else []
+        if unread and not self._settled_by_lower_bound(observed):
+            why = (
+                f"the final read of {', '.join(unread)} is incomplete: {self.metric} counts only completely "
+                f"read partitions, so the true count is {observed} or more"
+            )
+            return ExpectationOutcome(self.text, UNKNOWN, observed, why)
+        return ExpectationOutcome(self.text, HELD if holds else FAILED, observed)
+
+    def _observed(self, result: Mapping[str, Any]) -> Any:
+        if self.group is not None:
+            return (result.get("groups") or {}).get(self.group, {}).get(self.metric)
+        if self.acks is not None:
+            return result.get("acks", {}).get(self.acks, {}).get(self.metric)
+        return result.get(self.metric)
+
+    def _incomplete(self, result: Mapping[str, Any]) -> list[str]:
+        """The incompletely read partitions ("topic partition N") this expectation's count covers."""
+        if self.group is not None:
+            topics = set((result.get("groups") or {}).get(self.group, {}).get("topics") or [])
+        else:
+            topics = {row.get("topic") for row in result.get("topics") or [] if row.get("acks") == self.acks}
+        return [
+            f"{p.get('topic')} partition {p.get('partition')}"
+            for p in result.get("incomplete_partitions") or []
+            if p.get("topic") in topics
+        ]
+
+    def _settled_by_lower_bound(self, observed: int) -> bool:
+        """Whether every count at or above `observed` judges this expectation alike: a comparison
+        with an integer changes its answer only around the value, so those counts and `observed`
+        stand for all of them."""
+        value = int(self.value)
+        counts = {observed, *(n for n in (value - 1, value, value + 1) if n > observed)}
+        return len({OPERATORS[self.op](n, value) for n in counts}) == 1
