@@ -251,7 +251,11 @@ def _incomplete_partitions(
     for topic in history.run["topics"]:
         if topic["name"] in unplaced:
             written = written | {(topic["name"], p) for p in range(int(topic.get("partitions") or 0))}
-    return [{"topic": t, "partition": p} for t, p in sorted(written - done)]
+    why = {
+        (p["topic"], p["partition"]): p.get("why")
+        for p in (history.run.get("final_read") or {}).get("incomplete") or []
+    }
+    return [{"topic": t, "partition": p, "why": why.get((t, p))} for t, p in sorted(written - done)]
 
 
 def _topic_rows(

@@ -28,6 +28,7 @@ INT_SETTINGS = ("min.insync.replicas", "max.in.flight.requests.per.connection")
 """Broker, topic and producer settings that guarantees are derived from: integers of at least 1."""
 BOOL_SETTINGS = ("unclean.leader.election.enable", "enable.idempotence")
 """... and those that are true or false."""
+MAX_WHY = 1000  # characters of run.json's reason a partition's final read is incomplete
 _INT_TEXT = re.compile(r"\s*[0-9]{1,9}\s*")
 
 
@@ -173,6 +174,10 @@ def check_run(run: dict[str, Any], path: Path) -> None:
     cluster.integer("zookeepers", 1, MAX_NODES)
     cluster.settings("broker_config")
     top.settings("producer")
+    for partition in top.child("final_read").children("incomplete"):
+        partition.text("topic", required=True)
+        partition.integer("partition", 0, MAX_PARTITIONS, required=True)
+        partition.text("why", longest=MAX_WHY)
     _check_groups(top, names)
 
 

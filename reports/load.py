@@ -127,7 +127,8 @@ class Result:
     complete: bool
     unexpected: int
     checked_at: str
-    incomplete_partitions: tuple[tuple[str, int], ...]
+    incomplete_partitions: tuple[tuple[str, int, str | None], ...]
+    """(topic, partition, why the final read did not finish it: None when run.json does not say)."""
     acks: dict[str, dict[str, int | None]]
     topics: tuple[dict[str, Any], ...]
     guarantees: tuple[Guarantee, ...]
@@ -269,7 +270,7 @@ def load_result(root: Path) -> Result:
         unexpected=top.integer("unexpected") or 0,
         checked_at=top.text("checked_at") or "",
         incomplete_partitions=tuple(
-            (p.text("topic", required=True) or "", p.integer("partition", required=True) or 0)
+            (p.text("topic", required=True) or "", p.integer("partition", required=True) or 0, p.text("why"))
             for p in top.children("incomplete_partitions")
         ),
         acks=acks,

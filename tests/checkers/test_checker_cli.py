@@ -229,14 +229,19 @@ def test_phantom_and_unexpected_examples_name_their_process_error_and_first_read
 def test_incomplete_final_read_is_reported_and_not_valid(
     spark: SparkSession, tmp_path: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
-    writes = [*acked(100, "p:1", 0, partition=1)]
-    run_dir = make_run(tmp_path / "run", writes, [record(900, "p:1", 0, partition=1)])
+    writes = [*acked(100, "p:1", 0, partition=1), *acked(200, "p:2", 0, partition=2)]
+    why = "its watermarks could not be read: Broker: Not leader for partition"
+    final_read = {"complete": 0, "incomplete": [{"topic": "t-all", "partition": 1, "why": why}]}
+    run = {**run_json(), "final_read": final_read}
+    reads = [record(900, "p:1", 0, partition=1), record(900, "p:2", 0, partition=2)]
+    run_dir = make_run(tmp_path / "run", writes, reads, run=run)
     code, _ = kchaos_check(capfd, run_dir)
     result = json.loads((run_dir / RESULT).read_text())
+    # run.json says why of the partitions it knows of (a reader from before `why` says nothing)
     assert (code, result["complete"], result["incomplete_partitions"]) == (
         1,
         False,
-        [{"topic": "t-all", "partition": 1}],
+        [{"topic": "t-all", "partition": 1, "why": why}, {"topic": "t-all", "partition": 2, "why": None}],
     )
     loss = next(
         g for g in result["guarantees"] if g["id"] == "no-lost-acked-writes" and g["topic"] == "t-all"

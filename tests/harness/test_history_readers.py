@@ -91,6 +91,14 @@ def _run(tmp_path: Path, **fields: Any) -> Path:
             {"topics": [{"name": "t", "acks": "all", "config": {"min.insync.replicas": "0"}}]},
             "field 'topics[0].config.min.insync.replicas': expected an integer of at least 1",
         ),
+        (
+            {"final_read": {"incomplete": [{"topic": "t", "partition": 0, "why": 3}]}},
+            "field 'final_read.incomplete[0].why': expected a string of at most 1000 characters, got 3",
+        ),
+        (
+            {"final_read": {"incomplete": [{"topic": "t"}]}},
+            "field 'final_read.incomplete[0].partition': expected an integer from 0",
+        ),
     ],
 )
 def test_run_json_fields_readers_use_are_checked(

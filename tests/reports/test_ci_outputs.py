@@ -67,14 +67,20 @@ def test_junit_promised_but_unknown_is_an_error(passing_run: Path) -> None:
     result = json.loads(path.read_text())
     result["guarantees"][0]["verdict"] = "unknown"
     result.update(
-        valid=False, complete=False, incomplete_partitions=[{"topic": "chaos-acks-all", "partition": 1}]
+        valid=False,
+        complete=False,
+        incomplete_partitions=[
+            {"topic": "chaos-acks-all", "partition": 1, "why": "nothing was read of [0, 9)"}
+        ],
     )
     path.write_text(json.dumps(result))
     root = junit(passing_run)
     errors = [c.get("name") for c in root.iter("testcase") if c.find("error") is not None]
     assert errors == ["no-lost-acked-writes[chaos-acks-all]"]
     page = parse((passing_run / "report/index.html").read_text())
-    assert page.find(id="completeness")[0].attrs["data-complete"] == "false"
+    (completeness,) = page.find(id="completeness")
+    assert completeness.attrs["data-complete"] == "false"
+    assert "chaos-acks-all/1 (nothing was read of [0, 9))" in " ".join("".join(completeness.text).split())
 
 
 def test_summary_json(failing_run: Path) -> None:
