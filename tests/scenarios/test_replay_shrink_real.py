@@ -3,6 +3,7 @@ shrunk to a smaller timeline that still breaks it. One slow test (five short run
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -11,7 +12,7 @@ import pytest
 import yaml
 
 from harness.app.scenario import load_scenario
-from harness.history import SCENARIO
+from harness.history import CLIENT, RUN_JSON, SCENARIO
 
 pytestmark = [pytest.mark.docker, pytest.mark.spark]
 
@@ -55,6 +56,11 @@ def test_a_failing_run_replays_and_shrinks_to_a_smaller_failing_timeline(tmp_pat
     first = _kchaos("run", str(scenario_file), "--out", str(runs))
     assert first.returncode == 1, first.stdout[-3000:] + first.stderr[-3000:]
     (run_dir,) = runs.iterdir()
+    # A replay reproduces a breakage; an incomplete final read leaves none to reproduce (the
+    # expectation is unknown). Seen once in CI, its cause not yet known: say what the read saw.
+    final_read = json.loads((run_dir / RUN_JSON).read_text())["final_read"]
+    reader_log = [line for line in (run_dir / CLIENT).read_text().splitlines() if '"c-final-0"' in line]
+    assert not final_read["incomplete"], (final_read, str(run_dir), reader_log[-30:])
     recorded = load_scenario(str(run_dir / SCENARIO))
     assert [e["fault"] for e in recorded.faults.schedule] == ["pause", "partition"]
 
