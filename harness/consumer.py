@@ -7,6 +7,7 @@ then writes one `end` event; a partition it cannot finish in time gets none, and
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -123,6 +124,11 @@ def final_read(
                     )
                 except KafkaException as exc:  # leader election in progress: asked again next round
                     why[key] = f"its watermarks could not be read: {exc.args[0] if exc.args else exc}"
+                    # librdkafka asks the leader its metadata names, which a broker's stale cache can
+                    # keep naming after a failover (brokers learnt a new leader 12-20 s after
+                    # ZooKeeper in one CI run): ask for the topic's metadata again before next round.
+                    with contextlib.suppress(KafkaException):
+                        consumer.list_topics(key[0], timeout=5)
             settled = targets == previous and len(targets) == len(pending)
             for key, watermarks in targets.items():
                 was = (previous or {}).get(key)
