@@ -20,6 +20,7 @@ from urllib.parse import quote
 from markupsafe import Markup
 
 from harness.errors import HarnessError, InputError
+from harness.expectation_outcomes import read_expectations
 from harness.history import REPORT, RESULT, RUN_JSON, linked_below, write_atomic
 from reports import svg
 from reports.html import environment
@@ -72,7 +73,7 @@ def _entry(run_dir: Path) -> RunEntry | None:
     try:
         if not (run_dir / RESULT).is_file():
             return entry
-        result = load_result(run_dir)
+        result, expectations = load_result(run_dir), read_expectations(run_dir)
         report = run_dir / REPORT
         if (
             linked_below(run_dir, REPORT)  # write_report refuses it, with the reason the index shows
@@ -83,8 +84,8 @@ def _entry(run_dir: Path) -> RunEntry | None:
     except (HarnessError, OSError) as exc:
         entry.status, entry.error = "error", str(exc)
         return entry
-    entry.summary = build_summary(info, result)
-    entry.status = "pass" if result.valid else "fail"
+    entry.summary = build_summary(info, result, expectations)
+    entry.status = "pass" if entry.summary["passed"] else "fail"
     entry.report = report_link(run_dir.name)
     return entry
 

@@ -1,8 +1,10 @@
-"""`report/junit.xml`: one JUnit test case per guarantee, for CI dashboards.
+"""`report/junit.xml`: one JUnit test case per guarantee and per scenario expectation, for CI dashboards.
 
 A violated guarantee is a <failure> carrying the checker's reason and anomaly evidence; a promised
 guarantee the checker could not judge (incomplete final read) is an <error>; a guarantee the
-configuration does not promise is <skipped>. The document follows the Jenkins JUnit schema.
+configuration does not promise is <skipped>. An expectation (`expect[acks=all lost == 0]`) that
+failed is a <failure>, one that could not be judged an <error>. The document follows the Jenkins
+JUnit schema.
 """
 
 from __future__ import annotations
@@ -84,6 +86,17 @@ def render_junit(run: Run) -> str:
             counts["errors"] += 1
             node = ET.SubElement(case, "error", message=g.reason or f"verdict {g.verdict}", type=g.verdict)
             node.text = explain.VERDICTS.get(g.verdict, "the checker gave no usable verdict") + "\n"
+    for e in run.expectations:
+        case = ET.SubElement(
+            suite, "testcase", name=f"expect[{e.text}]", classname=f"kchaos.{info.scenario}.expect", time="0"
+        )
+        counts["tests"] += 1
+        if e.verdict == "failed":
+            counts["failures"] += 1
+            ET.SubElement(case, "failure", message=f"observed {e.observed}", type="failed")
+        elif e.verdict != "held":
+            counts["errors"] += 1
+            ET.SubElement(case, "error", message=e.why or f"observed {e.observed}", type=e.verdict)
     for key, count in counts.items():
         suite.set(key, str(count))
         if key != "skipped":

@@ -9,6 +9,7 @@ or InputError.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from typing import Any
 from harness.anomaly_kinds import COUNT_KEYS, GROUP_BY_ID, GROUP_COUNTS, KIND_IDS
 from harness.errors import InputError
 from harness.events import FaultWindow, fault_windows
+from harness.expectation_outcomes import ExpectationOutcome, read_expectations
 from harness.groups import offsets_partitions
 from harness.history import (
     ACKS_MODES,
@@ -148,6 +150,16 @@ class Run:
     faults: tuple[FaultWindow, ...]
     cluster: tuple[ClusterSample, ...]  # only samples where something changed, plus the last one
     end_ns: int  # the run's time axis spans [0, end_ns]
+    expectations: tuple[ExpectationOutcome, ...] = ()  # the scenario's, as `kchaos run` judged them
+
+    @property
+    def passed(self) -> bool:
+        return passed(self.result, self.expectations)
+
+
+def passed(result: Result, expectations: Sequence[ExpectationOutcome]) -> bool:
+    """What `kchaos run`'s exit code says: every promise and every scenario expectation held."""
+    return result.valid and all(e.held for e in expectations)
 
 
 def _obj(value: Any) -> dict[str, Any]:
@@ -363,4 +375,4 @@ def load_run(root: Path) -> Run:
     ends = [int((info.duration_s or 0) * NS), NS]
     ends += [(r.t_s + 1) * NS for r in result.series]
     ends += [w.stop_ns or w.start_ns for w in faults] + [s.time_ns for s in cluster[-1:]]
-    return Run(root, info, result, faults, cluster, max(ends))
+    return Run(root, info, result, faults, cluster, max(ends), tuple(read_expectations(root)))

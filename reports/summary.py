@@ -5,10 +5,12 @@ Small and flat on purpose: a nightly job can read it with `jq` without knowing r
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from harness.anomaly_kinds import KIND_IDS
-from reports.load import Result, RunInfo
+from harness.expectation_outcomes import ExpectationOutcome
+from reports.load import Result, RunInfo, passed
 
 SUMMARY_FORMAT = 1
 
@@ -24,7 +26,9 @@ def p99_by_acks(result: Result) -> dict[str, float]:
     return out
 
 
-def build_summary(info: RunInfo, result: Result) -> dict[str, Any]:
+def build_summary(
+    info: RunInfo, result: Result, expectations: Sequence[ExpectationOutcome] = ()
+) -> dict[str, Any]:
     guarantees = [
         {
             "id": g.id,
@@ -45,6 +49,10 @@ def build_summary(info: RunInfo, result: Result) -> dict[str, Any]:
         "started_at": info.started_at,
         "kafka_version": info.kafka_version,
         "valid": result.valid,
+        "passed": passed(result, expectations),
+        "expectations": [
+            {"text": e.text, "verdict": e.verdict, "observed": e.observed, "why": e.why} for e in expectations
+        ],
         "complete": result.complete,
         "unexpected": result.unexpected,
         "violated": sorted({g.id for g in result.guarantees if g.promised and g.verdict != "held"}),

@@ -16,5 +16,7 @@ def write_report(run_dir: Path) -> Path:
     """Render the report of one checked run; returns the path of its index.html."""
     run = load_run(run_dir)
     write_atomic(run_dir, JUNIT, render_junit(run))
-    write_atomic(run_dir, SUMMARY, json.dumps(build_summary(run.info, run.result), indent=2) + "\n")
+    write_atomic(
+        run_dir, SUMMARY, json.dumps(build_summary(run.info, run.result, run.expectations), indent=2) + "\n"
+    )
     return write_atomic(run_dir, REPORT, render_report(run))

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.anomaly_kinds import COUNT_KEYS, FINAL_READ_COUNTS, GROUP_COUNTS
+from harness.expectation_outcomes import FAILED, HELD, UNKNOWN, ExpectationOutcome
 
-HELD, FAILED, UNKNOWN = "held", "failed", "unknown"
 RUN_METRICS = ("unexpected", "valid", "complete")
 """The whole-run metrics an expectation may name without `acks=` or `group=`."""
 
@@ -39,25 +39,6 @@ HELP = (
     f"expected e.g. 'acks=all lost == 0' with a metric among {', '.join(COUNT_KEYS)}, or 'unexpected == 0', "
     f"'complete == true', or 'group=<name> skipped == 0' with a metric among {', '.join(GROUP_COUNTS)}"
 )
-
-
-@dataclass(frozen=True)
-class ExpectationOutcome:
-    """One expectation judged, as check/expectations.json holds it."""
-
-    text: str
-    verdict: str
-    observed: Any
-    why: str | None = None
-    """Why the verdict is `unknown` (or why nothing was observed); None otherwise."""
-
-    @property
-    def held(self) -> bool:
-        return self.verdict == HELD
-
-    def as_json(self) -> dict[str, Any]:
-        """`held` too: readers from before `verdict` existed read it."""
-        return {"text": self.text, "held": self.held, **{k: v for k, v in vars(self).items() if k != "text"}}
 
 
 @dataclass(frozen=True)

@@ -14,11 +14,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness import strictjson
 from harness.app.scenario import Scenario, load_scenario
 from harness.app.scenario_dump import pinned
 from harness.errors import ConfigError, HistoryError
-from harness.history import EXPECTATIONS, RESULT, SCENARIO, load_run_json, read_json_object
+from harness.expectation_outcomes import FAILED, ExpectationOutcome, read_expectations
+from harness.history import RESULT, SCENARIO, load_run_json, read_json_object
 from harness.images import KafkaImage
 
 
@@ -31,7 +31,7 @@ class Breakage:
     detail: str
 
 
-def breakages(result: Mapping[str, Any], expectations: Sequence[Mapping[str, Any]]) -> list[Breakage]:
+def breakages(result: Mapping[str, Any], expectations: Sequence[ExpectationOutcome]) -> list[Breakage]:
     """What a checked run broke, guarantees first, in result.json's order. An unknown expectation
     (a count over an incomplete final read) broke nothing a replay could show again."""
     found = [
@@ -40,9 +40,7 @@ def breakages(result: Mapping[str, Any], expectations: Sequence[Mapping[str, Any
         if isinstance(g, dict) and g.get("verdict") == "violated"
     ]
     found += [
-        Breakage(f"expect {e['text']}", f"observed {e.get('observed')}")
-        for e in expectations
-        if e.get("verdict", "held" if e.get("held") else "failed") == "failed"
+        Breakage(f"expect {e.text}", f"observed {e.observed}") for e in expectations if e.verdict == FAILED
     ]
     return found
 
@@ -76,10 +74,7 @@ def load_recorded_run(root: Path) -> RecordedRun:
     if not (root / RESULT).is_file():
         raise ConfigError(f"{root}: not checked yet (no {RESULT}); run `kchaos check {root}` first")
     result = read_json_object(root / RESULT)
-    expectations: list[Mapping[str, Any]] = []
-    if (root / EXPECTATIONS).is_file():
-        expectations = _expectations(root / EXPECTATIONS)
-    return RecordedRun(root, scenario, image, breakages(result, expectations))
+    return RecordedRun(root, scenario, image, breakages(result, read_expectations(root)))
 
 
 def _rerun_command(run: Mapping[str, Any]) -> str:
@@ -91,13 +86,3 @@ def _rerun_command(run: Mapping[str, Any]) -> str:
     )
     number = isinstance(seed, int) and not isinstance(seed, bool)
     return f"kchaos run {name} --seed {seed if number else 'N'}"
-
-
-def _expectations(path: Path) -> list[Mapping[str, Any]]:
-    value = strictjson.read_file(path)
-    if not isinstance(value, list) or not all(
-        isinstance(e, dict) and isinstance(e.get("text"), str) and isinstance(e.get("held"), bool)
-        for e in value
-    ):
-        raise HistoryError('expected a list of {"text", "held", "observed"} objects', str(path), 1)
-    return value

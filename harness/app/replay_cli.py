@@ -33,7 +33,7 @@ MASTER = typer.Option(None, help="Spark master URL for the checks (default: loca
 
 
 def _broke(outcome: RunOutcome) -> list[Breakage]:
-    return breakages(outcome.result, [e.as_json() for e in outcome.expectations])
+    return breakages(outcome.result, outcome.expectations)
 
 
 def _keys(found: list[Breakage]) -> str:

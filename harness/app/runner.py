@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,14 +14,13 @@ from typing import Any
 from checkers import check_run, start_checking
 from faults.schedule import Nemesis, Schedule, ScheduleEntry
 from harness.app.crash import note_run_dir
-from harness.app.expectations import ExpectationOutcome
 from harness.app.scenario import FaultPlan, Scenario
 from harness.app.scenario_dump import scenario_yaml, with_timeline
 from harness.cluster import KafkaCluster
 from harness.errors import ConfigError
+from harness.expectation_outcomes import ExpectationOutcome, write_expectations
 from harness.experiment import ExperimentResult, run_experiment
 from harness.history import (
-    EXPECTATIONS,
     SCENARIO,
     HistoryWriter,
     RunClock,
@@ -161,10 +159,8 @@ def run_scenario(
         interrupted, phases = True, {}
     checked = check_run(rundir.root, master=master)
     expectations = [e.evaluate(checked) for e in scenario.expectations]
-    page = None
-    if report:
-        page = write_report(rundir.root)
-    write_atomic(rundir.root, EXPECTATIONS, json.dumps([e.as_json() for e in expectations], indent=2) + "\n")
+    write_expectations(rundir.root, expectations)  # before the report, which shows them
+    page = write_report(rundir.root) if report else None
     return RunOutcome(scenario.name, rundir, checked, expectations, page, interrupted, phases)
 
 

@@ -15,6 +15,7 @@ from reportpage import parse
 from typer.testing import CliRunner
 
 from harness.app.report_cli import register
+from harness.expectation_outcomes import ExpectationOutcome, write_expectations
 from reports import write_index, write_report
 
 SCHEMA = xmlschema.XMLSchema(Path(__file__).with_name("junit.xsd"))
@@ -81,6 +82,41 @@ def test_junit_promised_but_unknown_is_an_error(passing_run: Path) -> None:
     (completeness,) = page.find(id="completeness")
     assert completeness.attrs["data-complete"] == "false"
     assert "chaos-acks-all/1 (nothing was read of [0, 9))" in " ".join("".join(completeness.text).split())
+
+
+def test_scenario_expectations_are_test_cases_and_decide_pass(passing_run: Path) -> None:
+    held = ExpectationOutcome("acks=all lost == 0", "held", 0)
+    failed = ExpectationOutcome("acks=1 lost > 0", "failed", 0)
+    unknown = ExpectationOutcome("acks=0 lost == 0", "unknown", 0, "the final read of chaos-acks-0 ...")
+    write_expectations(passing_run, [held, failed, unknown])
+    root = junit(passing_run)
+    cases = {c.get("name"): c for c in root.iter("testcase") if c.get("classname", "").endswith(".expect")}
+    assert list(cases) == [
+        "expect[acks=all lost == 0]",
+        "expect[acks=1 lost > 0]",
+        "expect[acks=0 lost == 0]",
+    ]
+    assert [len(c) for c in cases.values()] == [0, 1, 1]  # held: no failure, error or skip
+    failure, error = cases["expect[acks=1 lost > 0]"][0], cases["expect[acks=0 lost == 0]"][0]
+    assert (failure.tag, failure.get("message")) == ("failure", "observed 0")
+    assert (error.tag, error.get("message")) == ("error", unknown.why)
+    summary = json.loads((passing_run / "report/summary.json").read_text())
+    assert (summary["valid"], summary["passed"]) == (True, False)
+    assert [e["verdict"] for e in summary["expectations"]] == ["held", "failed", "unknown"]
+    page = parse((passing_run / "report/index.html").read_text())
+    (banner,) = page.find(id="verdict")
+    assert (banner.attrs["data-valid"], banner.attrs["data-passed"]) == ("true", "false")
+    assert [li.attrs["data-verdict"] for li in page.find("li") if li.attrs.get("data-verdict")] == [
+        "held",
+        "failed",
+        "unknown",
+    ]
+    write_expectations(passing_run, [held])
+    write_report(passing_run)
+    assert (
+        parse((passing_run / "report/index.html").read_text()).find(id="verdict")[0].attrs["data-passed"]
+        == "true"
+    )
 
 
 def test_summary_json(failing_run: Path) -> None:

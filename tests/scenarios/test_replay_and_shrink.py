@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -13,13 +15,14 @@ import yaml
 from faults.schedule import ScheduleEntry
 from harness.app import replay_cli
 from harness.app.cli import main
-from harness.app.expectations import ExpectationOutcome
 from harness.app.replay import Breakage, RecordedRun, breakages
 from harness.app.runner import RunOutcome, build_schedule
 from harness.app.scenario import builtin_scenarios, load_scenario, parse_scenario
 from harness.app.scenario_dump import pinned, scenario_yaml, with_timeline
 from harness.app.shrink import Candidate, Step, Timeline, candidates, reproduces, shrink
-from harness.history import RunDir
+from harness.errors import HistoryError
+from harness.expectation_outcomes import ExpectationOutcome, read_expectations
+from harness.history import EXPECTATIONS, RunDir
 
 KILL = ScheduleEntry(10.0, 30.0, "kill", {"target": "leader"})
 PAUSE = ScheduleEntry(35.0, 45.0, "pause", {"target": "one"})
@@ -44,7 +47,7 @@ def test_a_generated_timeline_written_out_replays_the_same_entries(scenario: obj
     assert (replayed.entries if replayed else ()) == entries
 
 
-def test_breakages_are_violated_guarantees_then_failed_expectations() -> None:
+def test_breakages_are_violated_guarantees_then_failed_expectations(tmp_path: Path) -> None:
     result = {
         "guarantees": [
             {"topic": "t-all", "id": "no-lost-acked-writes", "verdict": "held", "reason": "0 lost"},
@@ -53,18 +56,40 @@ def test_breakages_are_violated_guarantees_then_failed_expectations() -> None:
             {"topic": "t-0", "id": "no-duplicates", "verdict": "unknown", "reason": "incomplete"},
         ]
     }
-    expectations = [
+    recorded = [
         {"text": "acks=1 lost == 0", "held": False, "observed": 5},  # from before `verdict` existed
         {"text": "unexpected == 0", "held": True, "observed": 0},
         # a count over an incomplete final read: nothing a replay could show again
-        {"text": "acks=0 lost == 0", "held": False, "verdict": "unknown", "observed": 0},
+        {"text": "acks=0 lost == 0", "held": False, "verdict": "unknown", "observed": 0, "why": "incomplete"},
         {"text": "acks=all lost == 0", "held": False, "verdict": "failed", "observed": 1},
     ]
-    assert breakages(result, expectations) == [
+    (tmp_path / "check").mkdir()
+    (tmp_path / EXPECTATIONS).write_text(json.dumps(recorded))
+    assert breakages(result, read_expectations(tmp_path)) == [
         Breakage("t-all per-partition-order", "3 reordered"),
         Breakage("expect acks=1 lost == 0", "observed 5"),
         Breakage("expect acks=all lost == 0", "observed 1"),
     ]
+
+
+@pytest.mark.parametrize(
+    ("recorded", "message"),
+    [
+        ({"text": "x"}, "expected a list of judged expectations"),
+        ([{"text": "x", "held": "yes"}], "field '[0].held': expected true or false"),
+        (
+            [{"text": "x", "held": False, "verdict": "broken"}],
+            "field '[0].verdict': expected one of held, failed",
+        ),
+        ([{"text": "x", "held": True, "observed": "0"}], "field '[0].observed': expected an integer, true"),
+        ([{"held": True}], "field '[0].text'"),
+    ],
+)
+def test_a_bad_expectations_file_is_named_with_its_field(tmp_path: Path, recorded: Any, message: str) -> None:
+    (tmp_path / "check").mkdir()
+    (tmp_path / EXPECTATIONS).write_text(json.dumps(recorded))
+    with pytest.raises(HistoryError, match=re.escape(message)):
+        read_expectations(tmp_path)
 
 
 def test_candidates_try_a_shorter_run_then_fewer_then_shorter_then_earlier_faults() -> None:

@@ -8,11 +8,11 @@ from typing import Any
 import pytest
 
 from harness.app.cli import main
-from harness.app.expectations import ExpectationOutcome
 from harness.app.runner import build_schedule
 from harness.app.scenario import builtin_scenarios, load_scenario, parse_scenario
 from harness.app.scenario_dump import scenario_data
 from harness.errors import ConfigError
+from harness.expectation_outcomes import ExpectationOutcome
 
 EXPECTED_BUILTINS = {
     "baseline",
