@@ -14,10 +14,10 @@ before Kafka 2.1 detects one: an out-of-range fetch resets the position, KIP-320
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
-from checkers.guarantees import HELD, NOT_PROMISED, VIOLATED, parse_version, topic_config
+from checkers.guarantees import HELD, NOT_PROMISED, UNKNOWN, VIOLATED, parse_version, topic_config
 
 TRUNCATION_DETECTED_SINCE = (2, 1)
 """KIP-320: consumers detect a log truncated under them (by leader epoch) from Kafka 2.1."""
@@ -132,4 +132,17 @@ def group_guarantees(
             + f"; {counts['commit_regressions']} went back",
             coordinator,
         ),
+    ]
+
+
+def judged_on_complete_reads(rows: list[dict[str, Any]], unread: Sequence[str]) -> list[dict[str, Any]]:
+    """A group's guarantee rows, `held` made `unknown` when some of its partitions (`unread`, as
+    "topic partition N") have an incomplete final read: its counts cover only completely read
+    partitions, so nothing found there is no evidence. A violation found stands."""
+    if not unread:
+        return rows
+    why = f"; the final read of {', '.join(unread)} is incomplete, so records there were not counted"
+    return [
+        {**row, "verdict": UNKNOWN, "reason": row["reason"] + why} if row["verdict"] == HELD else row
+        for row in rows
     ]

@@ -25,6 +25,7 @@ from checkers import (
 from checkers.availability_result import availability_entry, availability_rows
 from checkers.checker import Checker, CheckInputs, registered
 from checkers.evidence import ClientLog, ClusterTimeline, TruncationLog, active_fault_names
+from checkers.group_guarantees import judged_on_complete_reads
 from checkers.group_result import group_results
 from checkers.guarantees import derive_guarantees, is_valid, unjudged
 from checkers.io import History, topic_acks
@@ -323,6 +324,11 @@ def build_result(history: History, checked_at: str, spark_info: dict[str, Any]) 
         measured_availability = measuring_availability.result()
         groups = measuring_groups.result()
     incomplete = _incomplete_partitions(history, written, unplaced)
+    for group in groups.values():
+        unread = [
+            f"{p['topic']} partition {p['partition']}" for p in incomplete if p["topic"] in group["topics"]
+        ]
+        group["guarantees"] = judged_on_complete_reads(group["guarantees"], unread)
     topics = _topic_rows(history, found, write_counts, incomplete)
     failed = {kind_id: f.error for kind_id, f in found.items() if f.error}
     not_read = (run.get("replicas") or {}).get("not_read") or {}

@@ -180,10 +180,15 @@ def test_a_commit_lower_than_an_earlier_ok_commit_is_a_regression(spark: SparkSe
     assertDataFrameEqual(g.commit_regressions(commits), expected)
 
 
-def group_run(root: Path, consumes: list[dict[str, Any]], live: tuple[dict[str, Any], ...] = ()) -> Path:
+def group_run(
+    root: Path,
+    consumes: list[dict[str, Any]],
+    live: tuple[dict[str, Any], ...] = (),
+    more_writes: tuple[dict[str, Any], ...] = (),
+) -> Path:
     """A run whose final read holds t-all/0's offsets 0..5 and reads every partition but t-all/1 to its
-    end; `live`: the live readers' events."""
-    writes = [e for o in FINAL_OFFSETS for e in acked(10 + o, f"p:{o}", o)]
+    end (written to only by `more_writes`); `live`: the live readers' events."""
+    writes = [*(e for o in FINAL_OFFSETS for e in acked(10 + o, f"p:{o}", o)), *more_writes]
     reads = [*live, *(record(900 + o, f"p:{o}", o) for o in FINAL_OFFSETS)]
     ends = [
         end(1000, t["name"], p)
@@ -257,6 +262,37 @@ def test_only_a_final_end_makes_a_partition_complete_for_the_groups(
     assert code == 1
     counts = ("polled", "skipped", "redelivered", "poll_skips", "nonmonotonic", "commit_regressions")
     assert {k: result["groups"]["g"][k] for k in counts} == dict(zip(counts, (6, 2, 2, 1, 1, 1), strict=True))
+
+
+def test_a_group_over_an_incompletely_read_partition_is_not_judged_held(
+    spark: SparkSession, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    # t-all/1 is written to but its final read never ended: the groups' counts leave it out, so a
+    # promise with nothing found on the rest is unknown, not held; what was found still broke.
+    run_dir = group_run(
+        tmp_path / "run", [*CONSUMES_G, *CONSUMES_H], more_writes=tuple(acked(50, "q:0", 0, partition=1))
+    )
+    code = main(["check", str(run_dir)])
+    capfd.readouterr()
+    result = json.loads((run_dir / RESULT).read_text())
+    assert (code, result["valid"], result["complete"]) == (1, False, False)
+    verdicts = {g: {r["id"]: r["verdict"] for r in result["groups"][g]["guarantees"]} for g in ("g", "h")}
+    assert verdicts == {
+        "g": {
+            "no-consumer-skips": "violated",
+            "no-redeliveries": "not-promised",
+            "monotonic-polls": "violated",
+            "commits-advance": "violated",
+        },
+        "h": {
+            "no-consumer-skips": "not-promised",
+            "no-redeliveries": "unknown",
+            "monotonic-polls": "unknown",
+            "commits-advance": "unknown",
+        },
+    }
+    reason = next(r["reason"] for r in result["groups"]["h"]["guarantees"] if r["id"] == "no-redeliveries")
+    assert "the final read of t-all partition 1 is incomplete" in reason
 
 
 @pytest.mark.parametrize(

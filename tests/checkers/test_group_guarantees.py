@@ -6,7 +6,7 @@ from typing import Any
 
 from checker_rundirs import run_json
 
-from checkers.group_guarantees import group_guarantees
+from checkers.group_guarantees import group_guarantees, judged_on_complete_reads
 
 CLEAN = {"skipped": 0, "poll_skips": 0, "redelivered": 3, "nonmonotonic": 0, "commit_regressions": 0}
 
@@ -60,3 +60,19 @@ def test_reasons_name_a_thin_offsets_topic_and_the_undetectable_truncation() -> 
     assert "KIP-115" in skips["reason"] and "KIP-320" in skips["reason"]
     modern = run_json(kafka={"version": "2.8.1"}, offsets_topic={"partitions": 50, "replication_factor": 3})
     assert "KIP" not in next(r for r in group_guarantees(modern, group("after-process"), CLEAN))["reason"]
+
+
+def test_an_incomplete_final_read_leaves_what_held_unknown_and_what_broke_broken() -> None:
+    counts = {**CLEAN, "nonmonotonic": 1}
+    rows = group_guarantees(run_json(), group("after-process"), counts)
+    assert judged_on_complete_reads(rows, []) == rows
+    judged = {r["id"]: r for r in judged_on_complete_reads(rows, ["t-all partition 1"])}
+    assert {gid: r["verdict"] for gid, r in judged.items()} == {
+        "no-consumer-skips": "unknown",  # 0 skips counted over the complete partitions only
+        "no-redeliveries": "not-promised",
+        "monotonic-polls": "violated",  # found: it stands
+        "commits-advance": "unknown",
+    }
+    assert judged["no-consumer-skips"]["reason"].endswith(
+        "; the final read of t-all partition 1 is incomplete, so records there were not counted"
+    )
