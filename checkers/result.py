@@ -30,7 +30,7 @@ from checkers.group_result import group_results
 from checkers.guarantees import derive_guarantees, is_valid, unjudged
 from checkers.io import History, topic_acks
 from checkers.session import kept, kept_until_done
-from harness.anomaly_kinds import COUNT_KEYS, KINDS, WRITE_COUNTS
+from harness.anomaly_kinds import COUNT_KEYS, KINDS, WRITE_COUNTS, unread_partitions
 from harness.events import FaultWindow
 from harness.history import ACKS_MODES
 from harness.limits import MAX_RUN_NS
@@ -325,9 +325,7 @@ def build_result(history: History, checked_at: str, spark_info: dict[str, Any]) 
         groups = measuring_groups.result()
     incomplete = _incomplete_partitions(history, written, unplaced)
     for group in groups.values():
-        unread = [
-            f"{p['topic']} partition {p['partition']}" for p in incomplete if p["topic"] in group["topics"]
-        ]
+        unread = unread_partitions(incomplete, group["topics"])
         group["guarantees"] = judged_on_complete_reads(group["guarantees"], unread)
     topics = _topic_rows(history, found, write_counts, incomplete)
     failed = {kind_id: f.error for kind_id, f in found.items() if f.error}

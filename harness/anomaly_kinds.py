@@ -8,7 +8,9 @@ adding a kind is one row here plus one checker class.
 
 from __future__ import annotations
 
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -207,3 +209,11 @@ GROUP_COUNTS = ("polled", *(kind.count for kind in GROUP_KINDS))
 FINAL_READ_COUNTS = frozenset({"lost", "read_lost", *GROUP_COUNTS})
 """The counts taken only over partitions whose final read was complete (docs/RESULT_FORMAT.md): on
 a topic or group with an incomplete partition, each is a lower bound of the truth."""
+
+
+def unread_partitions(incomplete: Iterable[Mapping[str, Any]], topics: Collection[str]) -> list[str]:
+    """result.json's `incomplete_partitions` of these topics, as "topic partition N": what a count in
+    FINAL_READ_COUNTS over them leaves out."""
+    return [
+        f"{p.get('topic')} partition {p.get('partition')}" for p in incomplete if p.get("topic") in topics
+    ]

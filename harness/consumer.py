@@ -110,6 +110,7 @@ def final_read(
     targets: dict[tuple[str, int], tuple[int, int]]
     pending: list[tuple[str, int]] = [(t, p) for t, count in sorted(partitions.items()) for p in range(count)]
     why: dict[tuple[str, int], str] = {}
+    reached: dict[tuple[str, int], int] = {}
     records = 0
     try:
         # Watermarks first, read until two rounds agree: the high watermark trails the last writes
@@ -159,14 +160,15 @@ def final_read(
                 _record(writer, clock, process, "final", msg)
                 records += 1
                 low, high = targets[key]
-                offset = int(msg.offset() or 0)
-                why[key] = f"the read reached offset {offset} of [{low}, {high})"
-                if offset + 1 >= high:
+                reached[key] = int(msg.offset() or 0)
+                if reached[key] + 1 >= high:
                     _end(writer, clock, process, key, low, high)
                     done.add(key)
     finally:
         consumer.close()
     incomplete = [k for k in pending if k not in done]
+    for key in set(incomplete) & set(reached):  # said once here, not per record read
+        why[key] = f"the read reached offset {reached[key]} of {list(targets[key])}"
     return FinalReadResult(sorted(done), incomplete, records, {k: why.get(k, "not read") for k in incomplete})
 
 

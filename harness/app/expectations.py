@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from harness.anomaly_kinds import COUNT_KEYS, FINAL_READ_COUNTS, GROUP_COUNTS
+from harness.anomaly_kinds import COUNT_KEYS, FINAL_READ_COUNTS, GROUP_COUNTS, unread_partitions
 from harness.expectation_outcomes import FAILED, HELD, UNKNOWN, ExpectationOutcome
 
 RUN_METRICS = ("unexpected", "valid", "complete")
@@ -91,11 +91,7 @@ class Expectation:
             topics = set((result.get("groups") or {}).get(self.group, {}).get("topics") or [])
         else:
             topics = {row.get("topic") for row in result.get("topics") or [] if row.get("acks") == self.acks}
-        return [
-            f"{p.get('topic')} partition {p.get('partition')}"
-            for p in result.get("incomplete_partitions") or []
-            if p.get("topic") in topics
-        ]
+        return unread_partitions(result.get("incomplete_partitions") or [], topics)
 
     def _settled_by_lower_bound(self, observed: int) -> bool:
         """Whether every count at or above `observed` judges this expectation alike: a comparison
