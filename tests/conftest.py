@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import tarfile
+import tempfile
+from collections.abc import Callable, Generator, Iterator
+from pathlib import Path
 
 import pytest
 
 from harness.cluster import ClusterSpec, KafkaCluster
+from harness.errors import HarnessError
+from harness.forensics import keep_broker_logs
+from harness.history import NODE_LOGS, RunDir
 from harness.images import KafkaImage
+
+BROKER_LOG_TAIL = 40
+"""Lines of each broker's controller.log and state-change.log shown with a failed cluster test."""
 
 
 @pytest.fixture(scope="session")
@@ -20,9 +29,10 @@ ClusterFactory = Callable[..., KafkaCluster]
 
 
 @pytest.fixture
-def cluster_factory(kafka_image: KafkaImage) -> Iterator[ClusterFactory]:
+def cluster_factory(kafka_image: KafkaImage, request: pytest.FixtureRequest) -> Iterator[ClusterFactory]:
     """Start clusters on demand (`cluster_factory(brokers=3, broker_config={...})`); all are removed after."""
     started: list[KafkaCluster] = []
+    request.node.kchaos_clusters = started  # for the brokers' logs in a failed test's report
 
     def start(**spec: object) -> KafkaCluster:
         cluster = KafkaCluster(ClusterSpec(image=kafka_image.tag, **spec))  # type: ignore[arg-type]
@@ -39,3 +49,35 @@ def cluster_factory(kafka_image: KafkaImage) -> Iterator[ClusterFactory]:
 def cluster(cluster_factory: ClusterFactory) -> KafkaCluster:
     """A fresh 3-broker cluster with one ZooKeeper and min.insync.replicas=2."""
     return cluster_factory(brokers=3, broker_config={"min.insync.replicas": 2})
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, object, object]:
+    """A failed test on real clusters shows the end of each broker's controller and state-change logs
+    (elections, ISR changes, what each broker was told to lead or follow), read before the clusters
+    are removed: the container logs in a timeout's message hold only the server log."""
+    report = yield
+    if call.when == "call" and isinstance(report, pytest.TestReport) and report.failed:
+        for cluster in getattr(item, "kchaos_clusters", []):
+            report.sections.append((f"broker logs of run {cluster.run_id}", _broker_log_tails(cluster)))
+    return report
+
+
+def _broker_log_tails(cluster: KafkaCluster) -> str:
+    parts = []
+    with tempfile.TemporaryDirectory() as folder:
+        for broker in cluster.brokers:
+            try:
+                keep_broker_logs(broker, RunDir(Path(folder)))
+            except (HarnessError, OSError, tarfile.TarError) as exc:  # the report still goes out
+                parts.append(f"--- {broker.name}: logs not read: {exc}")
+                continue
+            for name in ("controller.log", "state-change.log"):
+                path = Path(folder, NODE_LOGS, broker.name, name)
+                lines = path.read_text(errors="replace").splitlines() if path.exists() else []
+                shown = min(BROKER_LOG_TAIL, len(lines))
+                parts.append(f"--- {broker.name} {name}, last {shown} of {len(lines)} lines:")
+                parts.extend(lines[-BROKER_LOG_TAIL:])
+    return "\n".join(parts)

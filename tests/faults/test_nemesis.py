@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ from harness.waiting import wait_until
 pytestmark = pytest.mark.docker
 
 CHILD = Path(__file__).with_name("nemesis_child.py")
+ClusterFactory = Callable[..., KafkaCluster]  # the `cluster_factory` fixture of tests/conftest.py
 
 
 def _events(path: Path) -> list[dict[str, object]]:
@@ -146,12 +148,21 @@ def test_a_step_after_an_isr_shrink_pauses_the_follower_left_out(
 
 
 def test_steps_after_a_controller_change_and_after_an_isr_expand(
-    cluster: KafkaCluster, tmp_path: Path
+    cluster_factory: ClusterFactory, tmp_path: Path
 ) -> None:
+    # No preferred-leader elections: one moves the leadership, 5 s after a controller's failover, to
+    # a returning preferred replica, and the new leader starts timing its followers' lag afresh, so
+    # a dead follower could stay in the ISR past its restart (seen: no isr-expand in 90 s).
+    cluster = cluster_factory(
+        brokers=3, broker_config={"min.insync.replicas": 2, "auto.leader.rebalance.enable": "false"}
+    )
     make_topic(cluster)
     schedule = Schedule.from_entries(
         [
-            {"start_s": 0.5, "stop_s": 8.5, "fault": "kill", "params": {"target": "controller"}},
+            # Back only well after the new controller's election, its pause and its failover: a broker
+            # that registers while the new controller is frozen in its failover may not be told to
+            # follow its partitions (Kafka 0.9; README, Findings), and would never rejoin the ISR.
+            {"start_s": 0.5, "stop_s": 20, "fault": "kill", "params": {"target": "controller"}},
             {
                 "start_s": 0,
                 "stop_s": 2,
@@ -159,16 +170,18 @@ def test_steps_after_a_controller_change_and_after_an_isr_expand(
                 "params": {"target": "controller"},
                 "after": {"event": "controller-change", "within_s": 60},
             },
-            # Down longer than replica.lag.time.max.ms (10 s) and the leader's check of it: when the
-            # follower is also the controller, no controller drops it from the ISR on its death
-            # (0.9's new controller does not), only its leader does, after that lag (seen in CI: a
-            # 10 s kill of the controller-follower left the ISR whole, so nothing could expand).
+            # Only once the old controller is back in the ISR: otherwise its return, not the killed
+            # follower's, would be the isr-expand the last step waits for. Down longer than
+            # replica.lag.time.max.ms (10 s) and the leader's check of it: when the follower is also
+            # the controller, no controller drops it from the ISR on its death (0.9's new controller
+            # does not), only its leader does, after that lag (seen in CI: a 10 s kill of the
+            # controller-follower left the ISR whole, so nothing could expand).
             {
                 "start_s": 0,
                 "stop_s": 16,
                 "fault": "kill",
                 "params": {"target": "follower", "topic": TOPIC},
-                "after": {"event": "healed", "delay_s": 2},
+                "after": {"event": "isr-expand", "topic": TOPIC, "partition": 0, "within_s": 90},
             },
             {
                 "start_s": 0,
