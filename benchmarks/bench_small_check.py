@@ -8,7 +8,11 @@ checkers/synthetic.py, cached under --dir), side by side in this one run:
   - one process: checks a copy of RUN, then --further other copies (each a new run directory, as
     `kchaos run --matrix` or `kchaos check A B C` check them, on the process's one Spark session);
   - the single-process Python check of bench_check.py, whose anomaly and write counts must be the
-    same as every Spark check's.
+    same as every Spark check's;
+  - Spark's floor on this machine: the least a Spark check of the same files could do, one query
+    (parse writes.jsonl and reads.jsonl with their schemas, join the acknowledged writes to the
+    records read, count per topic), in a new process started like `kchaos check`'s (cold,
+    alternated with its cold checks) and again at the end of the one-process checks (warm).
 The issue's targets are printed next to what was measured.
 
     .venv/bin/python benchmarks/bench_small_check.py
@@ -62,6 +66,33 @@ def _cold(run_dir: Path) -> tuple[float, dict[str, Any]]:
     return seconds, _counts(json.loads((run_dir / "check/result.json").read_text()))
 
 
+def _cold_floor(run_dir: Path) -> float:
+    started = time.monotonic()
+    _in_child("--child", "floor", "--run-dirs", str(run_dir))
+    return time.monotonic() - started
+
+
+def _floor_query(run_dir: Path) -> float:
+    """Seconds to start (or get) the session as `kchaos check` does and run the one floor query."""
+    from pyspark.sql import functions as F
+
+    from checkers.io.layout import history_bytes
+    from checkers.io.sources import READS_SOURCE, WRITES_SOURCE, uri
+    from checkers.session import get_spark, size_for
+    from harness.history import READS, WRITES
+
+    started = time.monotonic()
+    size = history_bytes(run_dir)
+    spark = get_spark(history_bytes=size)
+    size_for(spark, size)
+    writes = spark.read.schema(WRITES_SOURCE.schema).json(uri(run_dir / WRITES))
+    reads = spark.read.schema(READS_SOURCE.schema).json(uri(run_dir / READS))
+    acked = writes.where(F.col("type") == "ok").select("topic", "value")
+    records = reads.where(F.col("type") == "record").select("value", "offset")
+    acked.join(records, ["value"], "left").groupBy("topic").agg(F.count("*"), F.count("offset")).collect()
+    return time.monotonic() - started
+
+
 def _one_process_child(run_dirs: list[Path]) -> dict[str, Any]:
     from checkers import check_run
 
@@ -71,7 +102,7 @@ def _one_process_child(run_dirs: list[Path]) -> dict[str, Any]:
         result = check_run(run_dir)
         seconds.append(time.monotonic() - started)
         counts.append(_counts(result))
-    return {"seconds": seconds, "counts": counts}
+    return {"seconds": seconds, "counts": counts, "warm_floor": _floor_query(run_dirs[0])}
 
 
 def _python_child(run_dir: Path) -> dict[str, Any]:
@@ -108,7 +139,7 @@ def main() -> None:
     parser.add_argument(
         "--dir", type=Path, default=Path("/tmp/kchaos-bench-small"), help="where synthetic runs are kept"
     )
-    parser.add_argument("--child", choices=("one-process", "python"), help=argparse.SUPPRESS)
+    parser.add_argument("--child", choices=("one-process", "python", "floor"), help=argparse.SUPPRESS)
     parser.add_argument("--run-dirs", type=Path, nargs="*", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child == "one-process":
@@ -117,13 +148,19 @@ def main() -> None:
     if args.child == "python":
         print(json.dumps(_python_child(args.run_dirs[0])))
         return
+    if args.child == "floor":
+        print(json.dumps({"seconds": _floor_query(args.run_dirs[0])}))
+        return
     for size in (int(s) for s in args.sizes.split(",")):
         run_dir = args.dir / f"run-{size}"
         if not (run_dir / "run.json").is_file():
             generate(run_dir, size, seed=7, rates=dict.fromkeys(ANOMALIES, DEFAULT_RATE))
         cold_target, further_target = TARGETS.get(size, (None, None))
         python = _in_child("--child", "python", "--run-dirs", str(run_dir))
-        cold = [_cold(run_dir) for _ in range(args.repeat)]
+        cold, cold_floor = [], []
+        for _ in range(args.repeat):  # alternated, so that both see the same machine
+            cold.append(_cold(run_dir))
+            cold_floor.append(_cold_floor(run_dir))
         copies = [_copy(run_dir, f"run-{size}-copy-{i}") for i in range(args.further + 1)]
         warm = _in_child("--child", "one-process", "--run-dirs", *map(str, copies))
         checked = [c for _, c in cold] + warm["counts"]
@@ -143,6 +180,11 @@ def main() -> None:
                 f" {', '.join(f'{s:.1f}' for s in further)} s{_target(max(further), further_target)}",
                 flush=True,
             )
+        print(
+            f"  Spark floor (one query): cold process median {statistics.median(cold_floor):.1f} s"
+            f" (min {min(cold_floor):.1f}, max {max(cold_floor):.1f}), warm {warm['warm_floor']:.2f} s",
+            flush=True,
+        )
         print(
             f"  Python reference: {python['seconds']:.2f} s; counts identical in every check: {same}",
             flush=True,
