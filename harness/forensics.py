@@ -159,14 +159,20 @@ def value_runs(contents: SegmentContents) -> Iterator[tuple[int, list[str | None
             start, size = i, 0
 
 
-def keep_broker_logs(broker: KafkaBroker, rundir: RunDir) -> None:
-    """Copy the broker's log4j files (server, state change, controller) to RUN/logs/kafka-N/."""
+def broker_log_files(broker: KafkaBroker) -> Iterator[tuple[str, bytes]]:
+    """The broker's log4j files (BROKER_LOG_FILES: server, state change, controller), name and content."""
     with _archive(broker, KAFKA_LOG_DIR) as archive:
         for member in archive:
             name = PurePosixPath(member.name).name
             extracted = archive.extractfile(member) if member.isfile() and name in BROKER_LOG_FILES else None
             if extracted is not None:
-                write_atomic(rundir.root, f"{NODE_LOGS}/{broker.name}/{name}", extracted.read())
+                yield name, extracted.read()
+
+
+def keep_broker_logs(broker: KafkaBroker, rundir: RunDir) -> None:
+    """Copy the broker's log4j files to RUN/logs/kafka-N/."""
+    for name, content in broker_log_files(broker):
+        write_atomic(rundir.root, f"{NODE_LOGS}/{broker.name}/{name}", content)
 
 
 def collect(brokers: Iterable[KafkaBroker], rundir: RunDir, topics: Iterable[str]) -> dict[str, Any]:

@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import tarfile
-import tempfile
 from collections.abc import Callable, Generator, Iterator
-from pathlib import Path
 
 import pytest
 
 from harness.cluster import ClusterSpec, KafkaCluster
 from harness.errors import HarnessError
-from harness.forensics import keep_broker_logs
-from harness.history import NODE_LOGS, RunDir
+from harness.forensics import broker_log_files
 from harness.images import KafkaImage
 
 BROKER_LOG_TAIL = 40
@@ -67,17 +64,15 @@ def pytest_runtest_makereport(
 
 def _broker_log_tails(cluster: KafkaCluster) -> str:
     parts = []
-    with tempfile.TemporaryDirectory() as folder:
-        for broker in cluster.brokers:
-            try:
-                keep_broker_logs(broker, RunDir(Path(folder)))
-            except (HarnessError, OSError, tarfile.TarError) as exc:  # the report still goes out
-                parts.append(f"--- {broker.name}: logs not read: {exc}")
-                continue
-            for name in ("controller.log", "state-change.log"):
-                path = Path(folder, NODE_LOGS, broker.name, name)
-                lines = path.read_text(errors="replace").splitlines() if path.exists() else []
-                shown = min(BROKER_LOG_TAIL, len(lines))
-                parts.append(f"--- {broker.name} {name}, last {shown} of {len(lines)} lines:")
-                parts.extend(lines[-BROKER_LOG_TAIL:])
+    for broker in cluster.brokers:
+        try:
+            files = dict(broker_log_files(broker))
+        except (HarnessError, OSError, tarfile.TarError) as exc:  # the report still goes out
+            parts.append(f"--- {broker.name}: logs not read: {exc}")
+            continue
+        for name in ("controller.log", "state-change.log"):
+            lines = files.get(name, b"").decode(errors="replace").splitlines()
+            shown = min(BROKER_LOG_TAIL, len(lines))
+            parts.append(f"--- {broker.name} {name}, last {shown} of {len(lines)} lines:")
+            parts.extend(lines[-BROKER_LOG_TAIL:])
     return "\n".join(parts)
