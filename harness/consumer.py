@@ -168,7 +168,8 @@ def final_read(
         consumer.close()
     incomplete = [k for k in pending if k not in done]
     for key in set(incomplete) & set(reached):  # said once here, not per record read
-        why[key] = f"the read reached offset {reached[key]} of {list(targets[key])}"
+        low, high = targets[key]
+        why[key] = f"the read reached offset {reached[key]} of [{low}, {high})"
     return FinalReadResult(sorted(done), incomplete, records, {k: why.get(k, "not read") for k in incomplete})
 
 
