@@ -171,16 +171,16 @@ def test_steps_after_a_controller_change_and_after_an_isr_expand(
                 "after": {"event": "controller-change", "within_s": 60},
             },
             # Only once the old controller is back in the ISR: otherwise its return, not the killed
-            # follower's, would be the isr-expand the last step waits for. Down longer than
-            # replica.lag.time.max.ms (10 s) and the leader's check of it: when the follower is also
-            # the controller, no controller drops it from the ISR on its death (0.9's new controller
-            # does not), only its leader does, after that lag (seen in CI: a 10 s kill of the
-            # controller-follower left the ISR whole, so nothing could expand).
+            # leader's, would be the isr-expand the last step waits for. The leader, not a follower:
+            # the controller (this one, or the next if the leader was it) elects another leader and
+            # drops the dead one from the ISR at once. A dead follower that is also the controller
+            # is left in the ISR for the leader's lag check to drop (0.9's new controller does not),
+            # and in CI one stayed there for all of its 18 s down, so nothing could expand.
             {
                 "start_s": 0,
                 "stop_s": 16,
                 "fault": "kill",
-                "params": {"target": "follower", "topic": TOPIC},
+                "params": {"target": "leader", "topic": TOPIC},
                 "after": {"event": "isr-expand", "topic": TOPIC, "partition": 0, "within_s": 90},
             },
             {
@@ -201,13 +201,13 @@ def test_steps_after_a_controller_change_and_after_an_isr_expand(
             timeout_s=180,
         )
     assert not nemesis.errors, nemesis.errors
-    old_controller, new_controller, killed_follower, paused = _starts(path)
+    old_controller, new_controller, killed_leader, paused = _starts(path)
     assert new_controller["detail"]["waited_for"] == "controller-change"
     assert new_controller["targets"] != old_controller["targets"]
     assert paused["detail"]["waited_for"] == f"isr-expand of {TOPIC}/0"
     assert (paused["detail"]["topic"], paused["detail"]["partition"]) == (
         TOPIC,
-        killed_follower["detail"]["partition"],
+        killed_leader["detail"]["partition"],
     )
     rejoined = next(e for e in _events(path) if e["id"] == 2 and e["phase"] == "stop")
     assert int(str(paused["detail"]["seen_ns"])) > int(str(rejoined["time_ns"])) - 1e9  # after the restart
