@@ -183,6 +183,15 @@ def open_append(root: Path, name: str) -> int:
 def fresh_dir(root: Path, name: str) -> Path:
     """Make ROOT/NAME an empty directory, deleting what was there (a symbolic link is deleted as a
     link: nothing it points at is touched, nor is any link inside a deleted directory followed)."""
+    return _replace_dir(root, name, make=True)
+
+
+def remove_dir(root: Path, name: str) -> None:
+    """Delete ROOT/NAME, if there, as `fresh_dir` deletes it."""
+    _replace_dir(root, name, make=False)
+
+
+def _replace_dir(root: Path, name: str, *, make: bool) -> Path:
     target = root / name
     with _parent_dir(root, name) as (dir_fd, base):
         try:
@@ -191,7 +200,8 @@ def fresh_dir(root: Path, name: str) -> Path:
                     shutil.rmtree(base, dir_fd=dir_fd)  # fd-based: never follows a link inside
                 else:
                     os.unlink(base, dir_fd=dir_fd)
-            os.mkdir(base, 0o777, dir_fd=dir_fd)
+            if make:
+                os.mkdir(base, 0o777, dir_fd=dir_fd)
         except OSError as exc:
             raise _write_error(target, exc) from None
     return target

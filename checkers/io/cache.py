@@ -1,6 +1,7 @@
 """The Parquet cache of a run's writes.jsonl and reads.jsonl, converted once and re-read by re-checks.
 
-writes.jsonl and reads.jsonl are parsed by Spark with explicit schemas and converted once per run
+writes.jsonl and reads.jsonl are parsed with explicit schemas (by pyarrow into Parquet when it takes
+the file whole, `arrow_parse`, else by Spark's JSON reader) and converted by Spark once per run
 into Parquet under RUN_DIR/check/parquet/ (the read records, with only the columns checks use, and
 the per-value table, each with its schema; with names.jsonl, the process and error names the
 per-value table refers to, with their ids, and ends.jsonl, the reads' end events); a fingerprint of
@@ -22,19 +23,21 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from checkers import frames
+from checkers.io import arrow_parse
 from checkers.io.bad_lines import first_line_where, offending_write_line, raise_first_bad_line
 from checkers.io.sources import (
     JSON_OPTIONS,
     READS_SOURCE,
     SOURCES,
     WRITES_SOURCE,
+    Source,
     topic_acks,
     uri,
     with_corrupt,
 )
 from checkers.session import spark_errors
 from harness.errors import HistoryError
-from harness.history import CHECK_CACHE, WRITES, fresh_dir, iter_jsonl, write_atomic
+from harness.history import CHECK_CACHE, WRITES, fresh_dir, iter_jsonl, remove_dir, write_atomic
 
 CACHE_VERSION = 11
 _FINGERPRINT = "fingerprint.json"
@@ -44,6 +47,8 @@ _VALUES = "values"
 _SCHEMA_SUFFIX = ".schema.json"
 _ENDS = "ends.jsonl"
 _NAMES = "names.jsonl"
+_PARSED = "_parsed"
+"""pyarrow's Parquet of the JSONL files, for the conversion only (`arrow_parse`)."""
 _NAMES_SCHEMA = "kind string, id long, name string"
 LITERAL_NAMES = 64
 """Up to this many names of a kind are looked up in a literal map, more are joined (`frames.named`)."""
@@ -133,13 +138,21 @@ def _convert(spark: SparkSession, run_dir: Path, run: dict[str, Any]) -> dict[st
     records, into the per-value table (`values`, `frames.value_table`) without an events copy.
     """
     cache = fresh_dir(run_dir, CHECK_CACHE)  # out with a stale cache, perhaps of another layout
+    try:
+        return _convert_into(spark, run_dir, run, cache)
+    finally:
+        remove_dir(run_dir, f"{CHECK_CACHE}/{_PARSED}")
+
+
+def _convert_into(spark: SparkSession, run_dir: Path, run: dict[str, Any], cache: Path) -> dict[str, int]:
     known_topics = sorted(topic_acks(run))
     counts: dict[str, int] = {}
     problems = Observation()
+    parsed_dir = fresh_dir(run_dir, f"{CHECK_CACHE}/{_PARSED}")
     for source, name in ((READS_SOURCE, "reads"), (WRITES_SOURCE, "writes")):
         path = run_dir / source.name
         with spark_errors(f"converting {source.name} to Parquet", str(path)):
-            parsed = spark.read.schema(with_corrupt(source.schema)).json(uri(path), **JSON_OPTIONS)
+            parsed = _parsed(spark, path, source, parsed_dir / f"{name}.parquet")
             parsed = parsed.withColumn(_VALID, source.is_valid()).drop(frames.CORRUPT)
             # Observed while the Parquet is written, no extra pass: bad lines, valid lines, an
             # undeclared topic, if any, and the process and error names (few) of the writes.
@@ -192,6 +205,15 @@ def _convert(spark: SparkSession, run_dir: Path, run: dict[str, Any]) -> dict[st
         line = offending_write_line(spark, path, value, reason)
         raise HistoryError(f"{reason}: value {value!r}", str(path), line)
     return counts
+
+
+def _parsed(spark: SparkSession, path: Path, source: Source, parquet: Path) -> DataFrame:
+    """`source`'s events with its schema and the corrupt-record column: read from the Parquet that
+    pyarrow made of the file, if it took the file (`arrow_parse`), else parsed from JSON by Spark."""
+    if arrow_parse.parquet_of(path, source.schema, parquet):
+        events = spark.read.schema(source.schema).parquet(uri(parquet))
+        return events.withColumn(frames.CORRUPT, F.lit(None).cast(T.StringType()))
+    return spark.read.schema(with_corrupt(source.schema)).json(uri(path), **JSON_OPTIONS)
 
 
 def _write_parquet(run_dir: Path, frame: DataFrame, name: str) -> None:

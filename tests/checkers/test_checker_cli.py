@@ -55,6 +55,7 @@ def test_clean_run_is_valid_and_rechecks_from_the_parquet_cache(
     }
     assert {g["verdict"] for g in result["guarantees"] if g["promised"]} == {"held"}
     fingerprint = (run_dir / "check/parquet/fingerprint.json").stat().st_mtime_ns
+    assert not (run_dir / "check/parquet/_parsed").exists()  # pyarrow's parse is deleted once converted
     code, text = kchaos_check(capfd, run_dir, "--json")
     assert code == 0
     assert json.loads(text)["valid"] is True

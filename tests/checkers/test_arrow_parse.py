@@ -1,0 +1,53 @@
+"""pyarrow's pre-parse of the history files: taken only when Spark would parse the same rows."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pyspark.sql import SparkSession
+
+from checkers import frames
+from checkers.io.arrow_parse import parquet_of
+from checkers.io.sources import READS_SOURCE, uri
+
+WRITE = b'{"type":"invoke","time_ns":5,"process":"p-1","topic":"t","partition":0,"value":"p-1:0"}'
+
+
+@pytest.mark.parametrize(
+    ("content", "why"),
+    [
+        (WRITE + WRITE + b"\n", "two objects on one line"),
+        (WRITE[:40] + b"\n" + WRITE[40:] + b"\n", "one object across two lines"),
+        (WRITE + b"\n\n" + WRITE + b"\n", "a blank line"),
+        (WRITE + b"\n" + WRITE[:30], "a torn last line"),
+        (WRITE.replace(b'"time_ns":5', b'"time_ns":"5"') + b"\n", "a string for a number"),
+        (WRITE.replace(b'"partition":0', b'"partition":0.0') + b"\n", "a float for an int"),
+        (WRITE.replace(b'"partition":0', b'"partition":4294967296') + b"\n", "an int out of range"),
+        (WRITE.replace(b'"value":"p-1:0"', b'"value":7') + b"\n", "a number for a string"),
+        (WRITE.replace(b"p-1:0", b"p-1:\xff") + b"\n", "bytes that are not UTF-8"),
+        (b"[1, 2]\n", "an array"),
+        (b"", "an empty file"),
+    ],
+)
+def test_a_file_pyarrow_cannot_take_whole_is_left_to_spark(tmp_path: Path, content: bytes, why: str) -> None:
+    jsonl, parquet = tmp_path / "writes.jsonl", tmp_path / "writes.parquet"
+    jsonl.write_bytes(content)
+    assert not parquet_of(jsonl, frames.WRITE_SCHEMA, parquet), why
+    assert not parquet.exists(), why
+
+
+def test_a_file_pyarrow_takes_parses_to_the_rows_spark_parses(spark: SparkSession, tmp_path: Path) -> None:
+    jsonl, parquet = tmp_path / "reads.jsonl", tmp_path / "reads.parquet"
+    jsonl.write_bytes(
+        b'{"type":"record","time_ns":7,"process":"c","phase":"live","topic":"t","partition":1,'
+        b'"offset":0,"value":"p-1:\\u00e9","extra":{"nested":[1]}}\r\n'
+        b'{"type":"end","time_ns":9,"process":"c","phase":"final","topic":"t","partition":1,'
+        b'"log_start":0,"high_watermark":1}\n'
+        b'{"partition":null}'  # no final newline
+    )
+    assert parquet_of(jsonl, READS_SOURCE.schema, parquet)
+    from_json = spark.read.schema(READS_SOURCE.schema).json(uri(jsonl))
+    from_parquet = spark.read.schema(READS_SOURCE.schema).parquet(uri(parquet))
+    assert from_parquet.collect() == from_json.collect()
+    assert from_parquet.count() == 3
