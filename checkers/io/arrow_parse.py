@@ -17,7 +17,11 @@ import pyarrow.json as pa_json
 import pyarrow.parquet as pa_parquet
 from pyspark.sql import types as T
 
-_ARROW_TYPES: dict[T.DataType, pa.DataType] = {T.StringType(): pa.string(), T.IntegerType(): pa.int32(), T.LongType(): pa.int64()}
+_ARROW_TYPES: dict[T.DataType, pa.DataType] = {
+    T.StringType(): pa.string(),
+    T.IntegerType(): pa.int32(),
+    T.LongType(): pa.int64(),
+}
 _BLOCK_BYTES = 16 << 20
 """How much JSON pyarrow parses at a time: the memory of the conversion stays bounded."""
 _LINE_COUNT_CHUNK = 16 << 20
