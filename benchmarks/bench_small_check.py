@@ -10,8 +10,9 @@ checkers/synthetic.py, cached under --dir), side by side in this one run:
   - the single-process Python check of bench_check.py, whose anomaly and write counts must be the
     same as every Spark check's;
   - Spark's floor on this machine: the least a Spark check of the same files could do, one query
-    (parse writes.jsonl and reads.jsonl with their schemas, join the acknowledged writes to the
-    records read, count per topic), in a new process started like `kchaos check`'s (cold,
+    (parse writes.jsonl and reads.jsonl with their schemas, as the check does: by pyarrow into
+    Parquet, read by Spark; join the acknowledged writes to the records read, count per topic),
+    in a new process started like `kchaos check`'s (cold,
     alternated with its cold checks) and again at the end of the one-process checks (warm).
 The issue's targets are printed next to what was measured.
 
@@ -74,19 +75,28 @@ def _cold_floor(run_dir: Path) -> float:
 
 def _floor_query(run_dir: Path) -> float:
     """Seconds to start (or get) the session as `kchaos check` does and run the one floor query."""
+    from pyspark.sql import DataFrame
     from pyspark.sql import functions as F
 
+    from checkers.io.arrow_parse import parquet_of
     from checkers.io.layout import history_bytes
-    from checkers.io.sources import READS_SOURCE, WRITES_SOURCE, uri
+    from checkers.io.sources import READS_SOURCE, WRITES_SOURCE, Source, uri
     from checkers.session import get_spark, size_for
-    from harness.history import READS, WRITES
 
     started = time.monotonic()
     size = history_bytes(run_dir)
     spark = get_spark(history_bytes=size)
     size_for(spark, size)
-    writes = spark.read.schema(WRITES_SOURCE.schema).json(uri(run_dir / WRITES))
-    reads = spark.read.schema(READS_SOURCE.schema).json(uri(run_dir / READS))
+    parsed_dir = run_dir.parent / f"{run_dir.name}-floor"
+    parsed_dir.mkdir(exist_ok=True)
+
+    def parsed(source: Source) -> DataFrame:
+        parquet = parsed_dir / f"{Path(source.name).stem}.parquet"
+        if not parquet_of(run_dir / source.name, source.schema, parquet):
+            raise SystemExit(f"pyarrow did not take {run_dir / source.name}")
+        return spark.read.schema(source.schema).parquet(uri(parquet))
+
+    writes, reads = parsed(WRITES_SOURCE), parsed(READS_SOURCE)
     acked = writes.where(F.col("type") == "ok").select("topic", "value")
     records = reads.where(F.col("type") == "record").select("value", "offset")
     acked.join(records, ["value"], "left").groupBy("topic").agg(F.count("*"), F.count("offset")).collect()
