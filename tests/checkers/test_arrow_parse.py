@@ -8,6 +8,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from checkers import frames
+from checkers.io import arrow_parse
 from checkers.io.arrow_parse import parquet_of
 from checkers.io.sources import READS_SOURCE, uri
 
@@ -20,6 +21,9 @@ WRITE = b'{"type":"invoke","time_ns":5,"process":"p-1","topic":"t","partition":0
         (WRITE + WRITE + b"\n", "two objects on one line"),
         (WRITE[:40] + b"\n" + WRITE[40:] + b"\n", "one object across two lines"),
         (WRITE + b"\n\n" + WRITE + b"\n", "a blank line"),
+        (WRITE + WRITE + b"\n" + WRITE[:40] + b"\n" + WRITE[40:] + b"\n", "both: as many objects as lines"),
+        (WRITE + b"\r\n", "a CRLF line end"),
+        (b" " + WRITE + b"\n", "a space before an object"),
         (WRITE + b"\n" + WRITE[:30], "a torn last line"),
         (WRITE.replace(b'"time_ns":5', b'"time_ns":"5"') + b"\n", "a string for a number"),
         (WRITE.replace(b'"partition":0', b'"partition":0.0') + b"\n", "a float for an int"),
@@ -41,7 +45,7 @@ def test_a_file_pyarrow_takes_parses_to_the_rows_spark_parses(spark: SparkSessio
     jsonl, parquet = tmp_path / "reads.jsonl", tmp_path / "reads.parquet"
     jsonl.write_bytes(
         b'{"type":"record","time_ns":7,"process":"c","phase":"live","topic":"t","partition":1,'
-        b'"offset":0,"value":"p-1:\\u00e9","extra":{"nested":[1]}}\r\n'
+        b'"offset":0,"value":"p-1:\\u00e9","extra":{"nested":[1]}}\n'
         b'{"type":"end","time_ns":9,"process":"c","phase":"final","topic":"t","partition":1,'
         b'"log_start":0,"high_watermark":1}\n'
         b'{"partition":null}'  # no final newline
@@ -51,3 +55,15 @@ def test_a_file_pyarrow_takes_parses_to_the_rows_spark_parses(spark: SparkSessio
     from_parquet = spark.read.schema(READS_SOURCE.schema).parquet(uri(parquet))
     assert from_parquet.collect() == from_json.collect()
     assert from_parquet.count() == 3
+
+
+@pytest.mark.parametrize("chunk_bytes", [1, 2, 3, 64])
+def test_lines_are_told_apart_across_the_chunks_a_file_is_read_in(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunk_bytes: int
+) -> None:
+    monkeypatch.setattr(arrow_parse, "_CHUNK_BYTES", chunk_bytes)
+    jsonl, parquet = tmp_path / "writes.jsonl", tmp_path / "writes.parquet"
+    jsonl.write_bytes(WRITE + b"\n" + WRITE)  # no final newline
+    assert parquet_of(jsonl, frames.WRITE_SCHEMA, parquet)
+    jsonl.write_bytes(WRITE + WRITE + b"\n" + WRITE[:40] + b"\n" + WRITE[40:] + b"\n")
+    assert not parquet_of(jsonl, frames.WRITE_SCHEMA, parquet)
