@@ -16,29 +16,34 @@ WRITE = b'{"type":"invoke","time_ns":5,"process":"p-1","topic":"t","partition":0
 
 
 @pytest.mark.parametrize(
-    ("content", "why"),
+    "content",
     [
-        (WRITE + WRITE + b"\n", "two objects on one line"),
-        (WRITE[:40] + b"\n" + WRITE[40:] + b"\n", "one object across two lines"),
-        (WRITE + b"\n\n" + WRITE + b"\n", "a blank line"),
-        (WRITE + WRITE + b"\n" + WRITE[:40] + b"\n" + WRITE[40:] + b"\n", "both: as many objects as lines"),
-        (WRITE + b"\r\n", "a CRLF line end"),
-        (b" " + WRITE + b"\n", "a space before an object"),
-        (WRITE + b"\n" + WRITE[:30], "a torn last line"),
-        (WRITE.replace(b'"time_ns":5', b'"time_ns":"5"') + b"\n", "a string for a number"),
-        (WRITE.replace(b'"partition":0', b'"partition":0.0') + b"\n", "a float for an int"),
-        (WRITE.replace(b'"partition":0', b'"partition":4294967296') + b"\n", "an int out of range"),
-        (WRITE.replace(b'"value":"p-1:0"', b'"value":7') + b"\n", "a number for a string"),
-        (WRITE.replace(b"p-1:0", b"p-1:\xff") + b"\n", "bytes that are not UTF-8"),
-        (b"[1, 2]\n", "an array"),
-        (b"", "an empty file"),
+        pytest.param(WRITE + WRITE + b"\n", id="two objects on one line"),
+        pytest.param(WRITE[:40] + b"\n" + WRITE[40:] + b"\n", id="one object across two lines"),
+        pytest.param(WRITE + b"\n\n" + WRITE + b"\n", id="a blank line"),
+        pytest.param(
+            WRITE + WRITE + b"\n" + WRITE[:40] + b"\n" + WRITE[40:] + b"\n",
+            id="both: as many objects as lines",
+        ),
+        pytest.param(WRITE + b"\r\n", id="a CRLF line end"),
+        pytest.param(b" " + WRITE + b"\n", id="a space before an object"),
+        pytest.param(WRITE + b"\n" + WRITE[:30], id="a torn last line"),
+        pytest.param(WRITE.replace(b'"time_ns":5', b'"time_ns":"5"') + b"\n", id="a string for a number"),
+        pytest.param(WRITE.replace(b'"partition":0', b'"partition":0.0') + b"\n", id="a float for an int"),
+        pytest.param(
+            WRITE.replace(b'"partition":0', b'"partition":4294967296') + b"\n", id="an int out of range"
+        ),
+        pytest.param(WRITE.replace(b'"value":"p-1:0"', b'"value":7') + b"\n", id="a number for a string"),
+        pytest.param(WRITE.replace(b"p-1:0", b"p-1:\xff") + b"\n", id="bytes that are not UTF-8"),
+        pytest.param(b"[1, 2]\n", id="an array"),
+        pytest.param(b"", id="an empty file"),
     ],
 )
-def test_a_file_pyarrow_cannot_take_whole_is_left_to_spark(tmp_path: Path, content: bytes, why: str) -> None:
+def test_a_file_pyarrow_cannot_take_whole_is_left_to_spark(tmp_path: Path, content: bytes) -> None:
     jsonl, parquet = tmp_path / "writes.jsonl", tmp_path / "writes.parquet"
     jsonl.write_bytes(content)
-    assert not parquet_of(jsonl, frames.WRITE_SCHEMA, parquet), why
-    assert not parquet.exists(), why
+    assert not parquet_of(jsonl, frames.WRITE_SCHEMA, parquet)
+    assert not parquet.exists()
 
 
 def test_a_file_pyarrow_takes_parses_to_the_rows_spark_parses(spark: SparkSession, tmp_path: Path) -> None:
