@@ -28,6 +28,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -87,19 +88,18 @@ def _floor_query(run_dir: Path) -> float:
     size = history_bytes(run_dir)
     spark = get_spark(history_bytes=size)
     size_for(spark, size)
-    parsed_dir = run_dir.parent / f"{run_dir.name}-floor"
-    parsed_dir.mkdir(exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="kchaos-floor-") as parsed_dir:
 
-    def parsed(source: Source) -> DataFrame:
-        parquet = parsed_dir / f"{Path(source.name).stem}.parquet"
-        if not parquet_of(run_dir / source.name, source.schema, parquet):
-            raise SystemExit(f"pyarrow did not take {run_dir / source.name}")
-        return spark.read.schema(source.schema).parquet(uri(parquet))
+        def parsed(source: Source) -> DataFrame:
+            parquet = Path(parsed_dir) / f"{Path(source.name).stem}.parquet"
+            if not parquet_of(run_dir / source.name, source.schema, parquet):
+                raise SystemExit(f"pyarrow did not take {run_dir / source.name}")
+            return spark.read.schema(source.schema).parquet(uri(parquet))
 
-    writes, reads = parsed(WRITES_SOURCE), parsed(READS_SOURCE)
-    acked = writes.where(F.col("type") == "ok").select("topic", "value")
-    records = reads.where(F.col("type") == "record").select("value", "offset")
-    acked.join(records, ["value"], "left").groupBy("topic").agg(F.count("*"), F.count("offset")).collect()
+        writes, reads = parsed(WRITES_SOURCE), parsed(READS_SOURCE)
+        acked = writes.where(F.col("type") == "ok").select("topic", "value")
+        records = reads.where(F.col("type") == "record").select("value", "offset")
+        acked.join(records, ["value"], "left").groupBy("topic").agg(F.count("*"), F.count("offset")).collect()
     return time.monotonic() - started
 
 
