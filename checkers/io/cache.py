@@ -2,11 +2,11 @@
 
 writes.jsonl and reads.jsonl are parsed with explicit schemas (by pyarrow into Parquet when it takes
 the file whole, `arrow_parse`, else by Spark's JSON reader) and converted by Spark once per run
-into Parquet under RUN_DIR/check/parquet/ (the read records, with only the columns checks use, and
-the per-value table, each with its schema; with names.jsonl, the process and error names the
-per-value table refers to, with their ids, and ends.jsonl, the reads' end events); a fingerprint of
-what the conversion read (a SHA-256 of each file's content, and run.json's topics) lets a re-check
-skip the conversion.
+into Parquet under RUN_DIR/check/parquet/: the read records (pyarrow's Parquet of reads.jsonl as it
+is, or Spark's of the columns checks use) and the per-value table, each with its schema;
+names.jsonl, the process and error names the per-value table refers to, with their ids; and
+ends.jsonl, the reads' end events. A fingerprint of what the conversion read (a SHA-256 of each
+file's content, and run.json's topics) lets a re-check skip the conversion.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from checkers.session import spark_errors
 from harness.errors import HistoryError
 from harness.history import CHECK_CACHE, WRITES, fresh_dir, iter_jsonl, remove_dir, write_atomic
 
-CACHE_VERSION = 11
+CACHE_VERSION = 12
 _FINGERPRINT = "fingerprint.json"
 _VALID = "_valid"
 _RECORDS = "read_records"
@@ -133,9 +133,9 @@ def _cached_counts(fingerprint_path: Path, fingerprint: dict[str, Any]) -> dict[
 def _convert(spark: SparkSession, run_dir: Path, run: dict[str, Any]) -> dict[str, int]:
     """Convert both JSONL files to Parquet, validating them; return the valid event counts.
 
-    reads.jsonl becomes its records (`read_records`, `frames.RECORD_COLUMNS`: what checks read of
-    them; the other fields are validated, not stored); writes.jsonl goes straight, with the read
-    records, into the per-value table (`values`, `frames.value_table`) without an events copy.
+    reads.jsonl becomes its records (`read_records`: what checks read of them, `frames.RECORD_COLUMNS`
+    of its `record` events); writes.jsonl goes straight, with the read records, into the per-value
+    table (`values`, `frames.value_table`) without an events copy.
     """
     cache = fresh_dir(run_dir, CHECK_CACHE)  # out with a stale cache, perhaps of another layout
     try:
@@ -145,43 +145,32 @@ def _convert(spark: SparkSession, run_dir: Path, run: dict[str, Any]) -> dict[st
 
 
 def _convert_into(spark: SparkSession, run_dir: Path, run: dict[str, Any], cache: Path) -> dict[str, int]:
+    """One Spark job when pyarrow takes reads.jsonl: its Parquet is the read records table as it is
+    (every line of it valid, or the conversion fails), validated while the per-value table is
+    written. Else Spark writes the records first, then the per-value table from them."""
     known_topics = sorted(topic_acks(run))
-    counts: dict[str, int] = {}
     problems = Observation()
-    parsed_dir = fresh_dir(run_dir, f"{CHECK_CACHE}/{_PARSED}")
-    for source, name in ((READS_SOURCE, "reads"), (WRITES_SOURCE, "writes")):
+    arrow_writes = fresh_dir(run_dir, f"{CHECK_CACHE}/{_PARSED}") / "writes.parquet"
+    arrow_records = fresh_dir(run_dir, f"{CHECK_CACHE}/{_RECORDS}") / "part.parquet"
+    history_dir = (run_dir / WRITES).parent
+    with spark_errors("converting writes.jsonl and reads.jsonl to Parquet", str(history_dir)):
+        reads, reads_seen = _observed(spark, run_dir, READS_SOURCE, arrow_records, known_topics)
+        if reads_seen.taken_by_arrow:
+            write_atomic(run_dir, f"{CHECK_CACHE}/{_RECORDS}{_SCHEMA_SUFFIX}", READS_SOURCE.schema.json())
+            records = reads.where(F.col(_VALID))
+        else:
+            is_record = F.col(_VALID) & (F.col("type") == "record")
+            _write_parquet(run_dir, reads.where(is_record).select("type", *frames.RECORD_COLUMNS), _RECORDS)
+            records = _read_records(spark, cache)
+        writes, writes_seen = _observed(spark, run_dir, WRITES_SOURCE, arrow_writes, known_topics)
+        values = frames.value_table(writes.where(F.col(_VALID)), records, topic_acks(run))
+        # Broken write rules are counted as the table is written; found only if there are any.
+        values = values.observe(problems, F.count(frames.write_problem()).alias("count"))
+        _write_parquet(run_dir, values, _VALUES)
+        summaries = {"reads": reads_seen.observation.get, "writes": writes_seen.observation.get}
+    counts: dict[str, int] = {}
+    for (name, summary), source in zip(summaries.items(), (READS_SOURCE, WRITES_SOURCE), strict=True):
         path = run_dir / source.name
-        with spark_errors(f"converting {source.name} to Parquet", str(path)):
-            parsed = _parsed(spark, path, source, parsed_dir / f"{name}.parquet")
-            parsed = parsed.withColumn(_VALID, source.is_valid()).drop(frames.CORRUPT)
-            # Observed while the Parquet is written, no extra pass: bad lines, valid lines, an
-            # undeclared topic, if any, and the process and error names (few) of the writes.
-            valid, observation = F.col(_VALID), Observation()
-            if source is WRITES_SOURCE:
-                found = [
-                    F.collect_set(F.when(valid, frames.name_and_id(k))).alias(k) for k in frames.NAME_KINDS
-                ]
-            else:  # the end events (one per partition read to its end): what completeness is decided on
-                is_end = valid & (F.col("type") == "end")
-                found = [F.collect_set(F.when(is_end, F.struct(*frames.END_COLUMNS))).alias("ends")]
-            observed = parsed.observe(
-                observation,
-                F.count(F.when(~valid, 1)).alias("bad"),
-                F.count(F.when(valid, 1)).alias("good"),
-                F.min(F.when(valid & ~F.col("topic").isin(*known_topics), F.col("topic"))).alias("unknown"),
-                *found,
-            )
-            if source is READS_SOURCE:
-                records = observed.where(valid & (F.col("type") == "record"))
-                _write_parquet(run_dir, records.select(*frames.RECORD_COLUMNS), _RECORDS)
-            else:
-                values = frames.value_table(
-                    observed.where(valid), _read_records(spark, cache), topic_acks(run)
-                )
-                # Broken write rules are counted as the table is written; found only if there are any.
-                values = values.observe(problems, F.count(frames.write_problem()).alias("count"))
-                _write_parquet(run_dir, values, _VALUES)
-            summary = observation.get
         if summary["bad"]:
             raise_first_bad_line(spark, path, source)
         counts[name] = int(summary["good"])
@@ -190,11 +179,9 @@ def _convert_into(spark: SparkSession, run_dir: Path, run: dict[str, Any], cache
             line = first_line_where(spark, path, source, F.col("topic") == topic)
             declared = ", ".join(known_topics)
             raise HistoryError(f"unknown topic {topic!r} (run.json declares: {declared})", str(path), line)
-        if source is WRITES_SOURCE:
-            _write_names(run_dir, {kind: summary[kind] for kind in frames.NAME_KINDS}, path)
-        else:
-            ends = sorted(summary["ends"], key=lambda row: tuple(map(str, row)))
-            write_atomic(run_dir, f"{CHECK_CACHE}/{_ENDS}", _jsonl(end.asDict() for end in ends))
+    _write_names(run_dir, {kind: summaries["writes"][kind] for kind in frames.NAME_KINDS}, run_dir / WRITES)
+    ends = sorted(summaries["reads"]["ends"], key=lambda row: tuple(map(str, row)))
+    write_atomic(run_dir, f"{CHECK_CACHE}/{_ENDS}", _jsonl(end.asDict() for end in ends))
     if not problems.get["count"]:
         return counts
     with spark_errors("locating a broken write rule", str(run_dir / WRITES)):
@@ -207,13 +194,44 @@ def _convert_into(spark: SparkSession, run_dir: Path, run: dict[str, Any], cache
     return counts
 
 
-def _parsed(spark: SparkSession, path: Path, source: Source, parquet: Path) -> DataFrame:
-    """`source`'s events with its schema and the corrupt-record column: read from the Parquet that
-    pyarrow made of the file, if it took the file (`arrow_parse`), else parsed from JSON by Spark."""
-    if arrow_parse.parquet_of(path, source.schema, parquet):
+class _Seen(NamedTuple):
+    """What a conversion observes of a history file as it reads it (`_observed`)."""
+
+    taken_by_arrow: bool
+    observation: Observation
+
+
+def _observed(
+    spark: SparkSession, run_dir: Path, source: Source, parquet: Path, known_topics: list[str]
+) -> tuple[DataFrame, _Seen]:
+    """`source`'s events with a `_VALID` column: from the Parquet pyarrow makes of the file at
+    `parquet` if it takes it (`arrow_parse`), else parsed from JSON by Spark.
+
+    Observed by the first job that reads them, no extra pass: bad lines, valid lines, an undeclared
+    topic if any, and the process and error names (few) of the writes or the end events (one per
+    partition read to its end: what completeness is decided on) of the reads."""
+    path = run_dir / source.name
+    taken_by_arrow = arrow_parse.parquet_of(path, source.schema, parquet)
+    if taken_by_arrow:
         events = spark.read.schema(source.schema).parquet(uri(parquet))
-        return events.withColumn(frames.CORRUPT, F.lit(None).cast(T.StringType()))
-    return spark.read.schema(with_corrupt(source.schema)).json(uri(path), **JSON_OPTIONS)
+        events = events.withColumn(frames.CORRUPT, F.lit(None).cast(T.StringType()))
+    else:
+        events = spark.read.schema(with_corrupt(source.schema)).json(uri(path), **JSON_OPTIONS)
+    events = events.withColumn(_VALID, source.is_valid()).drop(frames.CORRUPT)
+    valid, observation = F.col(_VALID), Observation()
+    if source is WRITES_SOURCE:
+        found = [F.collect_set(F.when(valid, frames.name_and_id(k))).alias(k) for k in frames.NAME_KINDS]
+    else:
+        is_end = valid & (F.col("type") == "end")
+        found = [F.collect_set(F.when(is_end, F.struct(*frames.END_COLUMNS))).alias("ends")]
+    observed = events.observe(
+        observation,
+        F.count(F.when(~valid, 1)).alias("bad"),
+        F.count(F.when(valid, 1)).alias("good"),
+        F.min(F.when(valid & ~F.col("topic").isin(*known_topics), F.col("topic"))).alias("unknown"),
+        *found,
+    )
+    return observed, _Seen(taken_by_arrow, observation)
 
 
 def _write_parquet(run_dir: Path, frame: DataFrame, name: str) -> None:
@@ -272,5 +290,7 @@ def _name_tables(spark: SparkSession, cache: Path) -> dict[str, frames.NameTable
 
 
 def _read_records(spark: SparkSession, cache: Path) -> DataFrame:
-    """The stored read records as read events (of type `record`), which the checkers take."""
-    return _read_parquet(spark, cache, _RECORDS).select(F.lit("record").alias("type"), "*")
+    """The stored read records as read events (of type `record`), which the checkers take: the table
+    holds pyarrow's rows of every read event, or Spark's of the records only (`_convert_into`)."""
+    records = _read_parquet(spark, cache, _RECORDS).where(F.col("type") == "record")
+    return records.select("type", *frames.RECORD_COLUMNS)

@@ -28,6 +28,7 @@ WRITE = b'{"type":"invoke","time_ns":5,"process":"p-1","topic":"t","partition":0
         pytest.param(WRITE + b"\r\n", id="a CRLF line end"),
         pytest.param(b" " + WRITE + b"\n", id="a space before an object"),
         pytest.param(WRITE + b"\n" + WRITE[:30], id="a torn last line"),
+        pytest.param(WRITE + b"\n" + WRITE, id="a last line with no newline"),
         pytest.param(WRITE.replace(b'"time_ns":5', b'"time_ns":"5"') + b"\n", id="a string for a number"),
         pytest.param(WRITE.replace(b'"partition":0', b'"partition":0.0') + b"\n", id="a float for an int"),
         pytest.param(
@@ -53,7 +54,7 @@ def test_a_file_pyarrow_takes_parses_to_the_rows_spark_parses(spark: SparkSessio
         b'"offset":0,"value":"p-1:\\u00e9","extra":{"nested":[1]}}\n'
         b'{"type":"end","time_ns":9,"process":"c","phase":"final","topic":"t","partition":1,'
         b'"log_start":0,"high_watermark":1}\n'
-        b'{"partition":null}'  # no final newline
+        b'{"partition":null}\n'
     )
     assert parquet_of(jsonl, READS_SOURCE.schema, parquet)
     from_json = spark.read.schema(READS_SOURCE.schema).json(uri(jsonl))
@@ -68,7 +69,7 @@ def test_lines_are_told_apart_across_the_chunks_a_file_is_read_in(
 ) -> None:
     monkeypatch.setattr(arrow_parse, "_CHUNK_BYTES", chunk_bytes)
     jsonl, parquet = tmp_path / "writes.jsonl", tmp_path / "writes.parquet"
-    jsonl.write_bytes(WRITE + b"\n" + WRITE)  # no final newline
+    jsonl.write_bytes(WRITE + b"\n" + WRITE + b"\n")
     assert parquet_of(jsonl, frames.WRITE_SCHEMA, parquet)
     jsonl.write_bytes(WRITE + WRITE + b"\n" + WRITE[:40] + b"\n" + WRITE[40:] + b"\n")
     assert not parquet_of(jsonl, frames.WRITE_SCHEMA, parquet)

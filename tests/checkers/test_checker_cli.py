@@ -14,6 +14,7 @@ from checker_rundirs import (
     all_ends,
     clean_run,
     client_line,
+    end,
     kchaos_check,
     make_run,
     record,
@@ -25,7 +26,8 @@ from pyspark.sql import SparkSession
 
 from checkers.checks import DivergentOffsets, ReorderedWrites
 from checkers.io import cache as checker_cache
-from harness.history import RESULT, RUN_JSON
+from checkers.synthetic import ANOMALIES, generate
+from harness.history import READS, RESULT, RUN_JSON, WRITES
 
 pytestmark = pytest.mark.spark
 
@@ -60,6 +62,33 @@ def test_clean_run_is_valid_and_rechecks_from_the_parquet_cache(
     assert code == 0
     assert json.loads(text)["valid"] is True
     assert (run_dir / "check/parquet/fingerprint.json").stat().st_mtime_ns == fingerprint
+
+
+def test_a_history_pyarrow_takes_checks_as_the_same_history_spark_parses(
+    spark: SparkSession, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """pyarrow takes the files as kafka-chaos writes them, and its Parquet of reads.jsonl is then the
+    read records table; with CRLF line ends Spark parses them and writes the records itself."""
+    results, records_schemas = {}, {}
+    for name, line_end in (("arrow", b"\n"), ("spark", b"\r\n")):
+        run_dir = tmp_path / name
+        generate(run_dir, 600, seed=3, rates=dict.fromkeys(ANOMALIES, 0.03))
+        topics = json.loads((run_dir / RUN_JSON).read_text())["topics"]
+        with (run_dir / READS).open("a") as reads:  # the final read's ends: partitions read whole
+            for topic in topics:
+                for partition in range(topic["partitions"]):
+                    reads.write(json.dumps(end(10**9, topic["name"], partition)) + "\n")
+        for history_file in (run_dir / WRITES, run_dir / READS):
+            history_file.write_bytes(history_file.read_bytes().replace(b"\n", line_end))
+        code, text = kchaos_check(capfd, run_dir)
+        assert code == 1, text
+        results[name] = json.loads((run_dir / RESULT).read_text())
+        records_schemas[name] = (run_dir / "check/parquet/read_records.schema.json").read_text()
+    assert '"time_ns"' in records_schemas["arrow"] and '"time_ns"' not in records_schemas["spark"]
+    arrow, spark_parsed = results["arrow"], results["spark"]
+    assert sum(kind["count"] for kind in arrow["anomalies"].values()) > 0 and arrow["complete"]
+    for key in ("events", "topics", "anomalies", "guarantees", "incomplete_partitions"):
+        assert arrow[key] == spark_parsed[key], key
 
 
 def test_lost_acked_write_violates_the_acks_all_guarantee_with_evidence(
