@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from checkers.io import check_layout, history_bytes, load_history, write_result
+from checkers.io import check_layout, history_bytes, load_history, parsed_files, write_result
 from checkers.result import build_result
 from checkers.session import get_spark, size_for, spark_errors, start_in_background
 from harness.history import WRITES
@@ -22,13 +22,15 @@ def check_run(run_dir: Path, master: str | None = None) -> dict[str, Any]:
     """
     started = time.monotonic()
     checked_at = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    start_checking(run_dir, master, read_back=False)  # the JVM starts while Python validates the files
+    # The JVM starts while Python validates the files and pyarrow parses them.
+    start_checking(run_dir, master, read_back=False)
     layout = check_layout(run_dir)
     size = history_bytes(run_dir)
-    spark = get_spark(master, history_bytes=size)
-    size_for(spark, size)
+    with parsed_files(run_dir, layout.run) as parsed:
+        spark = get_spark(master, history_bytes=size)
+        size_for(spark, size)
+        history = load_history(spark, run_dir, layout, parsed)
     spark_info: dict[str, Any] = {"master": spark.sparkContext.master, "version": spark.version}
-    history = load_history(spark, run_dir, layout)
     with spark_errors("checking the history", str(run_dir)):
         result = build_result(history, checked_at, spark_info)
     spark_info["seconds"] = round(time.monotonic() - started, 1)

@@ -10,6 +10,7 @@ gathers all of it into the `History` the checkers take, and writes check/result.
 Every file written under the run directory goes through `harness.history`'s no-link writers.
 """
 
+from checkers.io.cache import ParsedFiles, parsed_files
 from checkers.io.history import CONSUME_SCHEMA, History, load_history, write_result
 from checkers.io.layout import Layout, check_layout, history_bytes
 from checkers.io.sources import topic_acks
@@ -18,9 +19,11 @@ __all__ = [
     "CONSUME_SCHEMA",
     "History",
     "Layout",
+    "ParsedFiles",
     "check_layout",
     "history_bytes",
     "load_history",
+    "parsed_files",
     "topic_acks",
     "write_result",
 ]

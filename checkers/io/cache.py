@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -75,19 +76,60 @@ class CachedHistory(NamedTuple):
     complete_partitions: frames.Partitions
 
 
-def cached_history(spark: SparkSession, run_dir: Path, run: dict[str, Any]) -> CachedHistory:
-    """The run's cached tables, converting writes.jsonl and reads.jsonl first unless the cache was
-    made from their present content (and run.json's topics)."""
-    cache = run_dir / CHECK_CACHE
+class ParsedFiles(NamedTuple):
+    """What a check does of the conversion before it needs Spark (`parsed_files`)."""
+
+    fingerprint: dict[str, Any]
+    cached_counts: dict[str, int] | None
+    """The valid event counts of a cache made from the files' present content; None: convert."""
+    taken_by_arrow: frozenset[str]
+    """The files pyarrow parsed to Parquet (`arrow_parse`), for a conversion to start from."""
+
+
+@contextmanager
+def parsed_files(run_dir: Path, run: dict[str, Any]) -> Iterator[ParsedFiles]:
+    """Fingerprint writes.jsonl and reads.jsonl and, unless the cache was made from their present
+    content (and run.json's topics), parse them with pyarrow into a fresh cache directory: no Spark,
+    so `kchaos check` does it while the JVM starts. pyarrow's parse of writes.jsonl is deleted when
+    the block ends; that of reads.jsonl is the read records table (`_convert_into`)."""
     fingerprint = {
         "cache_version": CACHE_VERSION,
         "sources": _content_digests(run_dir),
         "topics": hashlib.sha256(json.dumps(topic_acks(run), sort_keys=True).encode()).hexdigest(),
     }
-    counts = _cached_counts(cache / _FINGERPRINT, fingerprint)
+    counts = _cached_counts(run_dir / CHECK_CACHE / _FINGERPRINT, fingerprint)
+    if counts is not None:
+        yield ParsedFiles(fingerprint, counts, frozenset())
+        return
+    fresh_dir(run_dir, CHECK_CACHE)  # out with a stale cache, perhaps of another layout
+    try:
+        fresh_dir(run_dir, f"{CHECK_CACHE}/{_PARSED}")
+        fresh_dir(run_dir, f"{CHECK_CACHE}/{_RECORDS}")
+        taken = [
+            s.name for s in SOURCES if arrow_parse.parquet_of(run_dir / s.name, s.schema, _arrow(run_dir, s))
+        ]
+        yield ParsedFiles(fingerprint, None, frozenset(taken))
+    finally:
+        remove_dir(run_dir, f"{CHECK_CACHE}/{_PARSED}")
+
+
+def _arrow(run_dir: Path, source: Source) -> Path:
+    """Where pyarrow's Parquet of `source` goes: reads.jsonl's is the read records table itself."""
+    if source is READS_SOURCE:
+        return run_dir / CHECK_CACHE / _RECORDS / "part.parquet"
+    return run_dir / CHECK_CACHE / _PARSED / "writes.parquet"
+
+
+def cached_history(
+    spark: SparkSession, run_dir: Path, run: dict[str, Any], parsed: ParsedFiles
+) -> CachedHistory:
+    """The run's cached tables, converting writes.jsonl and reads.jsonl first unless `parsed` found
+    the cache made from their present content."""
+    cache = run_dir / CHECK_CACHE
+    counts = parsed.cached_counts
     if counts is None:
-        counts = _convert(spark, run_dir, run)
-        fingerprint_json = json.dumps({**fingerprint, "events": counts}, indent=2) + "\n"
+        counts = _convert_into(spark, run_dir, run, parsed.taken_by_arrow)
+        fingerprint_json = json.dumps({**parsed.fingerprint, "events": counts}, indent=2) + "\n"
         write_atomic(run_dir, f"{CHECK_CACHE}/{_FINGERPRINT}", fingerprint_json)
     with spark_errors("reading the Parquet cache", str(cache)):
         values = frames.named(_read_parquet(spark, cache, _VALUES), _name_tables(spark, cache))
@@ -130,44 +172,37 @@ def _cached_counts(fingerprint_path: Path, fingerprint: dict[str, Any]) -> dict[
     return {str(k): int(v) for k, v in events.items()}
 
 
-def _convert(spark: SparkSession, run_dir: Path, run: dict[str, Any]) -> dict[str, int]:
+def _convert_into(
+    spark: SparkSession, run_dir: Path, run: dict[str, Any], taken_by_arrow: frozenset[str]
+) -> dict[str, int]:
     """Convert both JSONL files to Parquet, validating them; return the valid event counts.
 
     reads.jsonl becomes its records (`read_records`: what checks read of them, `frames.RECORD_COLUMNS`
     of its `record` events); writes.jsonl goes straight, with the read records, into the per-value
-    table (`values`, `frames.value_table`) without an events copy.
+    table (`values`, `frames.value_table`) without an events copy. One Spark job when pyarrow took
+    reads.jsonl: its Parquet is the read records table as it is (every line of it valid, or the
+    conversion fails), validated while the per-value table is written. Else Spark writes the records
+    first, then the per-value table from them.
     """
-    cache = fresh_dir(run_dir, CHECK_CACHE)  # out with a stale cache, perhaps of another layout
-    try:
-        return _convert_into(spark, run_dir, run, cache)
-    finally:
-        remove_dir(run_dir, f"{CHECK_CACHE}/{_PARSED}")
-
-
-def _convert_into(spark: SparkSession, run_dir: Path, run: dict[str, Any], cache: Path) -> dict[str, int]:
-    """One Spark job when pyarrow takes reads.jsonl: its Parquet is the read records table as it is
-    (every line of it valid, or the conversion fails), validated while the per-value table is
-    written. Else Spark writes the records first, then the per-value table from them."""
+    cache = run_dir / CHECK_CACHE
     known_topics = sorted(topic_acks(run))
     problems = Observation()
-    arrow_writes = fresh_dir(run_dir, f"{CHECK_CACHE}/{_PARSED}") / "writes.parquet"
-    arrow_records = fresh_dir(run_dir, f"{CHECK_CACHE}/{_RECORDS}") / "part.parquet"
     history_dir = (run_dir / WRITES).parent
     with spark_errors("converting writes.jsonl and reads.jsonl to Parquet", str(history_dir)):
-        reads, reads_seen = _observed(spark, run_dir, READS_SOURCE, arrow_records, known_topics)
-        if reads_seen.taken_by_arrow:
+        reads, reads_seen = _observed(spark, run_dir, READS_SOURCE, taken_by_arrow, known_topics)
+        if READS_SOURCE.name in taken_by_arrow:
             write_atomic(run_dir, f"{CHECK_CACHE}/{_RECORDS}{_SCHEMA_SUFFIX}", READS_SOURCE.schema.json())
             records = reads.where(F.col(_VALID))
         else:
             is_record = F.col(_VALID) & (F.col("type") == "record")
             _write_parquet(run_dir, reads.where(is_record).select("type", *frames.RECORD_COLUMNS), _RECORDS)
             records = _read_records(spark, cache)
-        writes, writes_seen = _observed(spark, run_dir, WRITES_SOURCE, arrow_writes, known_topics)
+        writes, writes_seen = _observed(spark, run_dir, WRITES_SOURCE, taken_by_arrow, known_topics)
         values = frames.value_table(writes.where(F.col(_VALID)), records, topic_acks(run))
         # Broken write rules are counted as the table is written; found only if there are any.
         values = values.observe(problems, F.count(frames.write_problem()).alias("count"))
         _write_parquet(run_dir, values, _VALUES)
-        summaries = {"reads": reads_seen.observation.get, "writes": writes_seen.observation.get}
+        summaries = {"reads": reads_seen.get, "writes": writes_seen.get}
     counts: dict[str, int] = {}
     for (name, summary), source in zip(summaries.items(), (READS_SOURCE, WRITES_SOURCE), strict=True):
         path = run_dir / source.name
@@ -194,26 +229,22 @@ def _convert_into(spark: SparkSession, run_dir: Path, run: dict[str, Any], cache
     return counts
 
 
-class _Seen(NamedTuple):
-    """What a conversion observes of a history file as it reads it (`_observed`)."""
-
-    taken_by_arrow: bool
-    observation: Observation
-
-
 def _observed(
-    spark: SparkSession, run_dir: Path, source: Source, parquet: Path, known_topics: list[str]
-) -> tuple[DataFrame, _Seen]:
-    """`source`'s events with a `_VALID` column: from the Parquet pyarrow makes of the file at
-    `parquet` if it takes it (`arrow_parse`), else parsed from JSON by Spark.
+    spark: SparkSession,
+    run_dir: Path,
+    source: Source,
+    taken_by_arrow: frozenset[str],
+    known_topics: list[str],
+) -> tuple[DataFrame, Observation]:
+    """`source`'s events with a `_VALID` column: from pyarrow's Parquet of the file if it took it
+    (`parsed_files`), else parsed from JSON by Spark.
 
     Observed by the first job that reads them, no extra pass: bad lines, valid lines, an undeclared
     topic if any, and the process and error names (few) of the writes or the end events (one per
     partition read to its end: what completeness is decided on) of the reads."""
     path = run_dir / source.name
-    taken_by_arrow = arrow_parse.parquet_of(path, source.schema, parquet)
-    if taken_by_arrow:
-        events = spark.read.schema(source.schema).parquet(uri(parquet))
+    if source.name in taken_by_arrow:
+        events = spark.read.schema(source.schema).parquet(uri(_arrow(run_dir, source)))
         events = events.withColumn(frames.CORRUPT, F.lit(None).cast(T.StringType()))
     else:
         events = spark.read.schema(with_corrupt(source.schema)).json(uri(path), **JSON_OPTIONS)
@@ -231,7 +262,7 @@ def _observed(
         F.min(F.when(valid & ~F.col("topic").isin(*known_topics), F.col("topic"))).alias("unknown"),
         *found,
     )
-    return observed, _Seen(taken_by_arrow, observation)
+    return observed, observation
 
 
 def _write_parquet(run_dir: Path, frame: DataFrame, name: str) -> None:

@@ -12,7 +12,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from checkers import frames
-from checkers.io.cache import cached_history
+from checkers.io.cache import ParsedFiles, cached_history, parsed_files
 from checkers.io.layout import Layout, check_layout
 from checkers.io.sources import uri
 from checkers.session import spark_errors
@@ -53,12 +53,17 @@ class History:
     """consumes.jsonl (`CONSUME_SCHEMA`, with `seq`: line order); None without the file."""
 
 
-def load_history(spark: SparkSession, run_dir: Path, layout: Layout | None = None) -> History:
+def load_history(
+    spark: SparkSession, run_dir: Path, layout: Layout | None = None, parsed: ParsedFiles | None = None
+) -> History:
     """Validate the run directory (unless `layout` says it was) and return its history, converting
-    JSONL to Parquet if needed."""
+    JSONL to Parquet if needed (from `parsed`, when given: see `parsed_files`)."""
     layout = layout or check_layout(run_dir)
+    if parsed is None:
+        with parsed_files(run_dir, layout.run) as parsed_now:
+            return load_history(spark, run_dir, layout, parsed_now)
     run, cluster = layout.run, layout.cluster
-    cached = cached_history(spark, run_dir, run)
+    cached = cached_history(spark, run_dir, run, parsed)
     counts = {
         **cached.counts,
         "faults": layout.fault_events,
