@@ -35,11 +35,12 @@ class AvailabilityRows:
 
 def availability_rows(history: History, intervals: list[FaultWindow]) -> AvailabilityRows:
     writes = history.writes
-    series = availability.per_second(writes).orderBy("acks", "t_s").collect()
-    latency = (
-        availability.latency_by_fault(writes, merged_windows(intervals))
-        .orderBy("acks", "during_fault")
-        .collect()
+    # Sorted here, not by Spark: a few thousand rows at most, and a global sort would cost a job to
+    # sample the rows, a shuffle and another plan.
+    series = sorted(availability.per_second(writes).collect(), key=lambda r: (r["acks"], r["t_s"]))
+    latency = sorted(
+        availability.latency_by_fault(writes, merged_windows(intervals)).collect(),
+        key=lambda r: (r["acks"], r["during_fault"]),
     )
     first_oks = {}
     if intervals:

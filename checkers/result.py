@@ -124,7 +124,9 @@ def _examples(counted: _Counted, reads: DataFrame, evidence: _Evidence) -> list[
     """The first EXAMPLE_CAP rows with their checker's details and the cluster's state at their ack."""
     if not counted.per_topic_second:
         return []
-    first = counted.checker.details(counted.first, reads).orderBy(*_example_order(counted.rows))
+    # Limited as well: ordered by a top-K, not a global sort (which would cost a job to sample the rows).
+    detailed = counted.checker.details(counted.first, reads)
+    first = detailed.orderBy(*_example_order(counted.rows)).limit(EXAMPLE_CAP)
     examples = []
     for row in first.collect():
         example = row.asDict(recursive=True)
