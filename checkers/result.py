@@ -109,11 +109,49 @@ class _Counted:
         return self.rows.orderBy(*_example_order(self.rows)).limit(EXAMPLE_CAP)
 
 
+def _counted_rows(rows: DataFrame) -> DataFrame:
+    """A checker's rows as what is counted of them: topic, and the second of the ack if any."""
+    second = availability.second_of(F.col("complete_ns")) if "complete_ns" in rows.columns else F.lit(None)
+    return rows.select("topic", second.cast("long").alias("t_s"))
+
+
 def _count(checker: Checker, inputs: CheckInputs) -> _Counted:
     rows = kept(checker.find(inputs))  # counted, then sampled: computed once
-    second = availability.second_of(F.col("complete_ns")) if "complete_ns" in rows.columns else F.lit(None)
-    counted = rows.groupBy("topic", second.cast("long").alias("t_s")).count().collect()
+    counted = _counted_rows(rows).groupBy("topic", "t_s").count().collect()
     return _Counted(checker, rows, {(str(r["topic"]), r["t_s"]): int(r["count"]) for r in counted})
+
+
+def _count_together(checkers: list[Checker], inputs: CheckInputs) -> dict[str, _Counted | Exception]:
+    """Kinds counted in one Spark job, each kind's rows kept as `_count` keeps them: for kinds read
+    off the kept per-value flags, whose jobs are small, so one plan and job instead of one per kind
+    saves most of what counting them costs. Should the job fail, each kind is counted alone: a
+    checker that raises costs only its own kind."""
+    outcomes: dict[str, _Counted | Exception] = {}
+    rows: dict[str, DataFrame] = {}
+    for checker in checkers:
+        try:
+            rows[checker.kind.id] = kept(checker.find(inputs))
+        except Exception as exc:  # check-safe, as in `_safely`
+            outcomes[checker.kind.id] = exc
+    if not rows:
+        return outcomes
+    per_kind = [_counted_rows(r).select(F.lit(k).alias("kind"), "*") for k, r in rows.items()]
+    counts: dict[str, dict[tuple[str, int | None], int]] = {kind_id: {} for kind_id in rows}
+    try:
+        for r in reduce(DataFrame.unionByName, per_kind).groupBy("kind", "topic", "t_s").count().collect():
+            counts[r["kind"]][(str(r["topic"]), r["t_s"])] = int(r["count"])
+    except Exception:
+        for checker in checkers:
+            if checker.kind.id in rows:
+                try:
+                    outcomes[checker.kind.id] = _count(checker, inputs)
+                except Exception as exc:  # check-safe
+                    outcomes[checker.kind.id] = exc
+        return outcomes
+    for checker in checkers:
+        if checker.kind.id in rows:
+            outcomes[checker.kind.id] = _Counted(checker, rows[checker.kind.id], counts[checker.kind.id])
+    return outcomes
 
 
 def _example_order(frame: DataFrame) -> list[Column]:
@@ -185,33 +223,41 @@ def _safely(work: Callable[[], _Found]) -> _Found:
 
 def _run_checkers(history: History, evidence: _Evidence, pool: ThreadPoolExecutor) -> dict[str, _Found]:
     """Every registered checker, side by side. Those that read the history alone start first; the
-    others once the per-value flags are computed and kept. The kinds whose details read the reads are
-    counted first, then sampled from one shared scan of the reads of their examples; the others are
-    counted and sampled at once. A checker that raises costs its own kind only."""
+    others once the per-value flags are computed and kept, and are counted in one job
+    (`_count_together`). The kinds whose details read the reads, and the flagged kinds, are counted
+    first, then sampled from one shared scan of the reads of their examples; the others are counted
+    and sampled at once. A checker that raises costs its own kind only."""
     context = history.reads.sparkSession.sparkContext
     found: dict[str, _Found] = {}
     whole: dict[str, Future[_Found]] = {}
     counting: dict[str, Future[_Counted]] = {}
 
-    def start(checkers: list[Checker], inputs: CheckInputs) -> None:
-        for c in checkers:
-            if not c.applies(inputs):
-                found[c.kind.id] = _Found({}, [])
-            elif c.reads_details:
-                counting[c.kind.id] = _submit(pool, context, c.kind.id, _count, c, inputs)
-            else:
-                whole[c.kind.id] = _submit(pool, context, c.kind.id, _found, c, inputs, evidence)
-
     inputs = CheckInputs.of(history)
-    start([c for c in registered() if not c.flags], inputs)
+    for c in registered():
+        if c.flags:
+            continue
+        if not c.applies(inputs):
+            found[c.kind.id] = _Found({}, [])
+        elif c.reads_details:
+            counting[c.kind.id] = _submit(pool, context, c.kind.id, _count, c, inputs)
+        else:
+            whole[c.kind.id] = _submit(pool, context, c.kind.id, _found, c, inputs, evidence)
     inputs = dataclasses.replace(inputs, flags=kept(inputs.flags)).settled()
-    start([c for c in registered() if c.flags], inputs)
+    flagged = [c for c in registered() if c.flags]
+    found |= {c.kind.id: _Found({}, []) for c in flagged if not c.applies(inputs)}
+    together = [c for c in flagged if c.applies(inputs)]
+    counting_flagged = _submit(pool, context, "flags", _count_together, together, inputs)
     counted: dict[str, _Counted] = {}
     for kind_id, counting_future in counting.items():
         try:
             counted[kind_id] = counting_future.result()
         except Exception as exc:
             found[kind_id] = _failed(exc)
+    for kind_id, outcome in counting_flagged.result().items():
+        if isinstance(outcome, Exception):
+            found[kind_id] = _failed(outcome)
+        else:
+            counted[kind_id] = outcome
     occurred = [c for c in counted.values() if c.per_topic_second]
     reads = history.reads
     example_reads = kept(_example_reads(reads, occurred)) if occurred else reads

@@ -22,9 +22,12 @@ from checker_rundirs import (
     run_json,
     write,
 )
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
-from checkers.checks import DivergentOffsets, ReorderedWrites
+from checkers import anomalies
+from checkers.checker import CheckInputs
+from checkers.checks import DivergentOffsets, PhantomWrites, ReorderedWrites, UnexpectedValues
 from checkers.io import cache as checker_cache
 from checkers.synthetic import ANOMALIES, generate
 from harness.history import READS, RESULT, RUN_JSON, WRITES
@@ -213,6 +216,39 @@ def test_a_checker_that_raises_costs_only_its_own_kind_and_is_not_a_verdict(
     assert "the reordered checker failed (RuntimeError" in verdicts["per-partition-order"]["reason"]
     assert verdicts["no-lost-acked-writes"]["verdict"] == "violated"
     assert result["valid"] is False
+
+
+def test_a_flagged_kind_whose_job_fails_costs_only_its_own_kind(
+    spark: SparkSession, tmp_path: Path, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The kinds read off the per-value flags are counted in one job; when it fails, each is counted
+    alone, so the one that fails (at run time, or as its frame is built) costs its own kind only."""
+
+    def failing_job(self: object, inputs: CheckInputs) -> DataFrame:
+        rows = anomalies.phantom_writes_from(inputs.flags)
+        return rows.withColumn("topic", F.raise_error(F.lit("phantom job bug")).cast("string"))
+
+    def broken(self: object, inputs: object) -> None:
+        raise RuntimeError("UnexpectedValues bug")
+
+    monkeypatch.setattr(PhantomWrites, "find", failing_job)
+    monkeypatch.setattr(UnexpectedValues, "find", broken)
+    writes = [
+        *acked(100, "p:1", 0),
+        *acked(200, "p:2", 1),
+        write("invoke", 300, "p:3"),
+        write("fail", 310, "p:3"),
+    ]
+    reads = [record(900, "p:1", 0), record(901, "p:3", 1), record(902, "ghost", 2), *all_ends()]
+    code, text = kchaos_check(capfd, make_run(tmp_path / "run", writes, reads, [FAULT], [SAMPLE]))
+    assert code == 2, text
+    result = json.loads((tmp_path / "run" / RESULT).read_text())
+    errors = {e["kind"]: e["error"] for e in result["errors"]}
+    assert set(errors) == {"phantom-write", "unexpected-value"}
+    assert "phantom job bug" in errors["phantom-write"]
+    assert errors["unexpected-value"] == "RuntimeError: UnexpectedValues bug"
+    assert result["anomalies"]["lost-write"]["count"] == 1
+    assert [e["value"] for e in result["anomalies"]["lost-write"]["examples"]] == ["p:2"]
 
 
 @pytest.mark.parametrize("literal_names", [checker_cache.LITERAL_NAMES, 0], ids=["looked-up", "joined"])
