@@ -7,6 +7,7 @@ per-second availability series and the recovery times.
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -103,10 +104,11 @@ class _Counted:
     rows: DataFrame
     per_topic_second: dict[tuple[str, int | None], int]
 
-    @property
+    @functools.cached_property
     def first(self) -> DataFrame:
-        """The EXAMPLE_CAP rows that come first in example order."""
-        return self.rows.orderBy(*_example_order(self.rows)).limit(EXAMPLE_CAP)
+        """The EXAMPLE_CAP rows that come first in example order, kept: computed once (with the
+        reads of the examples, `_example_reads`) for the several joins of their details."""
+        return kept(self.rows.orderBy(*_example_order(self.rows)).limit(EXAMPLE_CAP))
 
 
 def _counted_rows(rows: DataFrame) -> DataFrame:
