@@ -80,6 +80,7 @@ def _floor_query(run_dir: Path) -> float:
     from pyspark.sql import functions as F
 
     from checkers.io.arrow_parse import parquet_of
+    from checkers.io.cache import MOSTLY_UNIQUE
     from checkers.io.layout import history_bytes
     from checkers.io.sources import READS_SOURCE, WRITES_SOURCE, Source, uri
     from checkers.session import get_spark, size_for
@@ -92,7 +93,7 @@ def _floor_query(run_dir: Path) -> float:
 
         def parsed(source: Source) -> DataFrame:
             parquet = Path(parsed_dir) / f"{Path(source.name).stem}.parquet"
-            if not parquet_of(run_dir / source.name, source.schema, parquet):
+            if not parquet_of(run_dir / source.name, source.schema, parquet, MOSTLY_UNIQUE):
                 raise SystemExit(f"pyarrow did not take {run_dir / source.name}")
             return spark.read.schema(source.schema).parquet(uri(parquet))
 

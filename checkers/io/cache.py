@@ -106,7 +106,9 @@ def parsed_files(run_dir: Path, run: dict[str, Any]) -> Iterator[ParsedFiles]:
         fresh_dir(run_dir, f"{CHECK_CACHE}/{_PARSED}")
         fresh_dir(run_dir, f"{CHECK_CACHE}/{_RECORDS}")
         taken = [
-            s.name for s in SOURCES if arrow_parse.parquet_of(run_dir / s.name, s.schema, _arrow(run_dir, s))
+            s.name
+            for s in SOURCES
+            if arrow_parse.parquet_of(run_dir / s.name, s.schema, _arrow(run_dir, s), MOSTLY_UNIQUE)
         ]
         yield ParsedFiles(fingerprint, None, frozenset(taken))
     finally:
