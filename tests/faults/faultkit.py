@@ -26,6 +26,18 @@ def make_topic(cluster: KafkaCluster, partitions: int = 1) -> PartitionState:
     return state
 
 
+def wait_leading(cluster: KafkaCluster, broker: int, timeout_s: float = 60.0) -> None:
+    """Wait until `broker` acks an acks=1 write to TOPIC/0: it has finished becoming its leader.
+    ZooKeeper names a leader before the broker has made itself one, which reads the topic's config
+    from ZooKeeper: cut off from ZooKeeper in between, it never serves the partition."""
+
+    def probe() -> tuple[bool, str]:
+        acked, errors = produce(cluster, f"{cluster.broker(broker).ip}:{BROKER_PORT}", "1", timeout_ms=5000)
+        return bool(acked), f"errors: {errors}"
+
+    wait_until(probe, what=f"broker {broker} to ack a write to {TOPIC}/0 as its leader", timeout_s=timeout_s)
+
+
 def wait_state(
     cluster: KafkaCluster, holds: Callable[[ClusterSnapshot], bool], what: str, timeout_s: float = 40.0
 ) -> ClusterSnapshot:

@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 from itertools import permutations
 
 import pytest
-from faultkit import TOPIC, can_connect, make_topic, p0, produce, udp_arrives, wait_state
+from faultkit import TOPIC, can_connect, make_topic, p0, produce, udp_arrives, wait_leading, wait_state
 
 from faults import make_fault
 from faults.iptables import leftover_rules
@@ -154,6 +154,7 @@ def test_isolated_leader_is_replaced_but_still_acks_acks1_writes(
         brokers=3, broker_config={"min.insync.replicas": 2, "replica.lag.time.max.ms": 60000}
     )
     old = make_topic(cluster).leader
+    wait_leading(cluster, old)  # isolated mid-way through becoming leader, it never acked (seen in CI)
     fault = make_fault("partition", {"shape": "isolate", "target": "leader", "topic": TOPIC})
     fault.start(cluster, random.Random(1))
     try:
