@@ -117,42 +117,44 @@ def _counted_rows(rows: DataFrame) -> DataFrame:
     return rows.select("topic", second.cast("long").alias("t_s"))
 
 
+def _tally(rows: DataFrame) -> dict[tuple[str, int | None], int]:
+    """A checker's rows counted per (topic, second of the ack)."""
+    counted = _counted_rows(rows).groupBy("topic", "t_s").count().collect()
+    return {(str(r["topic"]), r["t_s"]): int(r["count"]) for r in counted}
+
+
 def _count(checker: Checker, inputs: CheckInputs) -> _Counted:
     rows = kept(checker.find(inputs))  # counted, then sampled: computed once
-    counted = _counted_rows(rows).groupBy("topic", "t_s").count().collect()
-    return _Counted(checker, rows, {(str(r["topic"]), r["t_s"]): int(r["count"]) for r in counted})
+    return _Counted(checker, rows, _tally(rows))
 
 
 def _count_together(checkers: list[Checker], inputs: CheckInputs) -> dict[str, _Counted | Exception]:
     """Kinds counted in one Spark job, each kind's rows kept as `_count` keeps them: for kinds read
     off the kept per-value flags, whose jobs are small, so one plan and job instead of one per kind
-    saves most of what counting them costs. Should the job fail, each kind is counted alone: a
-    checker that raises costs only its own kind."""
+    saves most of what counting them costs. Should the job fail, each kind's rows are counted alone:
+    a checker that raises costs only its own kind."""
     outcomes: dict[str, _Counted | Exception] = {}
-    rows: dict[str, DataFrame] = {}
+    rows: dict[str, tuple[Checker, DataFrame]] = {}
     for checker in checkers:
         try:
-            rows[checker.kind.id] = kept(checker.find(inputs))
+            rows[checker.kind.id] = (checker, kept(checker.find(inputs)))
         except Exception as exc:  # check-safe, as in `_safely`
             outcomes[checker.kind.id] = exc
     if not rows:
         return outcomes
-    per_kind = [_counted_rows(r).select(F.lit(k).alias("kind"), "*") for k, r in rows.items()]
+    per_kind = [_counted_rows(r).select(F.lit(k).alias("kind"), "*") for k, (_, r) in rows.items()]
     counts: dict[str, dict[tuple[str, int | None], int]] = {kind_id: {} for kind_id in rows}
     try:
         for r in reduce(DataFrame.unionByName, per_kind).groupBy("kind", "topic", "t_s").count().collect():
             counts[r["kind"]][(str(r["topic"]), r["t_s"])] = int(r["count"])
     except Exception:
-        for checker in checkers:
-            if checker.kind.id in rows:
-                try:
-                    outcomes[checker.kind.id] = _count(checker, inputs)
-                except Exception as exc:  # check-safe
-                    outcomes[checker.kind.id] = exc
-        return outcomes
-    for checker in checkers:
-        if checker.kind.id in rows:
-            outcomes[checker.kind.id] = _Counted(checker, rows[checker.kind.id], counts[checker.kind.id])
+        counts.clear()
+    for kind_id, (checker, kind_rows) in rows.items():
+        try:
+            tally = counts[kind_id] if counts else _tally(kind_rows)
+            outcomes[kind_id] = _Counted(checker, kind_rows, tally)
+        except Exception as exc:  # check-safe
+            outcomes[kind_id] = exc
     return outcomes
 
 
@@ -245,9 +247,12 @@ def _run_checkers(history: History, evidence: _Evidence, pool: ThreadPoolExecuto
         else:
             whole[c.kind.id] = _submit(pool, context, c.kind.id, _found, c, inputs, evidence)
     inputs = dataclasses.replace(inputs, flags=kept(inputs.flags)).settled()
-    flagged = [c for c in registered() if c.flags]
-    found |= {c.kind.id: _Found({}, []) for c in flagged if not c.applies(inputs)}
-    together = [c for c in flagged if c.applies(inputs)]
+    together = []
+    for c in registered():
+        if c.flags and c.applies(inputs):
+            together.append(c)
+        elif c.flags:
+            found[c.kind.id] = _Found({}, [])
     counting_flagged = _submit(pool, context, "flags", _count_together, together, inputs)
     counted: dict[str, _Counted] = {}
     for kind_id, counting_future in counting.items():

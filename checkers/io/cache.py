@@ -206,8 +206,8 @@ def _convert_into(
         _write_parquet(run_dir, values, _VALUES)
         summaries = {"reads": reads_seen.get, "writes": writes_seen.get}
     counts: dict[str, int] = {}
-    for (name, summary), source in zip(summaries.items(), (READS_SOURCE, WRITES_SOURCE), strict=True):
-        path = run_dir / source.name
+    for name, source in (("reads", READS_SOURCE), ("writes", WRITES_SOURCE)):
+        summary, path = summaries[name], run_dir / source.name
         if summary["bad"]:
             raise_first_bad_line(spark, path, source)
         counts[name] = int(summary["good"])
