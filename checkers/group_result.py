@@ -9,22 +9,25 @@ from __future__ import annotations
 
 import json
 from concurrent.futures import ThreadPoolExecutor
+from functools import reduce
 from typing import Any
 
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 from pyspark.util import inheritable_thread_target
 
 from checkers import groups as g
 from checkers.evidence import ClusterTimeline, active_fault_names
 from checkers.group_guarantees import group_guarantees
 from checkers.io import History
-from checkers.session import kept
+from checkers.session import kept, literal_frame
 from harness.anomaly_kinds import GROUP_BY_ID, GROUP_KINDS
 from harness.events import FaultWindow
 from harness.groups import OFFSETS_TOPIC, group_offsets_partition, offsets_partitions
 
 EXAMPLES = 10  # per kind and group
+_GROUP_TOPIC = T.StructType([T.StructField("group", T.StringType()), T.StructField("topic", T.StringType())])
 _KEEP_NULLS = {"ignoreNullFields": "false"}
 _TIME = {
     "consumer-skip": "committed_ns",
@@ -36,8 +39,8 @@ _TIME = {
 """The column that orders a kind's examples, and whose time names the faults active then."""
 
 
-def _anomalies(history: History, consumes: DataFrame) -> dict[str, DataFrame]:
-    """Each kind's rows, and `polled` (the polls counted): all over complete partitions."""
+def _anomalies(history: History, consumes: DataFrame) -> tuple[dict[str, DataFrame], DataFrame]:
+    """Each kind's rows, and the polls (counted only): all over complete partitions."""
     complete = history.complete_partitions
     final = g.complete_only(
         history.reads.where(F.col("phase") == "final").select(*g.POSITION, "value"), complete
@@ -51,38 +54,54 @@ def _anomalies(history: History, consumes: DataFrame) -> dict[str, DataFrame]:
         "poll-skip": g.poll_skips(pairs, final),
         "nonmonotonic-poll": g.nonmonotonic(pairs),
         "commit-regression": g.commit_regressions(commits),
-        "polled": polled,
-    }
+    }, polled
 
 
 Found = dict[tuple[str, str], tuple[int, list[dict[str, Any]]]]
 """(kind, group) -> how many rows, and the first EXAMPLES of them."""
 
 
-def _first_and_count(frames: dict[str, DataFrame]) -> Found:
-    """Every kind's count per group and first EXAMPLES by its time, in one job (each row carried as
-    JSON: the kinds' columns differ)."""
-    rows = None
+def _first_and_count(frames: dict[str, DataFrame], counted_only: dict[str, DataFrame]) -> Found:
+    """Every kind's count per group and first EXAMPLES by its time, and the rows of `counted_only`
+    counted per group (no examples, counted before they meet the others: not carried as JSON nor
+    ranked), in one job (each example carried as JSON: the kinds' columns differ)."""
+    parts = []
     for kind_id, frame in frames.items():
         position = [F.col(c).cast("string") for c in g.POSITION if c in frame.columns]
-        one = frame.select(
-            F.lit(kind_id).alias("kind"),
-            "group",
-            F.col(_TIME.get(kind_id, "time_ns")).alias("t"),
-            F.concat_ws("/", *position).alias("at"),
-            F.to_json(F.struct(*[c for c in frame.columns if c != "group"]), _KEEP_NULLS).alias("row"),
+        parts.append(
+            frame.select(
+                F.lit(kind_id).alias("kind"),
+                "group",
+                F.col(_TIME.get(kind_id, "time_ns")).cast("long").alias("t"),
+                F.concat_ws("/", *position).alias("at"),
+                F.to_json(F.struct(*[c for c in frame.columns if c != "group"]), _KEEP_NULLS).alias("row"),
+                F.lit(1).cast("long").alias("n"),
+            )
         )
-        rows = one if rows is None else rows.unionByName(one)
-    assert rows is not None
+    for name, frame in counted_only.items():
+        parts.append(
+            frame.groupBy("group")
+            .agg(F.count(F.lit(1)).alias("n"))
+            .select(
+                F.lit(name).alias("kind"),
+                "group",
+                F.lit(None).cast("long").alias("t"),
+                F.lit(None).cast("string").alias("at"),
+                F.lit(None).cast("string").alias("row"),
+                "n",
+            )
+        )
     window = Window.partitionBy("kind", "group")
-    ranked = rows.withColumn("total", F.count(F.lit(1)).over(window)).withColumn(
-        "rank", F.row_number().over(window.orderBy("t", "at"))
+    ranked = (
+        reduce(DataFrame.unionByName, parts)
+        .withColumn("total", F.sum("n").over(window))
+        .withColumn("rank", F.row_number().over(window.orderBy("t", "at")))
     )
     found: Found = {}
     for row in sorted(ranked.where(F.col("rank") <= EXAMPLES).collect(), key=lambda r: r["rank"]):
-        found.setdefault((row["kind"], row["group"]), (int(row["total"]), []))[1].append(
-            json.loads(row["row"])
-        )
+        examples = found.setdefault((row["kind"], row["group"]), (int(row["total"]), []))[1]
+        if row["row"] is not None:
+            examples.append(json.loads(row["row"]))
     return found
 
 
@@ -98,7 +117,8 @@ def group_results(history: History, faults: list[FaultWindow]) -> dict[str, dict
         measuring_series = pool.submit(
             inheritable_thread_target(consumes.sparkSession)(_series), history, consumes, declared
         )
-        found = _first_and_count(_anomalies(history, consumes))
+        kinds, polled = _anomalies(history, consumes)
+        found = _first_and_count(kinds, {"polled": polled})
         outcomes: dict[str, dict[str, int]] = {}
         for outcome in g.commit_outcomes(consumes).collect():
             outcomes.setdefault(outcome["group"], {})[outcome["phase"]] = int(outcome["count"])
@@ -143,9 +163,8 @@ def _series(
         done[(row.pop("group"), row["t_s"])] = row
     seconds = max((t for _, t in done), default=0) + 1
     spark = consumes.sparkSession
-    group_topics = spark.createDataFrame(
-        [(group["name"], topic) for group in declared for topic in group["topics"]],
-        "group string, topic string",
+    group_topics = literal_frame(
+        spark, _GROUP_TOPIC, [(group["name"], topic) for group in declared for topic in group["topics"]]
     )
     lag = g.commit_lag(history.writes, g.ok_commit_entries(consumes), group_topics, seconds)
     behind = {(r["group"], r["t_s"]): int(r["lag"]) for r in lag.collect()}

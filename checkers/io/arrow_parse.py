@@ -1,4 +1,4 @@
-"""writes.jsonl and reads.jsonl parsed by pyarrow into Parquet, for Spark to convert from.
+"""writes.jsonl, reads.jsonl and consumes.jsonl parsed by pyarrow into Parquet, for Spark to read.
 
 Spark's JSON parser is most of a small history's conversion (170,000 events, warm: 2.6-2.8 s to
 parse and validate both files, against 1.1-1.3 s from Parquet; pyarrow parses and writes them in
@@ -33,7 +33,7 @@ def parquet_of(jsonl: Path, schema: T.StructType, parquet: Path, plain: Collecti
     `jsonl` outside it are ignored, as Spark does); False, with nothing written, unless pyarrow
     parsed every line to one object of that schema. The columns in `plain`, whose values rarely
     repeat, are stored without a dictionary."""
-    arrow_schema = pa.schema([(field.name, _ARROW_TYPES[field.dataType]) for field in schema.fields])
+    arrow_schema = pa.schema([(field.name, _arrow_type(field.dataType)) for field in schema.fields])
     options = pa_json.ParseOptions(explicit_schema=arrow_schema, unexpected_field_behavior="ignore")
     rows = 0
     try:
@@ -42,7 +42,7 @@ def parquet_of(jsonl: Path, schema: T.StructType, parquet: Path, plain: Collecti
         )
         # Compressed, and dictionaries for repeating values only: as fast to write as neither, and
         # reads.jsonl's is kept as the read records table (10M events: 41 MB, not 324 MB).
-        dictionary = [field.name for field in schema.fields if field.name not in plain]
+        dictionary = [f.name for f in schema.fields if f.name not in plain and f.dataType in _ARROW_TYPES]
         with pa_parquet.ParquetWriter(
             parquet, arrow_schema, compression="snappy", use_dictionary=dictionary
         ) as out:
@@ -57,6 +57,14 @@ def parquet_of(jsonl: Path, schema: T.StructType, parquet: Path, plain: Collecti
         parquet.unlink()
         return False
     return True
+
+
+def _arrow_type(spark_type: T.DataType) -> pa.DataType:
+    if isinstance(spark_type, T.ArrayType):
+        return pa.list_(_arrow_type(spark_type.elementType))
+    if isinstance(spark_type, T.StructType):
+        return pa.struct([(field.name, _arrow_type(field.dataType)) for field in spark_type.fields])
+    return _ARROW_TYPES[spark_type]
 
 
 def _object_lines(path: Path) -> int | None:

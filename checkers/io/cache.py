@@ -1,12 +1,14 @@
-"""The Parquet cache of a run's writes.jsonl and reads.jsonl, converted once and re-read by re-checks.
+"""The Parquet cache of a run's writes.jsonl and reads.jsonl (and consumes.jsonl), converted once and re-read
+by re-checks.
 
 writes.jsonl and reads.jsonl are parsed with explicit schemas (by pyarrow into Parquet when it takes
 the file whole, `arrow_parse`, else by Spark's JSON reader) and converted by Spark once per run
 into Parquet under RUN_DIR/check/parquet/: the read records (pyarrow's Parquet of reads.jsonl as it
 is, or Spark's of the columns checks use) and the per-value table, each with its schema;
 names.jsonl, the process and error names the per-value table refers to, with their ids; and
-ends.jsonl, the reads' end events. A fingerprint of what the conversion read (a SHA-256 of each
-file's content, and run.json's topics) lets a re-check skip the conversion.
+ends.jsonl, the reads' end events; and consumes.jsonl as pyarrow parsed it, when it took the file (else
+Spark parses it as the group checks read it). A fingerprint of what the conversion read (a SHA-256 of
+each file's content, and run.json's topics) lets a re-check skip the conversion.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from checkers import frames
 from checkers.io import arrow_parse
 from checkers.io.bad_lines import first_line_where, offending_write_line, raise_first_bad_line
 from checkers.io.sources import (
+    CONSUME_SCHEMA,
     JSON_OPTIONS,
     READS_SOURCE,
     SOURCES,
@@ -38,13 +41,14 @@ from checkers.io.sources import (
 )
 from checkers.session import spark_errors
 from harness.errors import HistoryError
-from harness.history import CHECK_CACHE, WRITES, fresh_dir, iter_jsonl, remove_dir, write_atomic
+from harness.history import CHECK_CACHE, CONSUMES, WRITES, fresh_dir, iter_jsonl, remove_dir, write_atomic
 
-CACHE_VERSION = 12
+CACHE_VERSION = 13
 _FINGERPRINT = "fingerprint.json"
 _VALID = "_valid"
 _RECORDS = "read_records"
 _VALUES = "values"
+_CONSUMES = "consumes"
 _SCHEMA_SUFFIX = ".schema.json"
 _ENDS = "ends.jsonl"
 _NAMES = "names.jsonl"
@@ -88,10 +92,11 @@ class ParsedFiles(NamedTuple):
 
 @contextmanager
 def parsed_files(run_dir: Path, run: dict[str, Any]) -> Iterator[ParsedFiles]:
-    """Fingerprint writes.jsonl and reads.jsonl and, unless the cache was made from their present
-    content (and run.json's topics), parse them with pyarrow into a fresh cache directory: no Spark,
-    so `kchaos check` does it while the JVM starts. pyarrow's parse of writes.jsonl is deleted when
-    the block ends; that of reads.jsonl is the read records table (`_convert_into`)."""
+    """Fingerprint writes.jsonl, reads.jsonl and consumes.jsonl and, unless the cache was made from
+    their present content (and run.json's topics), parse them with pyarrow into a fresh cache
+    directory: no Spark, so `kchaos check` does it while the JVM starts. pyarrow's parse of
+    writes.jsonl is deleted when the block ends; that of reads.jsonl is the read records table
+    (`_convert_into`), that of consumes.jsonl is kept for the group checks (`consumes_table`)."""
     fingerprint = {
         "cache_version": CACHE_VERSION,
         "sources": _content_digests(run_dir),
@@ -110,6 +115,10 @@ def parsed_files(run_dir: Path, run: dict[str, Any]) -> Iterator[ParsedFiles]:
             for s in SOURCES
             if arrow_parse.parquet_of(run_dir / s.name, s.schema, _arrow(run_dir, s), MOSTLY_UNIQUE)
         ]
+        if (run_dir / CONSUMES).is_file():
+            fresh_dir(run_dir, f"{CHECK_CACHE}/{_CONSUMES}")
+            consumes = _consumes_parquet(run_dir)
+            arrow_parse.parquet_of(run_dir / CONSUMES, CONSUME_SCHEMA, consumes, MOSTLY_UNIQUE)
         yield ParsedFiles(fingerprint, None, frozenset(taken))
     finally:
         remove_dir(run_dir, f"{CHECK_CACHE}/{_PARSED}")
@@ -120,6 +129,17 @@ def _arrow(run_dir: Path, source: Source) -> Path:
     if source is READS_SOURCE:
         return run_dir / CHECK_CACHE / _RECORDS / "part.parquet"
     return run_dir / CHECK_CACHE / _PARSED / "writes.parquet"
+
+
+def _consumes_parquet(run_dir: Path) -> Path:
+    return run_dir / CHECK_CACHE / _CONSUMES / "part.parquet"
+
+
+def consumes_table(run_dir: Path) -> Path | None:
+    """pyarrow's Parquet of consumes.jsonl (`CONSUME_SCHEMA`), made by `parsed_files` from the file's
+    present content (it is in the fingerprint); None when pyarrow left the file to Spark."""
+    parquet = _consumes_parquet(run_dir)
+    return parquet if parquet.is_file() else None
 
 
 def cached_history(
@@ -141,13 +161,13 @@ def cached_history(
 
 
 def _content_digests(run_dir: Path) -> dict[str, str]:
-    """SHA-256 of writes.jsonl and of reads.jsonl, what the cache was converted from.
+    """SHA-256 of writes.jsonl, of reads.jsonl and of consumes.jsonl if any: what the cache was made from.
 
     Their content, not size and modification time, which an edit can keep. Both files at once
     (hashlib releases the GIL): 0.72 CPU-s per GB with SHA instructions, a 10M-event history
     (1.38 GB, in the page cache) in 0.7-1.0 s, against a re-check's 30 s or more.
     """
-    names = [source.name for source in SOURCES]
+    names = [source.name for source in SOURCES] + ([CONSUMES] if (run_dir / CONSUMES).is_file() else [])
     with ThreadPoolExecutor(max_workers=len(names)) as pool:
         return dict(zip(names, pool.map(lambda name: _sha256(run_dir / name), names), strict=True))
 

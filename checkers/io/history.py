@@ -12,10 +12,10 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from checkers import frames
-from checkers.io.cache import ParsedFiles, cached_history, parsed_files
+from checkers.io.cache import ParsedFiles, cached_history, consumes_table, parsed_files
 from checkers.io.layout import Layout, check_layout
-from checkers.io.sources import uri
-from checkers.session import spark_errors
+from checkers.io.sources import CONSUME_SCHEMA, uri
+from checkers.session import literal_frame, spark_errors
 from harness.broker_logs import LogEvent
 from harness.events import FaultWindow
 from harness.history import CLUSTER, CONSUMES, REPLICAS, RESULT, write_atomic
@@ -106,14 +106,22 @@ _REPLICA_LINE_SCHEMA = T.StructType(
 )
 
 
-_REPLICA_VALUES_SCHEMA = "broker int, topic string, partition int, offset long, value string"
+_REPLICA_VALUES_SCHEMA = T.StructType(
+    [
+        T.StructField("broker", T.IntegerType()),
+        T.StructField("topic", T.StringType()),
+        T.StructField("partition", T.IntegerType()),
+        T.StructField("offset", T.LongType()),
+        T.StructField("value", T.StringType()),
+    ]
+)
 
 
 def _replica_values(spark: SparkSession, run_dir: Path, present: bool) -> DataFrame:
     """replicas.jsonl's values, one row per (broker, topic, partition, offset) (none without the
     file); validated line by line in `check_layout` before Spark reads it."""
     if not present:
-        return spark.createDataFrame([], _REPLICA_VALUES_SCHEMA)
+        return literal_frame(spark, _REPLICA_VALUES_SCHEMA, [])
     lines = spark.read.schema(_REPLICA_LINE_SCHEMA).json(uri(run_dir / REPLICAS))
     held = lines.where(F.col("type") == "values").select(
         "broker", "topic", "partition", "offset", F.posexplode("values").alias("position", "value")
@@ -123,6 +131,14 @@ def _replica_values(spark: SparkSession, run_dir: Path, present: bool) -> DataFr
     )
 
 
+_EPOCHS_SCHEMA = T.StructType(
+    [
+        T.StructField("time_ns", T.LongType()),
+        T.StructField("topic", T.StringType()),
+        T.StructField("partition", T.IntegerType()),
+        T.StructField("epoch", T.LongType()),
+    ]
+)
 _CLUSTER_SCHEMA = (
     "time_ns long, controller_epoch long, "
     "partitions array<struct<topic: string, partition: int, leader_epoch: long>>"
@@ -133,7 +149,7 @@ def _epochs(spark: SparkSession, run_dir: Path) -> DataFrame:
     """cluster.jsonl's epochs, read by Spark from the file (validated in `check_layout`): one row per
     sample for the controller epoch and one per sampled partition with a leader epoch."""
     if not (run_dir / CLUSTER).is_file():  # optional: no samples, no epochs
-        return spark.createDataFrame([], "time_ns long, topic string, partition int, epoch long")
+        return literal_frame(spark, _EPOCHS_SCHEMA, [])
     samples = spark.read.schema(_CLUSTER_SCHEMA).json(uri(run_dir / CLUSTER))
     controller = samples.where(F.col("controller_epoch").isNotNull()).select(
         "time_ns",
@@ -149,19 +165,13 @@ def _epochs(spark: SparkSession, run_dir: Path) -> DataFrame:
     return controller.unionByName(partitions)
 
 
-CONSUME_SCHEMA = (
-    "type string, time_ns long, process string, `group` string, generation long, topic string, "
-    "partition int, offset long, value string, phase string, commit_id long, "
-    "offsets array<struct<topic: string, partition: int, offset: long>>, "
-    "partitions array<struct<topic: string, partition: int>>, reason string"
-)
-
-
 def _consumes(spark: SparkSession, run_dir: Path) -> DataFrame:
     """consumes.jsonl (validated in `check_layout`) with `seq`, each line's place in the file: a
     member's events are in its own order there, and times of two events may tie."""
+    parquet = consumes_table(run_dir)  # pyarrow's parse, if it took the file (`parsed_files`)
     with spark_errors("reading consumes.jsonl", str(run_dir / CONSUMES)):
-        lines = spark.read.schema(CONSUME_SCHEMA).json(uri(run_dir / CONSUMES))
+        reader = spark.read.schema(CONSUME_SCHEMA)
+        lines = reader.parquet(uri(parquet)) if parquet else reader.json(uri(run_dir / CONSUMES))
         # A torn last line (a run cut short) reads as all nulls: no event.
         return lines.where(F.col("type").isNotNull()).withColumn("seq", F.monotonically_increasing_id())
 

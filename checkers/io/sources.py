@@ -1,4 +1,5 @@
-"""The two history files Spark parses (writes.jsonl, reads.jsonl), and how it is told where files are."""
+"""The history files Spark parses (writes.jsonl, reads.jsonl; consumes.jsonl), and how it is told where
+files are."""
 
 from __future__ import annotations
 
@@ -28,6 +29,28 @@ class Source:
 WRITES_SOURCE = Source(WRITES, frames.WRITE_SCHEMA, frames.write_event_is_valid, problems.describe_write)
 READS_SOURCE = Source(READS, frames.READ_SCHEMA, frames.read_event_is_valid, problems.describe_read)
 SOURCES = (WRITES_SOURCE, READS_SOURCE)
+
+_POSITION_FIELDS = [T.StructField("topic", T.StringType()), T.StructField("partition", T.IntegerType())]
+CONSUME_SCHEMA = T.StructType(
+    [
+        T.StructField("type", T.StringType()),
+        T.StructField("time_ns", T.LongType()),
+        T.StructField("process", T.StringType()),
+        T.StructField("group", T.StringType()),
+        T.StructField("generation", T.LongType()),
+        *_POSITION_FIELDS,
+        T.StructField("offset", T.LongType()),
+        T.StructField("value", T.StringType()),
+        T.StructField("phase", T.StringType()),
+        T.StructField("commit_id", T.LongType()),
+        T.StructField(
+            "offsets", T.ArrayType(T.StructType([*_POSITION_FIELDS, T.StructField("offset", T.LongType())]))
+        ),
+        T.StructField("partitions", T.ArrayType(T.StructType(_POSITION_FIELDS))),
+        T.StructField("reason", T.StringType()),
+    ]
+)
+"""consumes.jsonl's fields the group checks read (validated line by line in `layout`, not by Spark)."""
 
 JSON_OPTIONS = {"columnNameOfCorruptRecord": frames.CORRUPT, "mode": "PERMISSIVE"}
 

@@ -11,11 +11,19 @@ from typing import Any
 import pytest
 from checker_rundirs import acked, all_ends, make_run, record, write
 from pyspark.sql import SparkSession
+from pyspark.sql import types as T
+from pyspark.testing import assertDataFrameEqual
 
 from checkers.check import check_run
 from checkers.io import load_history
 from checkers.result import build_result
-from checkers.session import LOCAL_SHUFFLE_PARTITIONS, QUICK_START_BYTES, TINY_HISTORY_BYTES, size_for
+from checkers.session import (
+    LOCAL_SHUFFLE_PARTITIONS,
+    QUICK_START_BYTES,
+    TINY_HISTORY_BYTES,
+    literal_frame,
+    size_for,
+)
 
 pytestmark = pytest.mark.spark
 
@@ -117,3 +125,13 @@ def test_a_check_releases_only_what_it_kept(spark: SparkSession, tmp_path: Path)
     assert earlier.count() == 3
     for rdd_id in theirs:
         spark.sparkContext._jsc.getPersistentRDDs().get(rdd_id).unpersist(False)
+
+
+def test_a_literal_frame_holds_its_rows_with_their_schema(spark: SparkSession) -> None:
+    schema = T.StructType([T.StructField("group", T.StringType()), T.StructField("n", T.LongType())])
+    rows = literal_frame(spark, schema, [("g", 1), ("h", None)])
+    assertDataFrameEqual(rows, spark.createDataFrame([("g", 1), ("h", None)], schema), checkRowOrder=True)
+    assert [(f.name, f.dataType) for f in rows.schema.fields] == [(f.name, f.dataType) for f in schema.fields]
+    assert "ExistingRDD" not in rows._jdf.queryExecution().executedPlan().toString()  # no Python RDD
+    empty = literal_frame(spark, schema, [])
+    assert empty.count() == 0 and [f.dataType for f in empty.schema.fields] == [T.StringType(), T.LongType()]

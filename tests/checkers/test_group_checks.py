@@ -25,8 +25,10 @@ from pyspark.sql import functions as F
 from pyspark.testing import assertDataFrameEqual
 
 from checkers import groups as g
+from checkers.check import check_run
 from checkers.frames import complete_partitions
 from checkers.io import CONSUME_SCHEMA
+from checkers.io.cache import consumes_table
 from harness.app.cli import main
 from harness.history import CONSUMES, RESULT
 
@@ -342,3 +344,34 @@ def test_only_ok_commits_count_and_offsets_gone_from_the_log_are_not_skips(spark
     assert sorted(r["offset"] for r in skipped.collect()) == [3, 4, 5]
     outcomes = {r["phase"]: r["count"] for r in g.commit_outcomes(consumes).collect()}
     assert outcomes == {"invoke": 4, "ok": 2, "fail": 1, "info": 1}
+
+
+def test_a_check_makes_no_frame_of_python_data(
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A frame of Python data (`createDataFrame`) is a Python RDD, whose first task starts Python
+    workers: about a second of a cold check of a run with consumer groups. The group topics, and the
+    empty epochs and replica values of a run without cluster.jsonl or replicas.jsonl, are literals."""
+    run_dir = group_run(tmp_path / "run", [*CONSUMES_G, *CONSUMES_H])
+
+    def refused(*args: Any, **kwargs: Any) -> DataFrame:
+        raise AssertionError("a check made a frame of Python data")
+
+    monkeypatch.setattr(SparkSession, "createDataFrame", refused)
+    result = check_run(run_dir)
+    assert result["errors"] == []
+    assert result["groups"]["g"]["skipped"] == 2 and result["groups"]["g"]["series"][0]["lag"] == 0
+    assert result["anomalies"]["epoch-regression"]["count"] == 0
+
+
+def test_consumes_jsonl_parsed_by_pyarrow_is_read_as_spark_parses_it(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    lf = group_run(tmp_path / "lf", [*CONSUMES_G, *CONSUMES_H])
+    crlf = group_run(tmp_path / "crlf", [*CONSUMES_G, *CONSUMES_H])
+    # CR line ends: pyarrow leaves the file to Spark.
+    (crlf / CONSUMES).write_bytes((crlf / CONSUMES).read_bytes().replace(b"\n", b"\r\n"))
+    by_arrow, by_spark = check_run(lf), check_run(crlf)
+    assert consumes_table(lf) is not None and consumes_table(crlf) is None
+    assert by_arrow["groups"] == by_spark["groups"]
+    assert by_arrow["groups"]["g"]["redelivered"] == 2
