@@ -14,10 +14,13 @@ checkers/synthetic.py, cached under --dir), side by side in this one run:
     Parquet, read by Spark; join the acknowledged writes to the records read, count per topic),
     in a new process started like `kchaos check`'s (cold,
     alternated with its cold checks) and again at the end of the one-process checks (warm).
-The issue's targets are printed next to what was measured.
+The issue's targets are printed next to what was measured. `--runs` measures real run directories
+(of `kchaos run`: consumer groups, replicas, client logs, which synthetic histories lack) the same
+way, against the targets of a 60-second run; they are copied under --dir, never checked in place.
 
     .venv/bin/python benchmarks/bench_small_check.py
     .venv/bin/python benchmarks/bench_small_check.py --sizes 60 --repeat 5
+    .venv/bin/python benchmarks/bench_small_check.py --sizes "" --runs runs/20261127-*-isolate-leader-*
 """
 
 from __future__ import annotations
@@ -40,6 +43,8 @@ from harness.anomaly_kinds import WRITE_COUNTS
 
 TARGETS = {60: (6.0, None), 170_000: (10.0, 4.0)}
 """Events -> (cold check, further check in one process) targets in seconds, from the issue."""
+RUN_TARGETS = TARGETS[170_000]
+"""A 60-second run of three acks modes records about 170,000 events."""
 
 
 def _counts(result: dict[str, Any]) -> dict[str, Any]:
@@ -49,9 +54,8 @@ def _counts(result: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _copy(run_dir: Path, name: str) -> Path:
-    """A copy of `run_dir` without its check/ (so a check converts it again)."""
-    copy = run_dir.parent / name
+def _copy(run_dir: Path, copy: Path) -> Path:
+    """A copy of `run_dir` at `copy`, without its check/ (so a check converts it again)."""
     shutil.rmtree(copy, ignore_errors=True)
     shutil.copytree(run_dir, copy, ignore=shutil.ignore_patterns("check"))
     return copy
@@ -150,6 +154,7 @@ def main() -> None:
     parser.add_argument(
         "--dir", type=Path, default=Path("/tmp/kchaos-bench-small"), help="where synthetic runs are kept"
     )
+    parser.add_argument("--runs", type=Path, nargs="*", default=[], help="real run directories to measure")
     parser.add_argument("--child", choices=("one-process", "python", "floor"), help=argparse.SUPPRESS)
     parser.add_argument("--run-dirs", type=Path, nargs="*", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -162,46 +167,58 @@ def main() -> None:
     if args.child == "floor":
         print(json.dumps({"seconds": _floor_query(args.run_dirs[0])}))
         return
-    for size in (int(s) for s in args.sizes.split(",")):
+    for size in (int(s) for s in args.sizes.split(",") if s):
         run_dir = args.dir / f"run-{size}"
         if not (run_dir / "run.json").is_file():
             generate(run_dir, size, seed=7, rates=dict.fromkeys(ANOMALIES, DEFAULT_RATE))
-        cold_target, further_target = TARGETS.get(size, (None, None))
-        python = _in_child("--child", "python", "--run-dirs", str(run_dir))
-        cold, cold_floor = [], []
-        for _ in range(args.repeat):  # alternated, so that both see the same machine
-            cold.append(_cold(run_dir))
-            cold_floor.append(_cold_floor(run_dir))
-        copies = [_copy(run_dir, f"run-{size}-copy-{i}") for i in range(args.further + 1)]
-        warm = _in_child("--child", "one-process", "--run-dirs", *map(str, copies))
-        checked = [c for _, c in cold] + warm["counts"]
-        same = all(c == python["counts"] for c in checked)
-        cold_s = sorted(s for s, _ in cold)
-        further = warm["seconds"][1:]
-        print(f"{size} events ({sum(python['counts']['counts'].values())} anomalies):", flush=True)
+        _measure(run_dir, f"synthetic {run_dir.name}", TARGETS.get(size, (None, None)), args)
+    for given in args.runs:
+        run_dir = _copy(given, args.dir / f"real-{given.name}")
+        run = json.loads((run_dir / "run.json").read_text())
+        label = f"{run.get('scenario')} run of {run.get('duration_s')} s ({given})"
+        _measure(run_dir, label, RUN_TARGETS, args)
+        shutil.rmtree(run_dir)
+
+
+def _measure(run_dir: Path, label: str, targets: tuple[float | None, float | None], args: Any) -> None:
+    """Cold checks alternated with cold floors, then checks in one process, of `run_dir`; printed."""
+    cold_target, further_target = targets
+    python = _in_child("--child", "python", "--run-dirs", str(run_dir))
+    cold, cold_floor = [], []
+    for _ in range(args.repeat):  # alternated, so that both see the same machine
+        cold.append(_cold(run_dir))
+        cold_floor.append(_cold_floor(run_dir))
+    copies = [_copy(run_dir, args.dir / f"{run_dir.name}-copy-{i}") for i in range(args.further + 1)]
+    warm = _in_child("--child", "one-process", "--run-dirs", *map(str, copies))
+    checked = [c for _, c in cold] + warm["counts"]
+    same = all(c == python["counts"] for c in checked)
+    cold_s = sorted(s for s, _ in cold)
+    further = warm["seconds"][1:]
+    events = sum(json.loads((run_dir / "check/result.json").read_text())["events"].values())
+    print(f"{label}: {events} events ({sum(python['counts']['counts'].values())} anomalies):", flush=True)
+    print(
+        f"  cold `kchaos check`: median {statistics.median(cold_s):.1f} s"
+        f" (min {cold_s[0]:.1f}, max {cold_s[-1]:.1f}, {len(cold_s)} runs)"
+        f"{_target(statistics.median(cold_s), cold_target)}",
+        flush=True,
+    )
+    if further:
         print(
-            f"  cold `kchaos check`: median {statistics.median(cold_s):.1f} s"
-            f" (min {cold_s[0]:.1f}, max {cold_s[-1]:.1f}, {len(cold_s)} runs)"
-            f"{_target(statistics.median(cold_s), cold_target)}",
+            f"  one process: first {warm['seconds'][0]:.1f} s, further"
+            f" {', '.join(f'{s:.1f}' for s in further)} s{_target(max(further), further_target)}",
             flush=True,
         )
-        if further:
-            print(
-                f"  one process: first {warm['seconds'][0]:.1f} s, further"
-                f" {', '.join(f'{s:.1f}' for s in further)} s{_target(max(further), further_target)}",
-                flush=True,
-            )
-        print(
-            f"  Spark floor (one query): cold process median {statistics.median(cold_floor):.1f} s"
-            f" (min {min(cold_floor):.1f}, max {max(cold_floor):.1f}), warm {warm['warm_floor']:.2f} s",
-            flush=True,
-        )
-        print(
-            f"  Python reference: {python['seconds']:.2f} s; counts identical in every check: {same}",
-            flush=True,
-        )
-        for copy in copies:
-            shutil.rmtree(copy)
+    print(
+        f"  Spark floor (one query): cold process median {statistics.median(cold_floor):.1f} s"
+        f" (min {min(cold_floor):.1f}, max {max(cold_floor):.1f}), warm {warm['warm_floor']:.2f} s",
+        flush=True,
+    )
+    print(
+        f"  Python reference: {python['seconds']:.2f} s; counts identical in every check: {same}",
+        flush=True,
+    )
+    for copy in copies:
+        shutil.rmtree(copy)
 
 
 if __name__ == "__main__":
