@@ -1,8 +1,8 @@
 """check/result.json's `groups`: per consumer group, its counts, commit outcomes, each anomaly kind's
 examples with their evidence, and the guarantees its commit mode promises (`checkers.group_guarantees`).
 
-consumes.jsonl is parsed once and kept; one Spark job counts every kind per group and takes each
-one's first examples (by time), then a small one counts commits; beside them, two count seconds.
+consumes.jsonl is parsed once and kept; one Spark job counts every kind, the polls and the commits
+per group and takes each kind's first examples (by time); beside it, two count seconds.
 """
 
 from __future__ import annotations
@@ -25,8 +25,11 @@ from checkers.session import kept, literal_frame
 from harness.anomaly_kinds import GROUP_BY_ID, GROUP_KINDS
 from harness.events import FaultWindow
 from harness.groups import OFFSETS_TOPIC, group_offsets_partition, offsets_partitions
+from harness.history_fields import COMMIT_PHASES
 
 EXAMPLES = 10  # per kind and group
+_COMMITS = "commits-"
+"""What the commit events of each phase are counted as (`_first_and_count`)."""
 _GROUP_TOPIC = T.StructType([T.StructField("group", T.StringType()), T.StructField("topic", T.StringType())])
 _KEEP_NULLS = {"ignoreNullFields": "false"}
 _TIME = {
@@ -118,10 +121,8 @@ def group_results(history: History, faults: list[FaultWindow]) -> dict[str, dict
             inheritable_thread_target(consumes.sparkSession)(_series), history, consumes, declared
         )
         kinds, polled = _anomalies(history, consumes)
-        found = _first_and_count(kinds, {"polled": polled})
-        outcomes: dict[str, dict[str, int]] = {}
-        for outcome in g.commit_outcomes(consumes).collect():
-            outcomes.setdefault(outcome["group"], {})[outcome["phase"]] = int(outcome["count"])
+        commits = {_COMMITS + phase: g.commit_events(consumes, phase) for phase in COMMIT_PHASES}
+        found = _first_and_count(kinds, {"polled": polled, **commits})
         series = measuring_series.result()
     results = {}
     for group in declared:
@@ -136,7 +137,7 @@ def group_results(history: History, faults: list[FaultWindow]) -> dict[str, dict
             "topics": group["topics"],
             "polled": mine["polled"][0],
             **counts,
-            "commits": {p: outcomes.get(name, {}).get(p, 0) for p in ("invoke", "ok", "fail", "info")},
+            "commits": {p: found.get((_COMMITS + p, name), (0, []))[0] for p in COMMIT_PHASES},
             "anomalies": {
                 kind.id: {
                     "count": mine[kind.id][0],

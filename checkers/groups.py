@@ -142,9 +142,9 @@ def commit_regressions(commits: DataFrame) -> DataFrame:
     )
 
 
-def commit_outcomes(consumes: DataFrame) -> DataFrame:
-    """Commit events per group and phase (invoke, ok, fail, info): group, phase, count."""
-    return consumes.where(F.col("type") == "commit").groupBy("group", "phase").count()
+def commit_events(consumes: DataFrame, phase: str) -> DataFrame:
+    """The commit events of `phase` (invoke, ok, fail or info)."""
+    return consumes.where((F.col("type") == "commit") & (F.col("phase") == phase))
 
 
 def per_second(consumes: DataFrame) -> DataFrame:
