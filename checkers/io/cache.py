@@ -1,14 +1,14 @@
-"""The Parquet cache of a run's writes.jsonl and reads.jsonl (and consumes.jsonl), converted once and re-read
-by re-checks.
+"""The Parquet cache of a run's history files, converted or parsed once and re-read by re-checks.
 
 writes.jsonl and reads.jsonl are parsed with explicit schemas (by pyarrow into Parquet when it takes
 the file whole, `arrow_parse`, else by Spark's JSON reader) and converted by Spark once per run
 into Parquet under RUN_DIR/check/parquet/: the read records (pyarrow's Parquet of reads.jsonl as it
 is, or Spark's of the columns checks use) and the per-value table, each with its schema;
 names.jsonl, the process and error names the per-value table refers to, with their ids; and
-ends.jsonl, the reads' end events; and consumes.jsonl as pyarrow parsed it, when it took the file (else
-Spark parses it as the group checks read it). A fingerprint of what the conversion read (a SHA-256 of
-each file's content, and run.json's topics) lets a re-check skip the conversion.
+ends.jsonl, the reads' end events; and the side files (consumes.jsonl, replicas.jsonl) as pyarrow
+parsed them, when it took them (else Spark parses them as the checks read them). A fingerprint of what
+the conversion read (a SHA-256 of each file's content, and run.json's topics) lets a re-check skip
+the conversion.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from checkers.io.sources import (
     CONSUME_SCHEMA,
     JSON_OPTIONS,
     READS_SOURCE,
+    REPLICA_LINE_SCHEMA,
     SOURCES,
     WRITES_SOURCE,
     Source,
@@ -41,14 +42,22 @@ from checkers.io.sources import (
 )
 from checkers.session import spark_errors
 from harness.errors import HistoryError
-from harness.history import CHECK_CACHE, CONSUMES, WRITES, fresh_dir, iter_jsonl, remove_dir, write_atomic
+from harness.history import (
+    CHECK_CACHE,
+    CONSUMES,
+    REPLICAS,
+    WRITES,
+    fresh_dir,
+    iter_jsonl,
+    remove_dir,
+    write_atomic,
+)
 
 CACHE_VERSION = 13
 _FINGERPRINT = "fingerprint.json"
 _VALID = "_valid"
 _RECORDS = "read_records"
 _VALUES = "values"
-_CONSUMES = "consumes"
 _SCHEMA_SUFFIX = ".schema.json"
 _ENDS = "ends.jsonl"
 _NAMES = "names.jsonl"
@@ -69,6 +78,12 @@ MOSTLY_UNIQUE = (
     "offset_high",
 )
 """Cached columns whose values rarely repeat: stored without Parquet's dictionary encoding."""
+SIDE_FILES: dict[str, tuple[str, T.StructType]] = {
+    CONSUMES: ("consumes", CONSUME_SCHEMA),
+    REPLICAS: ("replicas", REPLICA_LINE_SCHEMA),
+}
+"""Optional history files that pyarrow parses, if it takes them, into a cache table (name, schema)
+of the columns the checks read; validated line by line in `layout`, not by Spark."""
 
 
 class CachedHistory(NamedTuple):
@@ -92,11 +107,11 @@ class ParsedFiles(NamedTuple):
 
 @contextmanager
 def parsed_files(run_dir: Path, run: dict[str, Any]) -> Iterator[ParsedFiles]:
-    """Fingerprint writes.jsonl, reads.jsonl and consumes.jsonl and, unless the cache was made from
+    """Fingerprint writes.jsonl, reads.jsonl and the SIDE_FILES and, unless the cache was made from
     their present content (and run.json's topics), parse them with pyarrow into a fresh cache
     directory: no Spark, so `kchaos check` does it while the JVM starts. pyarrow's parse of
     writes.jsonl is deleted when the block ends; that of reads.jsonl is the read records table
-    (`_convert_into`), that of consumes.jsonl is kept for the group checks (`consumes_table`)."""
+    (`_convert_into`), those of the side files are kept for the checks (`parsed_table`)."""
     fingerprint = {
         "cache_version": CACHE_VERSION,
         "sources": _content_digests(run_dir),
@@ -115,10 +130,10 @@ def parsed_files(run_dir: Path, run: dict[str, Any]) -> Iterator[ParsedFiles]:
             for s in SOURCES
             if arrow_parse.parquet_of(run_dir / s.name, s.schema, _arrow(run_dir, s), MOSTLY_UNIQUE)
         ]
-        if (run_dir / CONSUMES).is_file():
-            fresh_dir(run_dir, f"{CHECK_CACHE}/{_CONSUMES}")
-            consumes = _consumes_parquet(run_dir)
-            arrow_parse.parquet_of(run_dir / CONSUMES, CONSUME_SCHEMA, consumes, MOSTLY_UNIQUE)
+        for name, (table, schema) in SIDE_FILES.items():
+            if (run_dir / name).is_file():
+                fresh_dir(run_dir, f"{CHECK_CACHE}/{table}")
+                arrow_parse.parquet_of(run_dir / name, schema, _side_parquet(run_dir, name), MOSTLY_UNIQUE)
         yield ParsedFiles(fingerprint, None, frozenset(taken))
     finally:
         remove_dir(run_dir, f"{CHECK_CACHE}/{_PARSED}")
@@ -131,14 +146,15 @@ def _arrow(run_dir: Path, source: Source) -> Path:
     return run_dir / CHECK_CACHE / _PARSED / "writes.parquet"
 
 
-def _consumes_parquet(run_dir: Path) -> Path:
-    return run_dir / CHECK_CACHE / _CONSUMES / "part.parquet"
+def _side_parquet(run_dir: Path, name: str) -> Path:
+    return run_dir / CHECK_CACHE / SIDE_FILES[name][0] / "part.parquet"
 
 
-def consumes_table(run_dir: Path) -> Path | None:
-    """pyarrow's Parquet of consumes.jsonl (`CONSUME_SCHEMA`), made by `parsed_files` from the file's
-    present content (it is in the fingerprint); None when pyarrow left the file to Spark."""
-    parquet = _consumes_parquet(run_dir)
+def parsed_table(run_dir: Path, name: str) -> Path | None:
+    """pyarrow's Parquet of the side file `name` (a key of SIDE_FILES, with its schema), made by
+    `parsed_files` from the file's present content (it is in the fingerprint); None when pyarrow
+    left the file to Spark."""
+    parquet = _side_parquet(run_dir, name)
     return parquet if parquet.is_file() else None
 
 
@@ -161,13 +177,13 @@ def cached_history(
 
 
 def _content_digests(run_dir: Path) -> dict[str, str]:
-    """SHA-256 of writes.jsonl, of reads.jsonl and of consumes.jsonl if any: what the cache was made from.
+    """SHA-256 of writes.jsonl, of reads.jsonl and of the side files there are: what the cache was made from.
 
-    Their content, not size and modification time, which an edit can keep. Both files at once
+    Their content, not size and modification time, which an edit can keep. The files at once
     (hashlib releases the GIL): 0.72 CPU-s per GB with SHA instructions, a 10M-event history
     (1.38 GB, in the page cache) in 0.7-1.0 s, against a re-check's 30 s or more.
     """
-    names = [source.name for source in SOURCES] + ([CONSUMES] if (run_dir / CONSUMES).is_file() else [])
+    names = [source.name for source in SOURCES] + [name for name in SIDE_FILES if (run_dir / name).is_file()]
     with ThreadPoolExecutor(max_workers=len(names)) as pool:
         return dict(zip(names, pool.map(lambda name: _sha256(run_dir / name), names), strict=True))
 

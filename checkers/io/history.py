@@ -12,9 +12,9 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from checkers import frames
-from checkers.io.cache import ParsedFiles, cached_history, consumes_table, parsed_files
+from checkers.io.cache import SIDE_FILES, ParsedFiles, cached_history, parsed_files, parsed_table
 from checkers.io.layout import Layout, check_layout
-from checkers.io.sources import CONSUME_SCHEMA, uri
+from checkers.io.sources import uri
 from checkers.session import literal_frame, spark_errors
 from harness.broker_logs import LogEvent
 from harness.events import FaultWindow
@@ -94,18 +94,6 @@ def load_history(
     )
 
 
-_REPLICA_LINE_SCHEMA = T.StructType(
-    [
-        T.StructField("type", T.StringType()),
-        T.StructField("broker", T.IntegerType()),
-        T.StructField("topic", T.StringType()),
-        T.StructField("partition", T.IntegerType()),
-        T.StructField("offset", T.LongType()),
-        T.StructField("values", T.ArrayType(T.StringType())),
-    ]
-)
-
-
 _REPLICA_VALUES_SCHEMA = T.StructType(
     [
         T.StructField("broker", T.IntegerType()),
@@ -122,7 +110,7 @@ def _replica_values(spark: SparkSession, run_dir: Path, present: bool) -> DataFr
     file); validated line by line in `check_layout` before Spark reads it."""
     if not present:
         return literal_frame(spark, _REPLICA_VALUES_SCHEMA, [])
-    lines = spark.read.schema(_REPLICA_LINE_SCHEMA).json(uri(run_dir / REPLICAS))
+    lines = _side_lines(spark, run_dir, REPLICAS)
     held = lines.where(F.col("type") == "values").select(
         "broker", "topic", "partition", "offset", F.posexplode("values").alias("position", "value")
     )
@@ -168,12 +156,18 @@ def _epochs(spark: SparkSession, run_dir: Path) -> DataFrame:
 def _consumes(spark: SparkSession, run_dir: Path) -> DataFrame:
     """consumes.jsonl (validated in `check_layout`) with `seq`, each line's place in the file: a
     member's events are in its own order there, and times of two events may tie."""
-    parquet = consumes_table(run_dir)  # pyarrow's parse, if it took the file (`parsed_files`)
     with spark_errors("reading consumes.jsonl", str(run_dir / CONSUMES)):
-        reader = spark.read.schema(CONSUME_SCHEMA)
-        lines = reader.parquet(uri(parquet)) if parquet else reader.json(uri(run_dir / CONSUMES))
+        lines = _side_lines(spark, run_dir, CONSUMES)
         # A torn last line (a run cut short) reads as all nulls: no event.
         return lines.where(F.col("type").isNotNull()).withColumn("seq", F.monotonically_increasing_id())
+
+
+def _side_lines(spark: SparkSession, run_dir: Path, name: str) -> DataFrame:
+    """The side file `name` (`SIDE_FILES`) with its schema: pyarrow's parse, if it took the file
+    (`parsed_files`), else parsed by Spark."""
+    parquet, schema = parsed_table(run_dir, name), SIDE_FILES[name][1]
+    reader = spark.read.schema(schema)
+    return reader.parquet(uri(parquet)) if parquet else reader.json(uri(run_dir / name))
 
 
 def write_result(run_dir: Path, result: dict[str, Any]) -> Path:

@@ -1,5 +1,5 @@
-"""The history files Spark parses (writes.jsonl, reads.jsonl; consumes.jsonl), and how it is told where
-files are."""
+"""The history files Spark parses (writes.jsonl, reads.jsonl; consumes.jsonl, replicas.jsonl), and how it
+is told where files are."""
 
 from __future__ import annotations
 
@@ -51,6 +51,16 @@ CONSUME_SCHEMA = T.StructType(
     ]
 )
 """consumes.jsonl's fields the group checks read (validated line by line in `layout`, not by Spark)."""
+REPLICA_LINE_SCHEMA = T.StructType(
+    [
+        T.StructField("type", T.StringType()),
+        T.StructField("broker", T.IntegerType()),
+        *_POSITION_FIELDS,
+        T.StructField("offset", T.LongType()),
+        T.StructField("values", T.ArrayType(T.StringType())),
+    ]
+)
+"""replicas.jsonl's fields the replica checks read (validated line by line in `layout`)."""
 
 JSON_OPTIONS = {"columnNameOfCorruptRecord": frames.CORRUPT, "mode": "PERMISSIVE"}
 

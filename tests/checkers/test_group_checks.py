@@ -28,7 +28,7 @@ from checkers import groups as g
 from checkers.check import check_run
 from checkers.frames import complete_partitions
 from checkers.io import CONSUME_SCHEMA
-from checkers.io.cache import consumes_table
+from checkers.io.cache import parsed_table
 from harness.app.cli import main
 from harness.history import CONSUMES, RESULT
 
@@ -372,6 +372,6 @@ def test_consumes_jsonl_parsed_by_pyarrow_is_read_as_spark_parses_it(
     # CR line ends: pyarrow leaves the file to Spark.
     (crlf / CONSUMES).write_bytes((crlf / CONSUMES).read_bytes().replace(b"\n", b"\r\n"))
     by_arrow, by_spark = check_run(lf), check_run(crlf)
-    assert consumes_table(lf) is not None and consumes_table(crlf) is None
+    assert parsed_table(lf, CONSUMES) is not None and parsed_table(crlf, CONSUMES) is None
     assert by_arrow["groups"] == by_spark["groups"]
     assert by_arrow["groups"]["g"]["redelivered"] == 2

@@ -15,9 +15,11 @@ from pyspark.sql import SparkSession
 from checkers import check_run
 from checkers.checks import ReadThenLost
 from checkers.io import check_layout
+from checkers.io.cache import parsed_table
 from checkers.replication import epoch_regressions, replica_divergence
 from harness.app.cli import main
 from harness.errors import HistoryError
+from harness.history import REPLICAS
 
 ACKS = {"t-all": "all", "t-1": "1"}
 
@@ -247,3 +249,15 @@ def test_a_bad_replicas_line_names_file_and_line_and_exits_2(
         check_layout(run_dir)
     assert main(["check", str(run_dir)]) == 2
     assert "replicas.jsonl:7" in capsys.readouterr().err
+
+
+def test_replicas_jsonl_parsed_by_pyarrow_is_read_as_spark_parses_it(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    lf, crlf = diverged_run(tmp_path / "lf"), diverged_run(tmp_path / "crlf")
+    # CR line ends: pyarrow leaves the file to Spark.
+    (crlf / REPLICAS).write_bytes((crlf / REPLICAS).read_bytes().replace(b"\n", b"\r\n"))
+    by_arrow, by_spark = check_run(lf), check_run(crlf)
+    assert parsed_table(lf, REPLICAS) is not None and parsed_table(crlf, REPLICAS) is None
+    assert by_arrow["anomalies"]["replica-divergence"] == by_spark["anomalies"]["replica-divergence"]
+    assert by_arrow["anomalies"]["replica-divergence"]["count"] == 1
