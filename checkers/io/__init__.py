@@ -4,8 +4,8 @@ run.json and the small files (faults.jsonl, cluster.jsonl, client.jsonl, replica
 consumes.jsonl, broker logs) are validated in Python (`layout`) before Spark starts. writes.jsonl
 and reads.jsonl are parsed (by pyarrow, `arrow_parse`, when it takes a file whole, else by Spark)
 and converted by Spark once per run, in one job when pyarrow took reads.jsonl, into a Parquet cache
-(`cache`), with pyarrow's parses of consumes.jsonl and replicas.jsonl when it takes those files; the
-first offending line of a bad file is named by an extra, slower pass (`bad_lines`).
+(`cache`), with pyarrow's parses of consumes.jsonl, replicas.jsonl and cluster.jsonl when it takes
+those files; the first offending line of a bad file is named by an extra, slower pass (`bad_lines`).
 `history`
 gathers all of it into the `History` the checkers take, and writes check/result.json.
 Every file written under the run directory goes through `harness.history`'s no-link writers.

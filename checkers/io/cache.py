@@ -5,10 +5,10 @@ the file whole, `arrow_parse`, else by Spark's JSON reader) and converted by Spa
 into Parquet under RUN_DIR/check/parquet/: the read records (pyarrow's Parquet of reads.jsonl as it
 is, or Spark's of the columns checks use) and the per-value table, each with its schema;
 names.jsonl, the process and error names the per-value table refers to, with their ids; and
-ends.jsonl, the reads' end events; and the side files (consumes.jsonl, replicas.jsonl) as pyarrow
-parsed them, when it took them (else Spark parses them as the checks read them). A fingerprint of what
-the conversion read (a SHA-256 of each file's content, and run.json's topics) lets a re-check skip
-the conversion.
+ends.jsonl, the reads' end events; and the side files (consumes.jsonl, replicas.jsonl,
+cluster.jsonl) as pyarrow parsed them, when it took them (else Spark parses them as the checks read
+them). A fingerprint of what the conversion read (a SHA-256 of each file's content, and run.json's
+topics) lets a re-check skip the conversion.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from checkers import frames
 from checkers.io import arrow_parse
 from checkers.io.bad_lines import first_line_where, offending_write_line, raise_first_bad_line
 from checkers.io.sources import (
+    CLUSTER_SCHEMA,
     CONSUME_SCHEMA,
     JSON_OPTIONS,
     READS_SOURCE,
@@ -44,6 +45,7 @@ from checkers.session import spark_errors
 from harness.errors import HistoryError
 from harness.history import (
     CHECK_CACHE,
+    CLUSTER,
     CONSUMES,
     REPLICAS,
     WRITES,
@@ -81,6 +83,7 @@ MOSTLY_UNIQUE = (
 SIDE_FILES: dict[str, tuple[str, T.StructType]] = {
     CONSUMES: ("consumes", CONSUME_SCHEMA),
     REPLICAS: ("replicas", REPLICA_LINE_SCHEMA),
+    CLUSTER: ("cluster", CLUSTER_SCHEMA),
 }
 """Optional history files that pyarrow parses, if it takes them, into a cache table (name, schema)
 of the columns the checks read; validated line by line in `layout`, not by Spark."""

@@ -127,10 +127,6 @@ _EPOCHS_SCHEMA = T.StructType(
         T.StructField("epoch", T.LongType()),
     ]
 )
-_CLUSTER_SCHEMA = (
-    "time_ns long, controller_epoch long, "
-    "partitions array<struct<topic: string, partition: int, leader_epoch: long>>"
-)
 
 
 def _epochs(spark: SparkSession, run_dir: Path) -> DataFrame:
@@ -138,7 +134,7 @@ def _epochs(spark: SparkSession, run_dir: Path) -> DataFrame:
     sample for the controller epoch and one per sampled partition with a leader epoch."""
     if not (run_dir / CLUSTER).is_file():  # optional: no samples, no epochs
         return literal_frame(spark, _EPOCHS_SCHEMA, [])
-    samples = spark.read.schema(_CLUSTER_SCHEMA).json(uri(run_dir / CLUSTER))
+    samples = _side_lines(spark, run_dir, CLUSTER)
     controller = samples.where(F.col("controller_epoch").isNotNull()).select(
         "time_ns",
         F.lit(None).cast("string").alias("topic"),

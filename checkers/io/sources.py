@@ -1,5 +1,5 @@
-"""The history files Spark parses (writes.jsonl, reads.jsonl; consumes.jsonl, replicas.jsonl), and how it
-is told where files are."""
+"""The history files Spark parses (writes.jsonl, reads.jsonl; consumes.jsonl, replicas.jsonl,
+cluster.jsonl), and how it is told where files are."""
 
 from __future__ import annotations
 
@@ -61,6 +61,17 @@ REPLICA_LINE_SCHEMA = T.StructType(
     ]
 )
 """replicas.jsonl's fields the replica checks read (validated line by line in `layout`)."""
+CLUSTER_SCHEMA = T.StructType(
+    [
+        T.StructField("time_ns", T.LongType()),
+        T.StructField("controller_epoch", T.LongType()),
+        T.StructField(
+            "partitions",
+            T.ArrayType(T.StructType([*_POSITION_FIELDS, T.StructField("leader_epoch", T.LongType())])),
+        ),
+    ]
+)
+"""cluster.jsonl's fields the epoch checks read (validated line by line in `layout`)."""
 
 JSON_OPTIONS = {"columnNameOfCorruptRecord": frames.CORRUPT, "mode": "PERMISSIVE"}
 

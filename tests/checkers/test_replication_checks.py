@@ -19,7 +19,7 @@ from checkers.io.cache import parsed_table
 from checkers.replication import epoch_regressions, replica_divergence
 from harness.app.cli import main
 from harness.errors import HistoryError
-from harness.history import REPLICAS
+from harness.history import CLUSTER, REPLICAS
 
 ACKS = {"t-all": "all", "t-1": "1"}
 
@@ -251,13 +251,23 @@ def test_a_bad_replicas_line_names_file_and_line_and_exits_2(
     assert "replicas.jsonl:7" in capsys.readouterr().err
 
 
-def test_replicas_jsonl_parsed_by_pyarrow_is_read_as_spark_parses_it(
+def test_replicas_and_cluster_jsonl_parsed_by_pyarrow_are_read_as_spark_parses_them(
     spark: SparkSession, tmp_path: Path
 ) -> None:
-    lf, crlf = diverged_run(tmp_path / "lf"), diverged_run(tmp_path / "crlf")
-    # CR line ends: pyarrow leaves the file to Spark.
-    (crlf / REPLICAS).write_bytes((crlf / REPLICAS).read_bytes().replace(b"\n", b"\r\n"))
+    runs = []
+    for name in ("lf", "crlf"):
+        run_dir = diverged_run(tmp_path / name)
+        with (run_dir / CLUSTER).open("a") as cluster:  # the leader epoch goes back: 4, then 3
+            sample = json.loads((run_dir / CLUSTER).read_text().splitlines()[0])
+            sample["time_ns"], sample["partitions"][0]["leader_epoch"] = 250, 3
+            cluster.write(json.dumps(sample) + "\n")
+        runs.append(run_dir)
+    lf, crlf = runs
+    for name in (REPLICAS, CLUSTER):  # CR line ends: pyarrow leaves the files to Spark
+        (crlf / name).write_bytes((crlf / name).read_bytes().replace(b"\n", b"\r\n"))
     by_arrow, by_spark = check_run(lf), check_run(crlf)
-    assert parsed_table(lf, REPLICAS) is not None and parsed_table(crlf, REPLICAS) is None
-    assert by_arrow["anomalies"]["replica-divergence"] == by_spark["anomalies"]["replica-divergence"]
-    assert by_arrow["anomalies"]["replica-divergence"]["count"] == 1
+    for name in (REPLICAS, CLUSTER):
+        assert parsed_table(lf, name) is not None and parsed_table(crlf, name) is None
+    for kind in ("replica-divergence", "epoch-regression"):
+        assert by_arrow["anomalies"][kind] == by_spark["anomalies"][kind]
+        assert by_arrow["anomalies"][kind]["count"] == 1, kind
