@@ -1,4 +1,5 @@
-"""writes.jsonl, reads.jsonl and consumes.jsonl parsed by pyarrow into Parquet, for Spark to read.
+"""History files parsed by pyarrow into Parquet, for Spark to read: writes.jsonl and reads.jsonl, and
+the side files (consumes.jsonl, replicas.jsonl, cluster.jsonl; `cache.SIDE_FILES`).
 
 Spark's JSON parser is most of a small history's conversion (170,000 events, warm: 2.6-2.8 s to
 parse and validate both files, against 1.1-1.3 s from Parquet; pyarrow parses and writes them in
