@@ -2,7 +2,7 @@
 examples with their evidence, and the guarantees its commit mode promises (`checkers.group_guarantees`).
 
 consumes.jsonl is parsed once and kept; one Spark job counts every kind, the polls and the commits
-per group and takes each kind's first examples (by time); beside it, two count seconds.
+per group and takes each kind's first examples (by time); beside it, one counts seconds.
 """
 
 from __future__ import annotations
@@ -14,14 +14,13 @@ from typing import Any
 
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
-from pyspark.sql import types as T
 from pyspark.util import inheritable_thread_target
 
 from checkers import groups as g
 from checkers.evidence import ClusterTimeline, active_fault_names
 from checkers.group_guarantees import group_guarantees
 from checkers.io import History
-from checkers.session import kept, literal_frame
+from checkers.session import kept
 from harness.anomaly_kinds import GROUP_BY_ID, GROUP_KINDS
 from harness.events import FaultWindow
 from harness.groups import OFFSETS_TOPIC, group_offsets_partition, offsets_partitions
@@ -30,7 +29,6 @@ from harness.history_fields import COMMIT_PHASES
 EXAMPLES = 10  # per kind and group
 _COMMITS = "commits-"
 """What the commit events of each phase are counted as (`_first_and_count`)."""
-_GROUP_TOPIC = T.StructType([T.StructField("group", T.StringType()), T.StructField("topic", T.StringType())])
 _KEEP_NULLS = {"ignoreNullFields": "false"}
 _TIME = {
     "consumer-skip": "committed_ns",
@@ -157,27 +155,28 @@ def _series(
     history: History, consumes: DataFrame, declared: list[dict[str, Any]]
 ) -> dict[str, list[dict[str, Any]]]:
     """Per group, a row for every second of the run: what it did then (`groups.per_second`, zeros
-    when nothing) and its commit lag (`groups.commit_lag`). A row per group and second: few."""
-    done = {}
-    for second in g.per_second(consumes).collect():
-        row = second.asDict()
-        done[(row.pop("group"), row["t_s"])] = row
-    seconds = max((t for _, t in done), default=0) + 1
-    spark = consumes.sparkSession
-    group_topics = literal_frame(
-        spark, _GROUP_TOPIC, [(group["name"], topic) for group in declared for topic in group["topics"]]
-    )
-    lag = g.commit_lag(history.writes, g.ok_commit_entries(consumes), group_topics, seconds)
-    behind = {(r["group"], r["t_s"]): int(r["lag"]) for r in lag.collect()}
-    seconds = max([seconds, *(t + 1 for _, t in behind)])
+    when nothing) and its commit lag (`groups.lag_changes`, carried over the seconds it did not
+    change), in one job. A row per group and second with any change: few."""
+    topic_groups: dict[str, list[str]] = {}
+    for group in declared:
+        for topic in group["topics"]:
+            topic_groups.setdefault(topic, []).append(group["name"])
+    lag_rows = g.lag_changes(history.writes, g.ok_commit_entries(consumes), topic_groups)
+    changes = {}
+    for row in g.per_second(consumes).join(lag_rows, ["group", "t_s"], "full").collect():
+        changes[(row["group"], row["t_s"])] = row.asDict()
+    seconds = max((t + 1 for _, t in changes), default=1)
     quiet = {"polled": 0, "commits_ok": 0, "commits_failed": 0, "assigns": 0, "generation": None}
-    return {
-        group["name"]: [
-            {**quiet, **done.get((group["name"], t), {}), "t_s": t, "lag": behind.get((group["name"], t), 0)}
-            for t in range(seconds)
-        ]
-        for group in declared
-    }
+    series: dict[str, list[dict[str, Any]]] = {}
+    for group in declared:
+        rows, lag = [], 0
+        for t in range(seconds):
+            change = changes.get((group["name"], t), {})
+            lag = int(change["lag"]) if change.get("lag") is not None else lag
+            done = {k: change[k] for k in quiet if change.get(k) is not None}
+            rows.append({**quiet, **done, "t_s": t, "lag": lag})
+        series[group["name"]] = rows
+    return series
 
 
 def _example(row: dict[str, Any], kind_id: str, evidence: _GroupEvidence) -> dict[str, Any]:

@@ -165,33 +165,47 @@ def per_second(consumes: DataFrame) -> DataFrame:
     )
 
 
-def commit_lag(writes: DataFrame, commits: DataFrame, group_topics: DataFrame, seconds: int) -> DataFrame:
-    """How far each group's commits trail the log, each second from 0 to the last write's or
-    `seconds`-1, whichever is later: group, t_s, `lag`,
-    the records between its committed offset (0 before any) and the log's end (one past the highest
-    acknowledged offset), summed over the partitions of its topics. Partitions whose writes carry no
-    offset (acks=0) are left out. `group_topics`: (group, topic) for each topic a group reads."""
-    second = (F.col("complete_ns") / 1_000_000_000).cast("long")
+def lag_changes(writes: DataFrame, commits: DataFrame, topic_groups: dict[str, list[str]]) -> DataFrame:
+    """How far each group's commits trail the log, at each whole second of run time in which it may
+    have changed: group, t_s, `lag`, the records between the group's committed offset (0 before any)
+    and the log's end (one past the highest acknowledged offset so far), never below 0 on a partition,
+    summed over the partitions of its topics. It holds until the group's next row (0 before its
+    first). Writes without an offset (acks=0) are left out. `topic_groups`: the groups reading each
+    topic, planned as a literal (no frame to broadcast)."""
+    second = (F.col("complete_ns") / 1_000_000_000).cast("long").alias("t_s")
+    readers = F.create_map(
+        *[c for topic, groups in topic_groups.items() for c in (F.lit(topic), F.array(*map(F.lit, groups)))]
+    )
     ends = (
         writes.where((F.col("outcome") == "ok") & F.col("ack_offset").isNotNull())
-        .groupBy("topic", "partition", second.alias("t_s"))
+        .groupBy(*PARTITION, second)
         .agg(F.max(F.col("ack_offset") + 1).alias("end"))
+        .select(F.explode(readers[F.col("topic")]).alias("group"), *PARTITION, "t_s", "end")
     )
-    committed = commits.groupBy(
-        "group", *PARTITION, (F.col("time_ns") / 1_000_000_000).cast("long").alias("t_s")
-    ).agg(F.max("offset").alias("committed"))
-    last = ends.agg(F.greatest(F.max("t_s"), F.lit(seconds - 1)).alias("last"))
-    every_second = last.select(F.explode(F.sequence(F.lit(0).cast("long"), "last")).alias("t_s"))
-    grid = (
-        group_topics.join(ends.select(*PARTITION).distinct(), "topic")
-        .crossJoin(every_second)
-        .join(ends, [*PARTITION, "t_s"], "left")
-        .join(committed, ["group", *PARTITION, "t_s"], "left")
+    committed = commits.select(
+        "group",
+        *PARTITION,
+        (F.col("time_ns") / 1_000_000_000).cast("long").alias("t_s"),
+        F.lit(None).cast("long").alias("end"),
+        F.col("offset").alias("committed"),
     )
-    so_far = Window.partitionBy("group", *PARTITION).orderBy("t_s").rowsBetween(Window.unboundedPreceding, 0)
-    behind = F.max("end").over(so_far) - F.coalesce(F.max("committed").over(so_far), F.lit(0))
-    return (
-        grid.withColumn("behind", F.greatest(F.coalesce(behind, F.lit(0)), F.lit(0)))
+    by_partition = Window.partitionBy("group", *PARTITION).orderBy("t_s")
+    so_far = by_partition.rowsBetween(Window.unboundedPreceding, 0)
+    behind = F.greatest(
+        F.coalesce(
+            F.max("end").over(so_far) - F.coalesce(F.max("committed").over(so_far), F.lit(0)), F.lit(0)
+        ),
+        F.lit(0),
+    )
+    changed = (
+        ends.withColumn("committed", F.lit(None).cast("long"))
+        .unionByName(committed)
+        .groupBy("group", *PARTITION, "t_s")
+        .agg(F.max("end").alias("end"), F.max("committed").alias("committed"))
+        .withColumn("behind", behind)
+        .withColumn("change", F.col("behind") - F.lag("behind", 1, 0).over(by_partition))
         .groupBy("group", "t_s")
-        .agg(F.sum("behind").alias("lag"))
+        .agg(F.sum("change").alias("change"))
     )
+    in_order = Window.partitionBy("group").orderBy("t_s").rowsBetween(Window.unboundedPreceding, 0)
+    return changed.select("group", "t_s", F.sum("change").over(in_order).alias("lag"))

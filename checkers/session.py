@@ -13,7 +13,7 @@ import re
 import signal
 import tempfile
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from functools import partial
 from pathlib import Path
@@ -254,22 +254,11 @@ def size_for(spark: SparkSession, history_bytes: int) -> None:
     spark.conf.set("spark.sql.codegen.factoryMode", "NO_CODEGEN" if tiny else "FALLBACK")
 
 
-def literal_frame(spark: SparkSession, schema: T.StructType, rows: Sequence[Sequence[object]]) -> DataFrame:
-    """A frame of a few `rows` of `schema`, planned as literals: `createDataFrame` would parallelize
-    them as a Python RDD, whose first task starts Python workers (a cold check of a 145,000-event
-    run with consumer groups spent about a second on it)."""
-    if not rows:
-        return spark.range(0).select(*[F.lit(None).cast(f.dataType).alias(f.name) for f in schema.fields])
-    structs = [
-        F.struct(
-            *[
-                F.lit(value).cast(f.dataType).alias(f.name)
-                for value, f in zip(row, schema.fields, strict=True)
-            ]
-        )
-        for row in rows
-    ]
-    return spark.range(1).select(F.inline(F.array(*structs)))
+def empty_frame(spark: SparkSession, schema: T.StructType) -> DataFrame:
+    """A frame of no rows of `schema`, planned as literals: `createDataFrame` would parallelize an
+    empty Python list as a Python RDD, whose first task starts Python workers (a cold check of a
+    145,000-event run spent about a second on them)."""
+    return spark.range(0).select(*[F.lit(None).cast(f.dataType).alias(f.name) for f in schema.fields])
 
 
 def kept(frame: DataFrame) -> DataFrame:

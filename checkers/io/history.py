@@ -15,7 +15,7 @@ from checkers import frames
 from checkers.io.cache import SIDE_FILES, ParsedFiles, cached_history, parsed_files, parsed_table
 from checkers.io.layout import Layout, check_layout
 from checkers.io.sources import uri
-from checkers.session import literal_frame, spark_errors
+from checkers.session import empty_frame, spark_errors
 from harness.broker_logs import LogEvent
 from harness.events import FaultWindow
 from harness.history import CLUSTER, CONSUMES, REPLICAS, RESULT, write_atomic
@@ -109,7 +109,7 @@ def _replica_values(spark: SparkSession, run_dir: Path, present: bool) -> DataFr
     """replicas.jsonl's values, one row per (broker, topic, partition, offset) (none without the
     file); validated line by line in `check_layout` before Spark reads it."""
     if not present:
-        return literal_frame(spark, _REPLICA_VALUES_SCHEMA, [])
+        return empty_frame(spark, _REPLICA_VALUES_SCHEMA)
     lines = _side_lines(spark, run_dir, REPLICAS)
     held = lines.where(F.col("type") == "values").select(
         "broker", "topic", "partition", "offset", F.posexplode("values").alias("position", "value")
@@ -133,7 +133,7 @@ def _epochs(spark: SparkSession, run_dir: Path) -> DataFrame:
     """cluster.jsonl's epochs, read by Spark from the file (validated in `check_layout`): one row per
     sample for the controller epoch and one per sampled partition with a leader epoch."""
     if not (run_dir / CLUSTER).is_file():  # optional: no samples, no epochs
-        return literal_frame(spark, _EPOCHS_SCHEMA, [])
+        return empty_frame(spark, _EPOCHS_SCHEMA)
     samples = _side_lines(spark, run_dir, CLUSTER)
     controller = samples.where(F.col("controller_epoch").isNotNull()).select(
         "time_ns",

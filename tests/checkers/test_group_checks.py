@@ -346,6 +346,39 @@ def test_only_ok_commits_count_and_offsets_gone_from_the_log_are_not_skips(spark
     assert outcomes == {"invoke": 4, "ok": 2, "fail": 1, "info": 1}
 
 
+def test_commit_lag_changes_per_second_summed_over_each_groups_partitions(spark: SparkSession) -> None:
+    """g reads t1 and t2, h reads t1; nobody reads t3. A commit past the log's end trails it by 0."""
+    s = 1_000_000_000
+    writes = spark.createDataFrame(
+        [
+            ("t1", 0, "ok", 0, s // 2),
+            ("t1", 1, "ok", 0, s),
+            ("t1", 0, "ok", 1, 2 * s + s // 2),
+            ("t2", 0, "ok", 4, 3 * s),
+            ("t2", 0, "ok", None, 4 * s),  # acks=0: no offset
+            ("t1", 0, "fail", None, 5 * s),
+            ("t3", 0, "ok", 9, 6 * s),
+        ],
+        "topic string, partition int, outcome string, ack_offset long, complete_ns long",
+    )
+    commits = spark.createDataFrame(
+        [("g", "t1", 0, 1, s + s // 2), ("g", "t1", 0, 5, 2 * s + 7 * s // 10), ("h", "t1", 1, 1, 3 * s)],
+        "group string, topic string, partition int, offset long, time_ns long",
+    )
+    lag = g.lag_changes(writes, commits, {"t1": ["g", "h"], "t2": ["g"]})
+    expected = [
+        ("g", 0, 1),
+        ("g", 1, 1),
+        ("g", 2, 1),
+        ("g", 3, 6),
+        ("h", 0, 1),
+        ("h", 1, 2),
+        ("h", 2, 3),
+        ("h", 3, 2),
+    ]
+    assertDataFrameEqual(lag, [Row(group=gr, t_s=t, lag=n) for gr, t, n in expected])
+
+
 def test_a_check_makes_no_frame_of_python_data(
     spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
