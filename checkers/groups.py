@@ -18,6 +18,11 @@ PARTITION = ("topic", "partition")
 _COMMIT = ("group", "process", "generation", "commit_id", "time_ns", "seq")
 
 
+def _second(time_ns: str) -> Column:
+    """The whole second of run time of a nanosecond time column."""
+    return (F.col(time_ns) / 1_000_000_000).cast("long")
+
+
 def complete_only(frame: DataFrame, complete: Partitions) -> DataFrame:
     """Rows of `frame` on a partition of `complete`."""
     return frame.where(on_partitions(complete))
@@ -153,7 +158,7 @@ def per_second(consumes: DataFrame) -> DataFrame:
     generation (the highest seen)."""
     kind, phase = F.col("type"), F.col("phase")
     return (
-        consumes.withColumn("t_s", (F.col("time_ns") / 1_000_000_000).cast("long"))
+        consumes.withColumn("t_s", _second("time_ns"))
         .groupBy("group", "t_s")
         .agg(
             F.count(F.when(kind == "poll", 1)).alias("polled"),
@@ -172,34 +177,26 @@ def lag_changes(writes: DataFrame, commits: DataFrame, topic_groups: dict[str, l
     summed over the partitions of its topics. It holds until the group's next row (0 before its
     first). Writes without an offset (acks=0) are left out. `topic_groups`: the groups reading each
     topic, planned as a literal (no frame to broadcast)."""
-    second = (F.col("complete_ns") / 1_000_000_000).cast("long").alias("t_s")
     readers = F.create_map(
         *[c for topic, groups in topic_groups.items() for c in (F.lit(topic), F.array(*map(F.lit, groups)))]
     )
     ends = (
         writes.where((F.col("outcome") == "ok") & F.col("ack_offset").isNotNull())
-        .groupBy(*PARTITION, second)
+        .groupBy(*PARTITION, _second("complete_ns").alias("t_s"))
         .agg(F.max(F.col("ack_offset") + 1).alias("end"))
         .select(F.explode(readers[F.col("topic")]).alias("group"), *PARTITION, "t_s", "end")
     )
     committed = commits.select(
-        "group",
-        *PARTITION,
-        (F.col("time_ns") / 1_000_000_000).cast("long").alias("t_s"),
-        F.lit(None).cast("long").alias("end"),
-        F.col("offset").alias("committed"),
+        "group", *PARTITION, _second("time_ns").alias("t_s"), F.col("offset").alias("committed")
     )
     by_partition = Window.partitionBy("group", *PARTITION).orderBy("t_s")
     so_far = by_partition.rowsBetween(Window.unboundedPreceding, 0)
+    # greatest() skips a null: 0 behind before the log has an end
     behind = F.greatest(
-        F.coalesce(
-            F.max("end").over(so_far) - F.coalesce(F.max("committed").over(so_far), F.lit(0)), F.lit(0)
-        ),
-        F.lit(0),
+        F.max("end").over(so_far) - F.coalesce(F.max("committed").over(so_far), F.lit(0)), F.lit(0)
     )
     changed = (
-        ends.withColumn("committed", F.lit(None).cast("long"))
-        .unionByName(committed)
+        ends.unionByName(committed, allowMissingColumns=True)
         .groupBy("group", *PARTITION, "t_s")
         .agg(F.max("end").alias("end"), F.max("committed").alias("committed"))
         .withColumn("behind", behind)
