@@ -282,12 +282,11 @@ def _read_through(run_dir: Path) -> None:
                 pass
 
 
-def _in_child(*args: str, env: dict[str, str] | None = None) -> dict[str, Any]:
-    if "--run-dir" in args:
-        _read_through(Path(args[args.index("--run-dir") + 1]))
-    output = subprocess.run(
-        [sys.executable, __file__, *args], check=True, capture_output=True, text=True, env=env
-    ).stdout
+def _in_child(child: str, run_dir: Path, *args: str, env: dict[str, str] | None = None) -> dict[str, Any]:
+    """This script's `child` run on `run_dir`, its files read through first; its JSON output."""
+    _read_through(run_dir)
+    command = [sys.executable, __file__, "--child", child, "--run-dir", str(run_dir), *args]
+    output = subprocess.run(command, check=True, capture_output=True, text=True, env=env).stdout
     return dict(json.loads(output.strip().splitlines()[-1]))
 
 
@@ -322,12 +321,10 @@ def main() -> None:
         if not (run_dir / "run.json").is_file():
             generate(run_dir, size, seed=7, rates=dict.fromkeys(ANOMALIES, DEFAULT_RATE))
         master = ["--master", args.master] if args.master else []
-        spark = _in_child("--child", "spark", "--run-dir", str(run_dir), *master)
+        spark = _in_child("spark", run_dir, *master)
         # The same check with JVMs that load Spark's classes instead of mapping them from the archive.
-        unarchived = _in_child(
-            "--child", "spark", "--run-dir", str(run_dir), *master, env={**os.environ, ARCHIVE_ENV: "off"}
-        )
-        python = _in_child("--child", "python", "--run-dir", str(run_dir))
+        unarchived = _in_child("spark", run_dir, *master, env={**os.environ, ARCHIVE_ENV: "off"})
+        python = _in_child("python", run_dir)
         events = spark["events"]
         first, recheck, single = spark["first_s"], spark["recheck_s"], python["seconds"]
         same = all(spark[k] == python[k] for k in ("counts", "write_counts", "exact_availability"))

@@ -11,16 +11,12 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
+from checkers.availability import second_of
 from checkers.frames import Partitions, on_partitions
 
 POSITION = ("topic", "partition", "offset")
 PARTITION = ("topic", "partition")
 _COMMIT = ("group", "process", "generation", "commit_id", "time_ns", "seq")
-
-
-def _second(time_ns: str) -> Column:
-    """The whole second of run time of a nanosecond time column."""
-    return (F.col(time_ns) / 1_000_000_000).cast("long")
 
 
 def complete_only(frame: DataFrame, complete: Partitions) -> DataFrame:
@@ -158,7 +154,7 @@ def per_second(consumes: DataFrame) -> DataFrame:
     generation (the highest seen)."""
     kind, phase = F.col("type"), F.col("phase")
     return (
-        consumes.withColumn("t_s", _second("time_ns"))
+        consumes.withColumn("t_s", second_of(F.col("time_ns")))
         .groupBy("group", "t_s")
         .agg(
             F.count(F.when(kind == "poll", 1)).alias("polled"),
@@ -182,12 +178,12 @@ def lag_changes(writes: DataFrame, commits: DataFrame, topic_groups: dict[str, l
     )
     ends = (
         writes.where((F.col("outcome") == "ok") & F.col("ack_offset").isNotNull())
-        .groupBy(*PARTITION, _second("complete_ns").alias("t_s"))
+        .groupBy(*PARTITION, second_of(F.col("complete_ns")).alias("t_s"))
         .agg(F.max(F.col("ack_offset") + 1).alias("end"))
         .select(F.explode(readers[F.col("topic")]).alias("group"), *PARTITION, "t_s", "end")
     )
     committed = commits.select(
-        "group", *PARTITION, _second("time_ns").alias("t_s"), F.col("offset").alias("committed")
+        "group", *PARTITION, second_of(F.col("time_ns")).alias("t_s"), F.col("offset").alias("committed")
     )
     by_partition = Window.partitionBy("group", *PARTITION).orderBy("t_s")
     so_far = by_partition.rowsBetween(Window.unboundedPreceding, 0)
