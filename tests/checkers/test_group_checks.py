@@ -24,6 +24,7 @@ from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 from pyspark.testing import assertDataFrameEqual
 
+from checkers import group_result, session
 from checkers import groups as g
 from checkers.check import check_run
 from checkers.frames import complete_partitions
@@ -408,3 +409,18 @@ def test_consumes_jsonl_parsed_by_pyarrow_is_read_as_spark_parses_it(
     assert parsed_table(lf, CONSUMES) is not None and parsed_table(crlf, CONSUMES) is None
     assert by_arrow["groups"] == by_spark["groups"]
     assert by_arrow["groups"]["g"]["redelivered"] == 2
+
+
+def test_consumes_in_one_partition_or_shuffled_give_the_same_groups(
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Small consumes are kept in one partition (no shuffle for the groups' windows); above
+    ONE_PARTITION_EVENTS they are shuffled as every other frame: the same counts and examples."""
+    run_dir = group_run(tmp_path / "run", [*CONSUMES_G, *CONSUMES_H])
+    # Shuffles into a partition per core, as for a history of a few MB (a tiny one's have one).
+    monkeypatch.setattr(session, "TINY_HISTORY_BYTES", 0)
+    in_one = check_run(run_dir)["groups"]
+    monkeypatch.setattr(group_result, "ONE_PARTITION_EVENTS", 0)
+    shuffled = check_run(run_dir)["groups"]
+    assert shuffled == in_one
+    assert in_one["g"]["skipped"] == 2 and in_one["g"]["redelivered"] == 2
