@@ -181,6 +181,10 @@ def lag_changes(writes: DataFrame, commits: DataFrame, topic_groups: dict[str, l
         .groupBy(*PARTITION, second_of(F.col("complete_ns")).alias("t_s"))
         .agg(F.max(F.col("ack_offset") + 1).alias("end"))
         .select(F.explode(readers[F.col("topic")]).alias("group"), *PARTITION, "t_s", "end")
+        # A row per partition and second: in one partition, whose windows below need no shuffle
+        # when the commits are in one too (`group_result`: the series' CPU, warm, 0.76-0.80 ->
+        # 0.54 s for a real 45-s run).
+        .coalesce(1)
     )
     committed = commits.select(
         "group", *PARTITION, second_of(F.col("time_ns")).alias("t_s"), F.col("offset").alias("committed")
