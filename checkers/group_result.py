@@ -2,14 +2,15 @@
 examples with their evidence, and the guarantees its commit mode promises (`checkers.group_guarantees`).
 
 consumes.jsonl is parsed once and kept (in one partition when small); one Spark job counts every
-kind, the polls and the commits per group and takes each kind's first examples (by time); beside it,
-one counts seconds.
+kind and takes each kind's first examples (by time); beside it, one counts what each group did each
+second, which also gives its polls and commits.
 """
 
 from __future__ import annotations
 
 import json
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from functools import reduce
 from typing import Any
 
@@ -35,8 +36,6 @@ A further check of a real 45-s run (20,638 events) took 4.18 s instead of 4.65 s
 (6 alternated, 12% less JVM CPU); with 206,380 events, 9.19 s instead of 8.75 s (4 alternated): one
 task sorting them all is then slower than two shuffled ones. The kinds' rows are then ranked in one
 task too (`_first_and_count`): 4.26 -> 4.06 s (7 alternated)."""
-_COMMITS = "commits-"
-"""What the commit events of each phase are counted as (`_first_and_count`)."""
 _KEEP_NULLS = {"ignoreNullFields": "false"}
 _TIME = {
     "consumer-skip": "committed_ns",
@@ -48,8 +47,8 @@ _TIME = {
 """The column that orders a kind's examples, and whose time names the faults active then."""
 
 
-def _anomalies(history: History, consumes: DataFrame) -> tuple[dict[str, DataFrame], DataFrame]:
-    """Each kind's rows, and the polls (counted only): all over complete partitions."""
+def _anomalies(history: History, consumes: DataFrame) -> dict[str, DataFrame]:
+    """Each kind's rows, over complete partitions."""
     complete = history.complete_partitions
     final = g.complete_only(
         history.reads.where(F.col("phase") == "final").select(*g.POSITION, "value"), complete
@@ -63,19 +62,16 @@ def _anomalies(history: History, consumes: DataFrame) -> tuple[dict[str, DataFra
         "poll-skip": g.poll_skips(pairs, final),
         "nonmonotonic-poll": g.nonmonotonic(pairs),
         "commit-regression": g.commit_regressions(commits),
-    }, polled
+    }
 
 
 Found = dict[tuple[str, str], tuple[int, list[dict[str, Any]]]]
 """(kind, group) -> how many rows, and the first EXAMPLES of them."""
 
 
-def _first_and_count(
-    frames: dict[str, DataFrame], counted_only: dict[str, DataFrame], *, in_one_task: bool
-) -> Found:
-    """Every kind's count per group and first EXAMPLES by its time, and the rows of `counted_only`
-    counted per group (no examples, counted before they meet the others: not carried as JSON nor
-    ranked), in one job (each example carried as JSON: the kinds' columns differ). `in_one_task`:
+def _first_and_count(frames: dict[str, DataFrame], *, in_one_task: bool) -> Found:
+    """Every kind's count per group and first EXAMPLES by its time, in one job (each example carried
+    as JSON: the kinds' columns differ). `in_one_task`:
     the kinds' rows are gathered in one partition and ranked there, without a shuffle (for small
     consumes: one task, not one per partition of every kind, each deserializing the whole job)."""
     parts = []
@@ -91,19 +87,6 @@ def _first_and_count(
                 F.lit(1).cast("long").alias("n"),
             )
         )
-    for name, frame in counted_only.items():
-        parts.append(
-            frame.groupBy("group")
-            .agg(F.count(F.lit(1)).alias("n"))
-            .select(
-                F.lit(name).alias("kind"),
-                "group",
-                F.lit(None).cast("long").alias("t"),
-                F.lit(None).cast("string").alias("at"),
-                F.lit(None).cast("string").alias("row"),
-                "n",
-            )
-        )
     window = Window.partitionBy("kind", "group")
     rows = reduce(DataFrame.unionByName, parts)
     ranked = (
@@ -114,8 +97,7 @@ def _first_and_count(
     found: Found = {}
     for row in sorted(ranked.where(F.col("rank") <= EXAMPLES).collect(), key=lambda r: r["rank"]):
         examples = found.setdefault((row["kind"], row["group"]), (int(row["total"]), []))[1]
-        if row["row"] is not None:
-            examples.append(json.loads(row["row"]))
+        examples.append(json.loads(row["row"]))
     return found
 
 
@@ -128,19 +110,18 @@ def group_results(history: History, faults: list[FaultWindow]) -> dict[str, dict
     # parsed once, read by every query below
     consumes = kept(history.consumes.coalesce(1) if small else history.consumes)
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="kchaos-group-series") as pool:
-        # The series do not depend on the anomalies: planned and run beside them, in this thread's
-        # scheduler pool (the groups are a check's longest part; its other parts leave cores idle).
-        measuring_series = pool.submit(
-            inheritable_thread_target(consumes.sparkSession)(_series), history, consumes, declared
+        # The activity does not depend on the anomalies: planned and run beside them, in this
+        # thread's scheduler pool (the groups are a check's longest part; its other parts leave
+        # cores idle).
+        measuring_activity = pool.submit(
+            inheritable_thread_target(consumes.sparkSession)(_activity), history, consumes, declared
         )
-        kinds, polled = _anomalies(history, consumes)
-        commits = {_COMMITS + phase: g.commit_events(consumes, phase) for phase in COMMIT_PHASES}
-        found = _first_and_count(kinds, {"polled": polled, **commits}, in_one_task=small)
-        series = measuring_series.result()
+        found = _first_and_count(_anomalies(history, consumes), in_one_task=small)
+        activity = measuring_activity.result()
     results = {}
     for group in declared:
         name = group["name"]
-        mine = {kind_id: found.get((kind_id, name), (0, [])) for kind_id in [*GROUP_BY_ID, "polled"]}
+        mine = {kind_id: found.get((kind_id, name), (0, [])) for kind_id in GROUP_BY_ID}
         counts = {kind.count: mine[kind.id][0] for kind in GROUP_KINDS}
         evidence = _GroupEvidence(history, name, faults)
         entry: dict[str, Any] = {
@@ -148,9 +129,9 @@ def group_results(history: History, faults: list[FaultWindow]) -> dict[str, dict
             "commit_async": bool(group.get("commit_async")),
             "members": group.get("members"),
             "topics": group["topics"],
-            "polled": mine["polled"][0],
+            "polled": activity.polled.get(name, 0),
             **counts,
-            "commits": {p: found.get((_COMMITS + p, name), (0, []))[0] for p in COMMIT_PHASES},
+            "commits": activity.commits.get(name, dict.fromkeys(COMMIT_PHASES, 0)),
             "anomalies": {
                 kind.id: {
                     "count": mine[kind.id][0],
@@ -161,25 +142,44 @@ def group_results(history: History, faults: list[FaultWindow]) -> dict[str, dict
             },
         }
         entry["guarantees"] = group_guarantees(history.run, group, entry, {w.fault for w in faults})
-        entry["series"] = series[name]
+        entry["series"] = activity.series[name]
         results[name] = entry
     return results
 
 
-def _series(
-    history: History, consumes: DataFrame, declared: list[dict[str, Any]]
-) -> dict[str, list[dict[str, Any]]]:
+@dataclass(frozen=True)
+class _Activity:
+    """What each group did: `series`, a row for every second of the run; `polled`, its polls on
+    complete partitions; `commits`, its commit events per phase."""
+
+    series: dict[str, list[dict[str, Any]]]
+    polled: dict[str, int]
+    commits: dict[str, dict[str, int]]
+
+
+def _activity(history: History, consumes: DataFrame, declared: list[dict[str, Any]]) -> _Activity:
     """Per group, a row for every second of the run: what it did then (`groups.per_second`, zeros
     when nothing) and its commit lag (`groups.lag_changes`, carried over the seconds it did not
-    change), in one job. A row per group and second with any change: few."""
+    change), in one job; its polls and commits are those seconds' sums. A row per group and second
+    with any change: few."""
     topic_groups: dict[str, list[str]] = {}
     for group in declared:
         for topic in group["topics"]:
             topic_groups.setdefault(topic, []).append(group["name"])
     lag_rows = g.lag_changes(history.writes, g.ok_commit_entries(consumes), topic_groups)
-    changes = {}
-    for row in g.per_second(consumes).join(lag_rows, ["group", "t_s"], "full").collect():
-        changes[(row["group"], row["t_s"])] = row.asDict()
+    per_second = g.per_second(consumes, history.complete_partitions)
+    changes: dict[tuple[str, int], dict[str, Any]] = {}
+    polled: dict[str, int] = {}
+    commits: dict[str, dict[str, int]] = {}
+    for row in per_second.join(lag_rows, ["group", "t_s"], "full").collect():
+        change = changes[(row["group"], row["t_s"])] = row.asDict()
+        if change["polled"] is None:  # a change of lag alone
+            continue
+        change["commits_failed"] = change["commits_fail"] + change["commits_info"]
+        polled[row["group"]] = polled.get(row["group"], 0) + change["polled_complete"]
+        phases = commits.setdefault(row["group"], dict.fromkeys(COMMIT_PHASES, 0))
+        for phase in COMMIT_PHASES:
+            phases[phase] += change[f"commits_{phase}"]
     seconds = max((t + 1 for _, t in changes), default=1)
     quiet = {"polled": 0, "commits_ok": 0, "commits_failed": 0, "assigns": 0, "generation": None}
     series: dict[str, list[dict[str, Any]]] = {}
@@ -191,7 +191,7 @@ def _series(
             done = {k: change[k] for k in quiet if change.get(k) is not None}
             rows.append({**quiet, **done, "t_s": t, "lag": lag})
         series[group["name"]] = rows
-    return series
+    return _Activity(series, polled, commits)
 
 
 def _example(row: dict[str, Any], kind_id: str, evidence: _GroupEvidence) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from pyspark.sql import functions as F
 
 from checkers.availability import second_of
 from checkers.frames import Partitions, on_partitions
+from harness.history_fields import COMMIT_PHASES
 
 POSITION = ("topic", "partition", "offset")
 PARTITION = ("topic", "partition")
@@ -143,23 +144,23 @@ def commit_regressions(commits: DataFrame) -> DataFrame:
     )
 
 
-def commit_events(consumes: DataFrame, phase: str) -> DataFrame:
-    """The commit events of `phase` (invoke, ok, fail or info)."""
-    return consumes.where((F.col("type") == "commit") & (F.col("phase") == phase))
-
-
-def per_second(consumes: DataFrame) -> DataFrame:
+def per_second(consumes: DataFrame, complete: Partitions) -> DataFrame:
     """What each group did each whole second of run time (seconds with any event): group, t_s,
-    polled, commits_ok, commits_failed (fail or info), assigns (rebalances seen by its members),
-    generation (the highest seen)."""
+    polled (on any partition), polled_complete (on one of `complete`), its commit events of each
+    phase (commits_invoke, commits_ok, commits_fail, commits_info), assigns (rebalances seen by its
+    members), generation (the highest seen)."""
     kind, phase = F.col("type"), F.col("phase")
+    polls = kind == "poll"
+    commits = [
+        F.count(F.when((kind == "commit") & (phase == p), 1)).alias(f"commits_{p}") for p in COMMIT_PHASES
+    ]
     return (
         consumes.withColumn("t_s", second_of(F.col("time_ns")))
         .groupBy("group", "t_s")
         .agg(
-            F.count(F.when(kind == "poll", 1)).alias("polled"),
-            F.count(F.when((kind == "commit") & (phase == "ok"), 1)).alias("commits_ok"),
-            F.count(F.when((kind == "commit") & phase.isin("fail", "info"), 1)).alias("commits_failed"),
+            F.count(F.when(polls, 1)).alias("polled"),
+            F.count(F.when(polls & on_partitions(complete), 1)).alias("polled_complete"),
+            *commits,
             F.count(F.when(kind == "assign", 1)).alias("assigns"),
             F.max("generation").alias("generation"),
         )

@@ -127,6 +127,18 @@ def test_skipped_positions_are_below_the_highest_commit_and_never_polled(spark: 
     assertDataFrameEqual(skipped, expected)
 
 
+def test_per_second_counts_polls_on_any_and_on_complete_partitions_and_commits_by_phase(
+    spark: SparkSession,
+) -> None:
+    per_second = g.per_second(consumes_frame(spark, [*CONSUMES_G, *CONSUMES_H]), COMPLETE)
+    counts = ("polled", "polled_complete", "commits_invoke", "commits_ok", "commits_fail", "commits_info")
+    expected = [  # every handwritten time falls in second 0
+        Row(group="g", t_s=0, **dict(zip(counts, (8, 6, 4, 3, 1, 0), strict=True)), assigns=3, generation=4),
+        Row(group="h", t_s=0, **dict(zip(counts, (6, 6, 1, 1, 0, 0), strict=True)), assigns=1, generation=1),
+    ]
+    assertDataFrameEqual(per_second, expected)
+
+
 def test_redeliveries_count_each_position_once(spark: SparkSession) -> None:
     polled = g.complete_only(g.polls(consumes_frame(spark, CONSUMES_G)), COMPLETE)
     expected = [
@@ -343,8 +355,9 @@ def test_only_ok_commits_count_and_offsets_gone_from_the_log_are_not_skips(spark
     consumes = consumes_frame(spark, truncated)  # committed 9; the final read ends at offset 5
     skipped = g.skipped(final_frame(spark), g.polls(consumes), g.ok_commit_entries(consumes))
     assert sorted(r["offset"] for r in skipped.collect()) == [3, 4, 5]
-    outcomes = {phase: g.commit_events(consumes, phase).count() for phase in ("invoke", "ok", "fail", "info")}
-    assert outcomes == {"invoke": 4, "ok": 2, "fail": 1, "info": 1}
+    phases = ("invoke", "ok", "fail", "info")
+    per_second = g.per_second(consumes, COMPLETE).agg(*[F.sum(f"commits_{p}").alias(p) for p in phases])
+    assert per_second.collect()[0].asDict() == {"invoke": 4, "ok": 2, "fail": 1, "info": 1}
 
 
 def test_commit_lag_changes_per_second_summed_over_each_groups_partitions(spark: SparkSession) -> None:
