@@ -109,7 +109,7 @@ def group_results(history: History, faults: list[FaultWindow]) -> dict[str, dict
     small = history.event_counts.get("consumes", 0) < ONE_PARTITION_EVENTS
     # parsed once, read by every query below
     consumes = kept(history.consumes.coalesce(1) if small else history.consumes)
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="kchaos-group-series") as pool:
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="kchaos-group-activity") as pool:
         # The activity does not depend on the anomalies: planned and run beside them, in this
         # thread's scheduler pool (the groups are a check's longest part; its other parts leave
         # cores idle).
