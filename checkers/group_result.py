@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from functools import reduce
 from typing import Any
 
-from pyspark.sql import DataFrame, Window
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.util import inheritable_thread_target
 
@@ -69,29 +69,31 @@ Found = dict[tuple[str, str], tuple[int, list[dict[str, Any]]]]
 """(kind, group) -> how many rows, and the first EXAMPLES of them."""
 
 
+def _position(frame: DataFrame) -> Column:
+    """Where a kind's row is, as text: topic/partition[/offset] (for a stable order of ties)."""
+    return F.concat_ws("/", *[F.col(c).cast("string") for c in g.POSITION if c in frame.columns])
+
+
 def _first_and_count(frames: dict[str, DataFrame], *, in_one_task: bool) -> Found:
     """Every kind's count per group and first EXAMPLES by its time, in one job (each example carried
-    as JSON: the kinds' columns differ). `in_one_task`:
-    the kinds' rows are gathered in one partition and ranked there, without a shuffle (for small
-    consumes: one task, not one per partition of every kind, each deserializing the whole job)."""
-    parts = []
-    for kind_id, frame in frames.items():
-        position = [F.col(c).cast("string") for c in g.POSITION if c in frame.columns]
-        parts.append(
-            frame.select(
-                F.lit(kind_id).alias("kind"),
-                "group",
-                F.col(_TIME.get(kind_id, "time_ns")).cast("long").alias("t"),
-                F.concat_ws("/", *position).alias("at"),
-                F.to_json(F.struct(*[c for c in frame.columns if c != "group"]), _KEEP_NULLS).alias("row"),
-                F.lit(1).cast("long").alias("n"),
-            )
+    as JSON: the kinds' columns differ). `in_one_task`: the kinds' rows are gathered in one partition
+    and ranked there, without a shuffle (for small consumes: one task, not one per partition of every
+    kind, each deserializing the whole job)."""
+    parts = [
+        frame.select(
+            F.lit(kind_id).alias("kind"),
+            "group",
+            F.col(_TIME[kind_id]).cast("long").alias("t"),
+            _position(frame).alias("at"),
+            F.to_json(F.struct(*[c for c in frame.columns if c != "group"]), _KEEP_NULLS).alias("row"),
         )
+        for kind_id, frame in frames.items()
+    ]
     window = Window.partitionBy("kind", "group")
     rows = reduce(DataFrame.unionByName, parts)
     ranked = (
         (rows.coalesce(1) if in_one_task else rows)
-        .withColumn("total", F.sum("n").over(window))
+        .withColumn("total", F.count(F.lit(1)).over(window))
         .withColumn("rank", F.row_number().over(window.orderBy("t", "at")))
     )
     found: Found = {}
