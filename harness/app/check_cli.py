@@ -13,6 +13,7 @@ from checkers.class_archive import build
 from harness.anomaly_kinds import ANOMALY_COUNTS
 from harness.app.console import make_console, print_error
 from harness.app.crash import note_run_dir
+from harness.app.group_lines import group_guarantees, group_lines
 from harness.errors import EnvironmentError_, HarnessError, SparkError
 from harness.history import RESULT
 
@@ -37,12 +38,11 @@ def _summary(result: dict[str, Any], run_dir: Path) -> str:
         lines.append(f"  CHECKER FAILED: {error['kind']}: {error['error']}")
     if result["unexpected"]:
         lines.append(f"  unexpected values: {result['unexpected']}")
-    for guarantee in result["guarantees"]:
-        if guarantee["promised"] and guarantee["verdict"] != "held":
-            lines.append(
-                f"  {guarantee['verdict'].upper()}: {guarantee['topic']} {guarantee['id']}"
-                f" ({guarantee['reason']})"
-            )
+    lines.extend(f"  {line}" for line in group_lines(result))
+    groups = [(f"group {name}", g) for name, g in group_guarantees(result)]
+    for whose, g in [*((g["topic"], g) for g in result["guarantees"]), *groups]:
+        if g["promised"] and g["verdict"] != "held":
+            lines.append(f"  {g['verdict'].upper()}: {whose} {g['id']} ({g['reason']})")
     lines.append(f"  result: {run_dir / RESULT}")
     return "\n".join(lines)
 

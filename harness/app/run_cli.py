@@ -13,6 +13,7 @@ from rich.text import Text
 from harness.app import options
 from harness.app.console import make_console
 from harness.app.crash import note_run_dir
+from harness.app.group_lines import group_guarantees, group_lines
 from harness.app.plain_summary import plain_summary
 from harness.app.progress import run_ticker
 from harness.app.runner import RunOutcome, run_scenario
@@ -46,13 +47,14 @@ def scenarios() -> None:
 def _print_outcome(outcome: RunOutcome) -> None:
     result = outcome.result
     table = Table(title=f"{outcome.scenario}: guarantees")
-    for column in ("topic", "promise", "verdict", "reason"):
+    for column in ("topic or group", "promise", "verdict", "reason"):
         table.add_column(column)
     colour = {"held": "green", "violated": "red", "not-promised": "yellow", "unknown": "yellow"}
-    for g in result.get("guarantees", []):
+    rows = [(str(g.get("topic", "")), g) for g in result.get("guarantees", [])]
+    for whose, g in [*rows, *((f"group {name}", g) for name, g in group_guarantees(result))]:
         verdict = g.get("verdict", "?")
         table.add_row(
-            str(g.get("topic", "")),
+            whose,
             str(g.get("promise", "")),
             Text(verdict, style=colour.get(verdict, "white")),
             str(g.get("reason", "")),
@@ -63,7 +65,10 @@ def _print_outcome(outcome: RunOutcome) -> None:
         why = f"; {e.why}" if e.why else ""
         console.print(Text.assemble(f"  expect {e.text}: ", held, f" (observed {e.observed}{why})"))
     for acks, counts in result.get("acks", {}).items():
-        console.print(f"  acks={acks}: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
+        if counts.get("attempted"):
+            console.print(f"  acks={acks}: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
+    for line in group_lines(result):
+        console.print(f"  {line}")
     console.print(f"run directory: {outcome.rundir.root}")
     if outcome.report:
         console.print(f"report: {outcome.report}")

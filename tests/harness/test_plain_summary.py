@@ -81,3 +81,61 @@ def test_a_promise_the_client_made_names_the_client_not_kafka() -> None:
     lost["verdict"], lost["promised_by"] = "violated", "the brokers (Kafka 0.9.0.1)"
     assert "FAIL means the party that made it broke" in plain_summary(result([order, lost], all={}), [], 1)[2]
     assert "FAIL means Kafka broke" in plain_summary(result([lost], all={}), [], 1)[2]
+
+
+def with_group(base: dict[str, Any], guarantees: list[dict[str, Any]], **counts: int) -> dict[str, Any]:
+    return {**base, "groups": {"g-alo": {"commit": "after-process", "guarantees": guarantees, **counts}}}
+
+
+def group_guarantee(gid: str, promised: bool, verdict: str, promised_by: str) -> dict[str, Any]:
+    return {"id": gid, "promise": "p", "promised": promised, "verdict": verdict, "promised_by": promised_by}
+
+
+COMMIT_MODE = "the consumer's commit mode (after-process; librdkafka 2.16.0)"
+COORDINATOR = "the group coordinator (Kafka 0.9.0.1)"
+
+
+def test_a_group_s_promises_are_told_beside_the_writes() -> None:
+    held = guarantee("no-lost-acked-writes", "all", True, "held")
+    writes = result([held], all={"acked": 500, "lost": 0, "divergent": 0})
+    lines = plain_summary(
+        with_group(
+            writes,
+            [
+                group_guarantee("no-consumer-skips", True, "held", COMMIT_MODE),
+                group_guarantee("no-redeliveries", False, "not-promised", COMMIT_MODE),
+                group_guarantee("commits-advance", True, "held", COORDINATOR),
+            ],
+            skipped=0,
+            poll_skips=0,
+            redelivered=116,
+            commit_regressions=0,
+        ),
+        FAULTS[2:],
+        0,
+    )
+    assert lines == [
+        "What happened: 1 fault (1x kill) while producers wrote under acks=all and consumer group g-alo "
+        "(after-process) read.",
+        "Held: acks=all: 0 of 500 acknowledged writes lost, 0 overwritten at their offset; group g-alo: 0 "
+        "records skipped below the committed offset, 0 polls jumped over records.",
+        "Broke: nothing Kafka promised (not promised here, but seen: group g-alo: 116 records processed "
+        "more than once).",
+    ]
+
+
+def test_a_group_s_broken_promise_names_who_made_it() -> None:
+    writes = result([guarantee("no-lost-acked-writes", "all", True, "held")], all={"acked": 5})
+    skipped = group_guarantee("no-consumer-skips", True, "violated", COMMIT_MODE)
+    lines = plain_summary(with_group(writes, [skipped], skipped=3, poll_skips=1), [], 1)
+    assert lines[2] == (
+        "Broke: group g-alo: 3 records skipped below the committed offset, 1 polls jumped over records "
+        f"(promised by {COMMIT_MODE}). FAIL means the party that made it broke a promise this "
+        "configuration makes; kafka-chaos itself ran correctly."
+    )
+    went_back = group_guarantee("commits-advance", True, "violated", COORDINATOR)
+    lines = plain_summary(with_group(writes, [went_back], commit_regressions=2), [], 1)
+    assert lines[2] == (
+        f"Broke: group g-alo: 2 accepted commits went back (promised by {COORDINATOR}). FAIL means Kafka "
+        "broke a promise this configuration makes; kafka-chaos itself ran correctly."
+    )

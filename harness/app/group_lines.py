@@ -1,0 +1,32 @@
+"""A check's consumer groups in a terminal, for `kchaos check` and `kchaos run`: each group's counts
+in one line, and its guarantee rows beside the topics'."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from harness.anomaly_kinds import GROUP_COUNTS
+
+
+def group_lines(result: Mapping[str, Any]) -> list[str]:
+    """`group g (after-process, 2 members): polled 8323, skipped 0, ...; commits 38 sent: 36 ok,
+    2 failed, 0 unknown`, one line per group of result.json's `groups`."""
+    lines = []
+    for name, group in (result.get("groups") or {}).items():
+        counts = ", ".join(f"{k} {group.get(k, 0)}" for k in GROUP_COUNTS)
+        commits = group.get("commits") or {}
+        members = group.get("members")
+        how = f"{group.get('commit')}{f', {members} members' if members else ''}"
+        lines.append(
+            f"group {name} ({how}): {counts}; commits {commits.get('invoke', 0)} sent: "
+            f"{commits.get('ok', 0)} ok, {commits.get('fail', 0)} failed, {commits.get('info', 0)} unknown"
+        )
+    return lines
+
+
+def group_guarantees(result: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[str, Any]]]:
+    """(group name, guarantee row) for each guarantee of each group of result.json's `groups`."""
+    for name, group in (result.get("groups") or {}).items():
+        for guarantee in group.get("guarantees") or []:
+            yield name, guarantee

@@ -1,0 +1,85 @@
+"""A check's consumer groups in the terminal output of `kchaos check` and `kchaos run`, on a handmade
+result.json (pure Python)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from rich.console import Console
+
+from harness.anomaly_kinds import ANOMALY_COUNTS
+from harness.app import run_cli
+from harness.app.check_cli import _summary
+from harness.app.group_lines import group_lines
+from harness.app.runner import RunOutcome
+from harness.history import RunDir
+
+GROUP = {
+    "commit": "before-process",
+    "members": 2,
+    "polled": 900,
+    "skipped": 4,
+    "redelivered": 0,
+    "poll_skips": 0,
+    "nonmonotonic": 0,
+    "commit_regressions": 1,
+    "commits": {"invoke": 12, "ok": 10, "fail": 1, "info": 1},
+    "guarantees": [
+        {"id": "no-redeliveries", "promise": "p", "promised": True, "verdict": "held", "reason": "r1"},
+        {"id": "commits-advance", "promise": "p", "promised": True, "verdict": "violated", "reason": "r2"},
+    ],
+}
+WRITES = {"attempted": 5, "acked": 5, "failed": 0, "indeterminate": 0, **dict.fromkeys(ANOMALY_COUNTS, 0)}
+
+
+def a_result() -> dict[str, Any]:
+    return {
+        "run_id": "r",
+        "valid": False,
+        "complete": True,
+        "events": {"writes": 10, "reads": 5},
+        "spark": {"seconds": 1.0},
+        "acks": {"0": {**WRITES, "attempted": 0}, "all": WRITES},
+        "errors": [],
+        "unexpected": 0,
+        "guarantees": [
+            {"id": "no-lost-acked-writes", "topic": "t-all", "acks": "all", "promise": "p", "promised": True}
+            | {"verdict": "held", "reason": "r0"}
+        ],
+        "topics": [{"topic": "t-all", "acked": 5}],
+        "groups": {"g-amo": GROUP},
+    }
+
+
+def test_a_group_s_counts_and_commits_in_one_line() -> None:
+    assert group_lines(a_result()) == [
+        "group g-amo (before-process, 2 members): polled 900, skipped 4, redelivered 0, poll_skips 0, "
+        "nonmonotonic 0, commit_regressions 1; commits 12 sent: 10 ok, 1 failed, 1 unknown"
+    ]
+    assert group_lines({"groups": {}}) == []
+
+
+def test_kchaos_check_prints_each_group_and_its_broken_promises(tmp_path: Path) -> None:
+    lines = _summary(a_result(), tmp_path).splitlines()
+    assert lines[2:5] == [
+        f"  {group_lines(a_result())[0]}",
+        "  VIOLATED: group g-amo commits-advance (r2)",
+        f"  result: {tmp_path / 'check/result.json'}",
+    ]
+    assert not any(line.startswith("  acks=0") for line in lines)
+
+
+def test_kchaos_run_shows_the_group_s_guarantees_and_counts_but_no_unused_acks_mode(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    outcome = RunOutcome("s", RunDir(tmp_path), a_result(), [], None, False, {})
+    monkeypatch.setattr(run_cli, "console", Console(width=400, highlight=False, markup=False))
+    with run_cli.console.capture() as captured:
+        run_cli._print_outcome(outcome)
+    text = captured.get()
+    rows = [line for line in text.splitlines() if "group g-amo" in line and "│" in line]
+    assert len(rows) == 2 and "violated" in rows[1] and "r2" in rows[1]
+    assert "  acks=all: attempted 5" in text and "acks=0:" not in text
+    assert f"  {group_lines(a_result())[0]}" in text
