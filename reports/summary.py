@@ -5,12 +5,12 @@ Small and flat on purpose: a nightly job can read it with `jq` without knowing r
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from harness.anomaly_kinds import KIND_IDS
 from harness.expectation_outcomes import ExpectationOutcome
-from reports.load import Result, RunInfo, passed
+from reports.load import GroupResult, Guarantee, Result, RunInfo, passed
 
 SUMMARY_FORMAT = 1
 
@@ -26,21 +26,35 @@ def p99_by_acks(result: Result) -> dict[str, float]:
     return out
 
 
+def _broken(guarantees: Iterable[Guarantee]) -> set[str]:
+    return {g.id for g in guarantees if g.promised and g.verdict != "held"}
+
+
+def _verdict(g: Guarantee) -> dict[str, Any]:
+    return {
+        "id": g.id,
+        "promised": g.promised,
+        "promised_by": g.promised_by,
+        "verdict": g.verdict,
+        "reason": g.reason,
+    }
+
+
+def _group(group: GroupResult) -> dict[str, Any]:
+    """A consumer group: its commit mode, counts, commit outcomes and guarantees."""
+    return {
+        "commit": group.commit,
+        **group.counts,
+        "commits": group.commits,
+        "violated": sorted(_broken(group.guarantees)),
+        "guarantees": [_verdict(g) for g in group.guarantees],
+    }
+
+
 def build_summary(
     info: RunInfo, result: Result, expectations: Sequence[ExpectationOutcome] = ()
 ) -> dict[str, Any]:
-    guarantees = [
-        {
-            "id": g.id,
-            "topic": g.topic,
-            "acks": g.acks,
-            "promised": g.promised,
-            "promised_by": g.promised_by,
-            "verdict": g.verdict,
-            "reason": g.reason,
-        }
-        for g in result.guarantees
-    ]
+    guarantees = [{**_verdict(g), "topic": g.topic, "acks": g.acks} for g in result.guarantees]
     return {
         "summary_format": SUMMARY_FORMAT,
         "run_id": info.run_id,
@@ -55,9 +69,13 @@ def build_summary(
         ],
         "complete": result.complete,
         "unexpected": result.unexpected,
-        "violated": sorted({g.id for g in result.guarantees if g.promised and g.verdict != "held"}),
+        # the topics' and the groups' (each group's own under `groups`)
+        "violated": sorted(
+            _broken([*result.guarantees, *(g for group in result.groups for g in group.guarantees)])
+        ),
         "guarantees": guarantees,
         "acks": result.acks,
         "anomalies": {a.kind: a.count for a in result.anomalies if a.kind in KIND_IDS},
         "p99_ack_latency_ms": p99_by_acks(result),
+        "groups": {group.name: _group(group) for group in result.groups},
     }

@@ -14,6 +14,7 @@ from report_runs import make_failing, make_passing
 from reportpage import parse
 from typer.testing import CliRunner
 
+from harness.anomaly_kinds import GROUP_COUNTS
 from harness.app.report_cli import register
 from harness.expectation_outcomes import ExpectationOutcome, write_expectations
 from reports import write_index, write_report
@@ -124,7 +125,18 @@ def test_summary_json(failing_run: Path) -> None:
     summary = json.loads((failing_run / "report/summary.json").read_text())
     result = json.loads((failing_run / "check/result.json").read_text())
     assert summary["valid"] is False and summary["complete"] is True
-    assert summary["violated"] == ["no-phantom-writes", "no-unexpected-values"]
+    # the group's broken promise too: `valid` is false for it as much as for a topic's
+    assert summary["violated"] == ["no-consumer-skips", "no-phantom-writes", "no-unexpected-values"]
+    group = result["groups"]["g-alo"]
+    assert summary["groups"] == {
+        "g-alo": {
+            "commit": "after-process",
+            **{k: group[k] for k in GROUP_COUNTS},
+            "commits": group["commits"],
+            "violated": ["no-consumer-skips"],
+            "guarantees": [{k: v for k, v in g.items() if k != "promise"} for g in group["guarantees"]],
+        }
+    }
     assert summary["acks"] == result["acks"]
     assert summary["anomalies"] == {k: a["count"] for k, a in result["anomalies"].items()}
     assert summary["p99_ack_latency_ms"] == {"all": 41.0, "1": 41.0, "0": 41.0}
