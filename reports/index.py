@@ -12,6 +12,7 @@ or writes outside RUNS_DIR.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,6 +35,12 @@ TREND_METRICS = (
     ("divergent", "divergent writes"),
     ("duplicated", "duplicated writes"),
 )
+GROUP_TREND_METRICS = (
+    ("skipped", "records skipped by the group"),
+    ("redelivered", "records redelivered"),
+)
+GROUP_COLOURS = 8
+"""How many group colours report.css has (`g0`...`g7`)."""
 TW, TH, TL, TB = 262, 120, 40, 18  # trend chart width, height, left and bottom margins
 
 
@@ -90,11 +97,14 @@ def _entry(run_dir: Path) -> RunEntry | None:
     return entry
 
 
-def _trend(title: str, runs: list[RunEntry], value: Any) -> Markup:
-    """A small chart of one metric across the scenario's checked runs, one line per acks mode."""
+Line = tuple[str, str, Callable[[dict[str, Any]], float | None]]
+"""A trend's line: its CSS class, its name in the tips, and its value in a run's summary (None: none)."""
+
+
+def _trend(title: str, runs: list[RunEntry], lines: list[Line]) -> Markup:
+    """A small chart of one metric across the scenario's checked runs, one line each of `lines`."""
     checked = [r for r in runs if r.summary]
-    modes = [m for m in ACKS_ORDER if any(m in r.summary["acks"] for r in checked)]
-    series = {m: [value(r.summary, m) for r in checked] for m in modes}
+    series = {(css, name): [value(r.summary) for r in checked] for css, name, value in lines}
     vmax = max((v for vs in series.values() for v in vs if v is not None), default=0.0)
     top = svg.nice_step(vmax, 1) if vmax > 0 else 1.0
     n = max(len(checked) - 1, 1)
@@ -106,32 +116,71 @@ def _trend(title: str, runs: list[RunEntry], value: Any) -> Markup:
         f'<svg class="trend" viewBox="0 0 {TW} {TH}" width="{TW}" height="{TH}"{svg.attrs(aria_label=title)}>'
     ]
     out.append(svg.label(TL, 12, title, "legend"))
-    for v in (0.0, top):
-        y = xy(0, v)[1]
+    for tick in (0.0, top):
+        y = xy(0, tick)[1]
         out.append(f'<line class="grid" x1="{TL}" x2="{TW - 8}" y1="{y}" y2="{y}"/>')
         out.append(
-            f'<text class="tick" x="{TL - 4}" y="{y}" dy="4" text-anchor="end">{svg.fmt_num(v)}</text>'
+            f'<text class="tick" x="{TL - 4}" y="{y}" dy="4" text-anchor="end">{svg.fmt_num(tick)}</text>'
         )
-    for m, values in series.items():
-        out.append(svg.path((xy(i, v) for i, v in enumerate(values)), f"line acks-{m}"))
+    for (css, name), values in series.items():
+        out.append(svg.path((xy(i, v) for i, v in enumerate(values)), f"line {css}"))
         for i, v in enumerate(values):
             if v is not None:
                 x, y = xy(i, v)
-                tip = f"{checked[i].name} ({checked[i].started_at}): acks={m} {title} {svg.fmt_num(v)}"
+                tip = f"{checked[i].name} ({checked[i].started_at}): {name} {title} {svg.fmt_num(v)}"
                 out.append(
-                    f'<circle class="acks-{m}" cx="{svg.fmt(x)}" cy="{svg.fmt(y or 0)}" r="3"'
+                    f'<circle class="{css}" cx="{svg.fmt(x)}" cy="{svg.fmt(y or 0)}" r="3"'
                     f"{svg.attrs(data_tip=tip)}><title>{svg.esc(tip)}</title></circle>"
                 )
     return Markup("".join(out) + "</svg>")
 
 
-def _count(metric: str) -> Any:
-    return lambda s, m: float(s["acks"][m][metric]) if m in s["acks"] else None
+def _acks_lines(runs: list[RunEntry], value: Callable[[dict[str, Any], str], float | None]) -> list[Line]:
+    """A line per acks mode the scenario's checked runs wrote under."""
+    modes = [m for m in ACKS_ORDER if any(_wrote(r.summary, m) for r in runs if r.summary)]
+
+    def line(mode: str) -> Line:
+        return f"acks-{mode}", f"acks={mode}", lambda summary: value(summary, mode)
+
+    return [line(m) for m in modes]
+
+
+def _group_lines(runs: list[RunEntry], metric: str) -> list[Line]:
+    """A line per consumer group of the scenario's checked runs (the report's colours, by order)."""
+    names = sorted({g for r in runs if r.summary for g in r.summary.get("groups", {})})
+
+    def line(i: int, name: str) -> Line:
+        return f"g{i % GROUP_COLOURS}", f"group {name}", lambda summary: _group_count(summary, name, metric)
+
+    return [line(i, name) for i, name in enumerate(names)]
+
+
+def _group_count(summary: dict[str, Any], group: str, metric: str) -> float | None:
+    counts = summary.get("groups", {}).get(group)
+    return None if counts is None else float(counts[metric])
+
+
+def _wrote(summary: dict[str, Any], mode: str) -> bool:
+    """Whether the run wrote under acks mode `mode` (result.json counts every mode, 0 when unused)."""
+    return bool(summary["acks"].get(mode, {}).get("attempted"))
+
+
+def _count(metric: str) -> Callable[[dict[str, Any], str], float | None]:
+    return lambda s, m: float(s["acks"][m][metric]) if _wrote(s, m) else None
 
 
 def _p99(summary: dict[str, Any], mode: str) -> float | None:
     value = summary["p99_ack_latency_ms"].get(mode)
     return None if value is None else float(value)
+
+
+def _trends(runs: list[RunEntry]) -> list[Markup]:
+    """A scenario's trends: the writes' per acks mode, then its consumer groups', if it ran any."""
+    trends = [_trend(title, runs, _acks_lines(runs, _count(metric))) for metric, title in TREND_METRICS]
+    trends.append(_trend("p99 ack latency (ms)", runs, _acks_lines(runs, _p99)))
+    if any(r.summary.get("groups") for r in runs if r.summary):
+        trends += [_trend(title, runs, _group_lines(runs, metric)) for metric, title in GROUP_TREND_METRICS]
+    return trends
 
 
 def render_index(runs_dir: Path, entries: list[RunEntry]) -> str:
@@ -141,11 +190,8 @@ def render_index(runs_dir: Path, entries: list[RunEntry]) -> str:
     scenarios = []
     for name in sorted(groups):
         runs = groups[name]
-        trends = [_trend(title, runs, _count(metric)) for metric, title in TREND_METRICS]
-        trends.append(_trend("p99 ack latency (ms)", runs, _p99))
-        scenarios.append(
-            {"name": name, "runs": runs, "trends": trends if any(r.summary for r in runs) else []}
-        )
+        trends = _trends(runs) if any(r.summary for r in runs) else []
+        scenarios.append({"name": name, "runs": runs, "trends": trends})
     return (
         environment()
         .get_template("index.html.j2")

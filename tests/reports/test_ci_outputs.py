@@ -199,12 +199,32 @@ def test_index_groups_runs_and_shows_trends(tmp_path: Path) -> None:
     ]
     assert rows == ["n3-leader-kill", "n2-leader-kill", "n1-leader-kill"]
     trends = page.find("svg", "trend")
-    assert len(trends) == 8  # 4 per checked scenario
+    assert len(trends) == 10  # 4 per checked scenario, and 2 for leader-kill's consumer group
+    # A line per group, its points where a run had it (n2, the failing run, only).
+    redelivered = [
+        c.attrs["data-tip"]
+        for c in page.find("circle", "g0")
+        if " records redelivered " in c.attrs["data-tip"]
+    ]
+    assert redelivered == ["n2-leader-kill (2026-11-20T02:00:00Z): group g-alo records redelivered 40"]
+    groups = ["".join(td.text).strip() for td in page.find("td", "groups")]
+    cells = dict(zip((r.attrs["data-run-id"] for r in page.find("tr", "run")), groups, strict=True))
+    assert cells["n2-leader-kill"] == "g-alo: 2 / 40" and cells["n1-leader-kill"] == ""
     lost = [
         c.attrs["data-tip"] for c in page.find("circle", "acks-all") if " lost writes " in c.attrs["data-tip"]
     ]
     assert [t.split(" ")[0] for t in lost[:3]] == ["n1-leader-kill", "n2-leader-kill", "n3-leader-kill"]
     assert lost[1].endswith("lost writes 3")
+
+
+def test_index_leaves_out_an_acks_mode_the_runs_did_not_write_under(tmp_path: Path) -> None:
+    run = make_passing(tmp_path / "runs/n1-leader-kill")
+    result = json.loads((run / "check/result.json").read_text())
+    result["acks"]["0"] = {k: 0 for k in result["acks"]["0"]}  # how result.json counts an unused mode
+    (run / "check/result.json").write_text(json.dumps(result))
+    page = parse(write_index(tmp_path / "runs").read_text(encoding="utf-8"))
+    assert page.find("circle", "acks-all") and not page.find("circle", "acks-0")
+    assert not page.find("path", "acks-0")
 
 
 def test_index_of_missing_directory_is_an_input_error(tmp_path: Path) -> None:
