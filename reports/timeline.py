@@ -29,7 +29,10 @@ Value = tuple[str, str, str] | None  # css class, label, tooltip of one lane at 
 
 
 def acks_modes(run: Run) -> list[str]:
-    present = set(run.result.acks) | {r.acks for r in run.result.series} | {t.acks for t in run.info.topics}
+    """The acks modes the run wrote under or declared a topic for (result.json counts every mode,
+    with zeros for those it did not use)."""
+    written = {mode for mode, counts in run.result.acks.items() if counts.get("attempted")}
+    present = written | {r.acks for r in run.result.series} | {t.acks for t in run.info.topics}
     return [m for m in ACKS_ORDER if m in present] + sorted(present - set(ACKS_ORDER))
 
 

@@ -58,6 +58,20 @@ def test_scorecard_counts_match_result(which: str, request: pytest.FixtureReques
         assert cells == counts
 
 
+def test_an_acks_mode_the_run_neither_declared_nor_wrote_under_has_no_scorecard_row(
+    passing_run: Path,
+) -> None:
+    run = json.loads((passing_run / "run.json").read_text())
+    run["topics"] = [t for t in run["topics"] if t["acks"] == "all"]
+    (passing_run / "run.json").write_text(json.dumps(run))
+    result = json.loads((passing_run / "check/result.json").read_text())
+    result["acks"] = {m: c if m == "all" else dict.fromkeys(c, 0) for m, c in result["acks"].items()}
+    result["availability"]["series"] = [r for r in result["availability"]["series"] if r["acks"] == "all"]
+    (passing_run / "check/result.json").write_text(json.dumps(result))
+    page, _, _ = render(passing_run)
+    assert [r.attrs["data-acks"] for r in page.find("tr", "score")] == ["all"]
+
+
 def test_fault_windows_match_faults_jsonl(failing_run: Path) -> None:
     page, _, _ = render(failing_run)
     events = [json.loads(line) for line in (failing_run / "history/faults.jsonl").read_text().splitlines()]
