@@ -6,7 +6,10 @@
                     neither (a crash after a commit and before processing skips; one before, redelivers)
 
 Every mode relies on the coordinator: polls of one member advance within a generation, and commits
-of synchronous modes never go backwards (commits of an old generation are refused). Caveats that
+of synchronous modes never go backwards (commits of an old generation are refused). Both hold only
+while the log is not cut under the group: a member whose position falls past a truncated log's end
+resets it (`auto.offset.reset`), polls again from there and commits the lower offsets, all in one
+generation. Caveats that
 weaken every promise go into the reasons: the offsets topic's replication factor (Kafka < 0.11
 creates it with as many replicas as brokers were alive, KIP-115) and truncated logs (no consumer
 before Kafka 2.1 detects one: an out-of-range fetch resets the position, KIP-320).
@@ -122,12 +125,15 @@ def group_guarantees(
         _row(
             "commits-advance",
             "an accepted commit is never lower than an earlier accepted one",
-            synchronous,
+            synchronous and not cut,
             int(counts["commit_regressions"]),
             (
-                "synchronous commits of the current generation only"
-                if synchronous
-                else "asynchronous and automatic commits may complete out of order"
+                cut
+                or (
+                    "synchronous commits of the current generation only"
+                    if synchronous
+                    else "asynchronous and automatic commits may complete out of order"
+                )
             )
             + f"; {counts['commit_regressions']} went back",
             coordinator,
