@@ -25,7 +25,7 @@ def group_lines(result: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def group_guarantees(result: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[str, Any]]]:
+def each_group_guarantee(result: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[str, Any]]]:
     """(group name, guarantee row) for each guarantee of each group of result.json's `groups`."""
     for name, group in (result.get("groups") or {}).items():
         for guarantee in group.get("guarantees") or []:

@@ -7,7 +7,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from harness.app.group_lines import group_guarantees
+from harness.app.group_lines import each_group_guarantee
 from harness.events import FaultWindow
 
 # Each guarantee's counts in words: "0 of 10,117 acknowledged writes lost, 0 overwritten at their
@@ -81,7 +81,8 @@ def plain_summary(result: Mapping[str, Any], faults: Sequence[FaultWindow], exit
 
 def _guarantees(result: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     """The topics' guarantee rows, then each consumer group's, marked with the group's name."""
-    return [*result.get("guarantees", []), *({**g, "group": name} for name, g in group_guarantees(result))]
+    groups = ({**g, "group": name} for name, g in each_group_guarantee(result))
+    return [*result.get("guarantees", []), *groups]
 
 
 def _reading(result: Mapping[str, Any]) -> str:
