@@ -13,7 +13,7 @@ from checkers.class_archive import build
 from harness.anomaly_kinds import ANOMALY_COUNTS
 from harness.app.console import make_console, print_error
 from harness.app.crash import note_run_dir
-from harness.app.group_lines import each_group_guarantee, group_lines
+from harness.app.group_lines import every_guarantee, group_lines
 from harness.errors import EnvironmentError_, HarnessError, SparkError
 from harness.history import RESULT
 
@@ -39,8 +39,7 @@ def _summary(result: dict[str, Any], run_dir: Path) -> str:
     if result["unexpected"]:
         lines.append(f"  unexpected values: {result['unexpected']}")
     lines.extend(f"  {line}" for line in group_lines(result))
-    groups = [(f"group {name}", g) for name, g in each_group_guarantee(result)]
-    for whose, g in [*((g["topic"], g) for g in result["guarantees"]), *groups]:
+    for whose, g in every_guarantee(result):
         if g["promised"] and g["verdict"] != "held":
             lines.append(f"  {g['verdict'].upper()}: {whose} {g['id']} ({g['reason']})")
     lines.append(f"  result: {run_dir / RESULT}")

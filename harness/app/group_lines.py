@@ -25,6 +25,12 @@ def group_lines(result: Mapping[str, Any]) -> list[str]:
     return lines
 
 
+def every_guarantee(result: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
+    """(whose: its topic, or `group NAME`, guarantee row) for the topics' guarantees, then the groups'."""
+    topics = [(str(g.get("topic", "")), g) for g in result.get("guarantees", [])]
+    return [*topics, *((f"group {name}", g) for name, g in each_group_guarantee(result))]
+
+
 def each_group_guarantee(result: Mapping[str, Any]) -> Iterator[tuple[str, Mapping[str, Any]]]:
     """(group name, guarantee row) for each guarantee of each group of result.json's `groups`."""
     for name, group in (result.get("groups") or {}).items():

@@ -114,15 +114,14 @@ def _faults(faults: Sequence[FaultWindow]) -> str:
 
 
 def _anomalies(result: Mapping[str, Any], guarantee: Mapping[str, Any]) -> int:
+    if "group" in guarantee:
+        return sum(_group_counts(result, guarantee))
     found, _, second = _counts(result, guarantee)
     return found + second
 
 
 def _counts(result: Mapping[str, Any], guarantee: Mapping[str, Any]) -> tuple[int, int, int]:
-    """The guarantee's count, what it is out of (0 for a group's) and its second count, for its topic
-    or group (0s when none)."""
-    if "group" in guarantee:
-        return _group_counts(result, guarantee)
+    """The guarantee's count, what it is out of and its second count, for its topic (0s when none)."""
     if str(guarantee.get("id")) not in _EVIDENCE:
         return 0, 0, 0
     count, base, _, also = _EVIDENCE[str(guarantee["id"])]
@@ -132,12 +131,13 @@ def _counts(result: Mapping[str, Any], guarantee: Mapping[str, Any]) -> tuple[in
     return int(topic.get(count) or 0), int(topic.get(base) or 0), second
 
 
-def _group_counts(result: Mapping[str, Any], guarantee: Mapping[str, Any]) -> tuple[int, int, int]:
+def _group_counts(result: Mapping[str, Any], guarantee: Mapping[str, Any]) -> tuple[int, int]:
+    """A group guarantee's count and its second count, for its group (0s when none)."""
     if str(guarantee.get("id")) not in _GROUP_EVIDENCE:
-        return 0, 0, 0
+        return 0, 0
     count, _, also = _GROUP_EVIDENCE[str(guarantee["id"])]
     group: Mapping[str, Any] = (result.get("groups") or {}).get(guarantee["group"]) or {}
-    return int(group.get(count) or 0), 0, (int(group.get(also[0]) or 0) if also else 0)
+    return int(group.get(count) or 0), (int(group.get(also[0]) or 0) if also else 0)
 
 
 def _phrase(result: Mapping[str, Any], guarantee: Mapping[str, Any]) -> str:
@@ -157,6 +157,6 @@ def _group_phrase(result: Mapping[str, Any], guarantee: Mapping[str, Any]) -> st
     label = f"group {guarantee['group']}"
     if str(guarantee.get("id")) not in _GROUP_EVIDENCE:
         return f"{label}: {guarantee.get('promise')}"
-    found, _, second = _group_counts(result, guarantee)
+    found, second = _group_counts(result, guarantee)
     _, words, also = _GROUP_EVIDENCE[str(guarantee["id"])]
     return f"{label}: {found:,} {words}" + (f", {second:,} {also[1]}" if also else "")

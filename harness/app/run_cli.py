@@ -13,7 +13,7 @@ from rich.text import Text
 from harness.app import options
 from harness.app.console import make_console
 from harness.app.crash import note_run_dir
-from harness.app.group_lines import each_group_guarantee, group_lines
+from harness.app.group_lines import every_guarantee, group_lines
 from harness.app.plain_summary import plain_summary
 from harness.app.progress import run_ticker
 from harness.app.runner import RunOutcome, run_scenario
@@ -50,8 +50,7 @@ def _print_outcome(outcome: RunOutcome) -> None:
     for column in ("topic or group", "promise", "verdict", "reason"):
         table.add_column(column)
     colour = {"held": "green", "violated": "red", "not-promised": "yellow", "unknown": "yellow"}
-    rows = [(str(g.get("topic", "")), g) for g in result.get("guarantees", [])]
-    for whose, g in [*rows, *((f"group {name}", g) for name, g in each_group_guarantee(result))]:
+    for whose, g in every_guarantee(result):
         verdict = g.get("verdict", "?")
         table.add_row(
             whose,
