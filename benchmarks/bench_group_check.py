@@ -4,7 +4,8 @@ Given a run directory with consumer groups (e.g. from `kchaos run consumer-crash
 without them (no consumes.jsonl, no `groups` in run.json) and, alternating the two side by side in
 this one run, times `kchaos check` in a new process with no Parquet cache (cold) --repeat times,
 then the group checks alone (`group_results`) on one warm Spark session. Prints medians and the
-ratio; the two copies' write and anomaly counts must be equal.
+ratio; the two copies' write and anomaly counts must be equal, and every check's group counts those
+of the single-process reference (group_reference.py).
 
     .venv/bin/python benchmarks/bench_group_check.py RUN_DIR --repeat 3
 """
@@ -20,9 +21,12 @@ import sys
 import time
 from pathlib import Path
 
+from group_reference import final_offsets, python_group_counts
+
 from checkers.group_result import group_results
 from checkers.io import load_history
 from checkers.session import get_spark, kept_until_done
+from harness.anomaly_kinds import GROUP_COUNTS
 from harness.history import CONSUMES, RESULT, RUN_JSON
 
 
@@ -37,7 +41,7 @@ def _without_groups(run_dir: Path, where: Path) -> Path:
     return copy
 
 
-def _cold(run_dir: Path) -> tuple[float, dict[str, object]]:
+def _cold(run_dir: Path) -> tuple[float, dict[str, object], dict[str, dict[str, int]]]:
     shutil.rmtree(run_dir / "check", ignore_errors=True)
     started = time.monotonic()
     done = subprocess.run(
@@ -47,10 +51,12 @@ def _cold(run_dir: Path) -> tuple[float, dict[str, object]]:
     if done.returncode not in (0, 1):
         raise SystemExit(f"kchaos check {run_dir} failed ({done.returncode}): {done.stdout[-500:]}")
     result = json.loads((run_dir / RESULT).read_text())
-    return seconds, {
-        "acks": result["acks"],
-        "anomalies": {k: a["count"] for k, a in result["anomalies"].items()},
-    }
+    groups = {name: {k: group[k] for k in GROUP_COUNTS} for name, group in result.get("groups", {}).items()}
+    return (
+        seconds,
+        {"acks": result["acks"], "anomalies": {k: a["count"] for k, a in result["anomalies"].items()}},
+        groups,
+    )
 
 
 def main() -> None:
@@ -67,12 +73,15 @@ def main() -> None:
     shutil.copytree(args.run_dir, with_groups, ignore=shutil.ignore_patterns("check"))
     without = _without_groups(args.run_dir, args.dir)
     lines = sum(1 for _ in (with_groups / CONSUMES).open())
+    reference = python_group_counts(with_groups, final_offsets(with_groups))
     cold: dict[str, list[float]] = {"with": [], "without": []}
     for _ in range(args.repeat):
-        seconds_with, counts_with = _cold(with_groups)
-        seconds_without, counts_without = _cold(without)
+        seconds_with, counts_with, groups = _cold(with_groups)
+        seconds_without, counts_without, _ = _cold(without)
         if counts_with != counts_without:
             raise SystemExit("the groups changed the run's write or anomaly counts")
+        if groups != reference:
+            raise SystemExit(f"group counts {groups} differ from the Python reference's {reference}")
         cold["with"].append(seconds_with)
         cold["without"].append(seconds_without)
     spark = get_spark("local[2]")
@@ -85,6 +94,7 @@ def main() -> None:
             warm.append(time.monotonic() - started)
     median = {k: statistics.median(v) for k, v in cold.items()}
     print(f"{args.run_dir.name}: {lines} consumes.jsonl lines, {len(history.run.get('groups') or [])} groups")
+    print(f"group counts identical to the Python reference's in every check: {reference}")
     print(
         f"cold kchaos check, median of {args.repeat}: without groups {median['without']:.2f} s, "
         f"with {median['with']:.2f} s ({median['with'] / median['without']:.2f}x)"

@@ -24,12 +24,14 @@ from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 from pyspark.testing import assertDataFrameEqual
 
+from benchmarks.group_reference import final_offsets, python_group_counts
 from checkers import group_result, session
 from checkers import groups as g
 from checkers.check import check_run
 from checkers.frames import complete_partitions
 from checkers.io import CONSUME_SCHEMA
 from checkers.io.cache import parsed_table
+from harness.anomaly_kinds import GROUP_COUNTS
 from harness.app.cli import main
 from harness.history import CONSUMES, RESULT
 
@@ -262,6 +264,16 @@ def test_kchaos_check_judges_each_group_by_its_commit_mode(
     assert skip["coordinator"] is None and skip["faults"] == []  # no offsets topic sampled, no fault
     reason = next(r["reason"] for r in at_least_once["guarantees"] if r["id"] == "no-consumer-skips")
     assert "KIP-320" in reason  # Kafka 0.9 consumers cannot detect a truncated log
+
+
+def test_the_benchmarks_python_reference_counts_every_group_as_the_check_does(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    run_dir = group_run(tmp_path / "run", [*CONSUMES_G, *CONSUMES_H])
+    result = check_run(run_dir)
+    counted = {name: {k: group[k] for k in GROUP_COUNTS} for name, group in result["groups"].items()}
+    assert counted["g"] == dict(zip(GROUP_COUNTS, (6, 2, 2, 1, 1, 1), strict=True))  # every kind occurs
+    assert python_group_counts(run_dir, final_offsets(run_dir)) == counted
 
 
 def test_only_a_final_end_makes_a_partition_complete_for_the_groups(

@@ -1,0 +1,106 @@
+"""A single-process Python reference for the consumer-group counts of docs/HISTORY_FORMAT.md ("What the
+checker counts per group"), written from those definitions, not from the Spark checkers
+(`checkers.groups`): the benchmarks compare every check's group counts with it, as they compare the
+anomaly counts with bench_check.py's reference.
+
+    .venv/bin/python benchmarks/group_reference.py RUN_DIR   # prints each group's counts as JSON
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import sys
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Any
+
+from harness.anomaly_kinds import GROUP_COUNTS
+
+Partition = tuple[str, int]
+
+
+def final_offsets(run_dir: Path) -> dict[Partition, list[int]]:
+    """The offsets of the final read's records, sorted, on each partition whose final read is complete
+    (an `end` event of phase `final`)."""
+    offsets: dict[Partition, set[int]] = defaultdict(set)
+    complete: set[Partition] = set()
+    with (run_dir / "history/reads.jsonl").open() as handle:
+        for line in handle:
+            event = json.loads(line)
+            if event["phase"] != "final":
+                continue
+            where = (event["topic"], event["partition"])
+            if event["type"] == "end":
+                complete.add(where)
+            else:
+                offsets[where].add(event["offset"])
+    return {where: sorted(offsets[where]) for where in complete}
+
+
+def _events(path: Path) -> Any:
+    """consumes.jsonl's events in line order; a torn last line (a run cut short) is no event."""
+    with path.open() as handle:
+        lines = handle.readlines()
+    for number, line in enumerate(lines, 1):
+        try:
+            yield json.loads(line)
+        except json.JSONDecodeError:
+            if number < len(lines) or line.endswith("\n"):
+                raise
+
+
+def python_group_counts(run_dir: Path, final: dict[Partition, list[int]]) -> dict[str, dict[str, int]]:
+    """Each declared group's counts (`GROUP_COUNTS`), over the complete partitions of `final`
+    (`final_offsets`); {} without consumes.jsonl."""
+    run = json.loads((run_dir / "run.json").read_text())
+    path = run_dir / "history/consumes.jsonl"
+    if not path.is_file():
+        return {}
+    counts = {str(group["name"]): dict.fromkeys(GROUP_COUNTS, 0) for group in run.get("groups") or []}
+    polls: Counter[tuple[str, str, int, int]] = Counter()
+    commits: dict[tuple[str, str, int], list[tuple[int, int, int]]] = defaultdict(list)
+    # process -> partition -> (generation, offset) of its last poll there since it (re)started or rebalanced
+    last_polls: dict[str, dict[Partition, tuple[int, int]]] = {}
+    for seq, event in enumerate(_events(path)):
+        kind, process = event["type"], event["process"]
+        if kind in ("start", "assign", "revoke"):  # a rebalance or a restart ends the run of polls
+            last_polls.pop(process, None)
+        elif kind == "poll" and (where := (event["topic"], event["partition"])) in final:
+            group, generation, offset = event["group"], event["generation"], event["offset"]
+            counts[group]["polled"] += 1
+            polls[(group, *where, offset)] += 1
+            mine = last_polls.setdefault(process, {})
+            before = mine.get(where)
+            if before is not None and before[0] == generation:
+                if offset <= before[1]:
+                    counts[group]["nonmonotonic"] += 1
+                elif _any_between(final[where], before[1], offset):
+                    counts[group]["poll_skips"] += 1
+            mine[where] = (generation, offset)
+        elif kind == "commit" and event["phase"] == "ok":
+            for entry in event["offsets"]:
+                if (entry["topic"], entry["partition"]) in final:
+                    key = (event["group"], entry["topic"], entry["partition"])
+                    commits[key].append((event["time_ns"], seq, entry["offset"]))
+    for (group, *_), times in polls.items():
+        counts[group]["redelivered"] += times > 1
+    for (group, topic, partition), entries in commits.items():
+        highest = -1
+        for _, _, offset in sorted(entries):
+            counts[group]["commit_regressions"] += offset < highest
+            highest = max(highest, offset)
+        below = final[(topic, partition)][: bisect.bisect_left(final[(topic, partition)], highest)]
+        counts[group]["skipped"] += sum((group, topic, partition, offset) not in polls for offset in below)
+    return counts
+
+
+def _any_between(offsets: list[int], low: int, high: int) -> bool:
+    """Whether sorted `offsets` holds one strictly between `low` and `high`."""
+    at = bisect.bisect_right(offsets, low)
+    return at < len(offsets) and offsets[at] < high
+
+
+if __name__ == "__main__":
+    given = Path(sys.argv[1])
+    print(json.dumps(python_group_counts(given, final_offsets(given)), indent=2))
