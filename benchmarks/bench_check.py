@@ -36,6 +36,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from side_files_reference import SIDE_KINDS, python_side_counts
+
 from checkers.class_archive import ARCHIVE_ENV, archive_path
 from checkers.evidence import merged_windows
 from checkers.synthetic import ANOMALIES, DEFAULT_RATE, generate
@@ -43,7 +45,15 @@ from harness.anomaly_kinds import WRITE_COUNTS
 from harness.events import fault_windows
 from harness.history import WRITES, iter_jsonl
 
-KINDS = ("lost-write", "divergent-offset", "duplicate", "phantom-write", "unexpected-value", "reordered")
+KINDS = (
+    "lost-write",
+    "divergent-offset",
+    "duplicate",
+    "phantom-write",
+    "unexpected-value",
+    "reordered",
+    "read-then-lost",
+)
 
 
 @dataclass
@@ -55,6 +65,7 @@ class _PythonHistory:
     values_at: dict[tuple[str, int, int], set[str]] = field(default_factory=lambda: defaultdict(set))
     positions_of: dict[str, set[tuple[str, int, int]]] = field(default_factory=lambda: defaultdict(set))
     final_values: dict[tuple[str, int], set[str]] = field(default_factory=lambda: defaultdict(set))
+    live_values: dict[tuple[str, int], set[str]] = field(default_factory=lambda: defaultdict(set))
     complete: set[tuple[str, int]] = field(default_factory=set)
 
 
@@ -88,6 +99,8 @@ def python_read(run_dir: Path) -> _PythonHistory:
             history.positions_of[event["value"]].add(position)
             if event["phase"] == "final":
                 history.final_values[where].add(event["value"])
+            else:
+                history.live_values[where].add(event["value"])
     return history
 
 
@@ -99,6 +112,10 @@ def python_counts(history: _PythonHistory) -> dict[str, int]:
     by_sequence: dict[tuple[str, str, int], list[tuple[int, str, int]]] = defaultdict(list)
     for value, write in history.writes.items():
         topic, partition = str(write.get("topic")), int(write["partition"])
+        where = (topic, partition)
+        counts["read-then-lost"] += (
+            where in complete and value in history.live_values[where] and value not in final_values[where]
+        )
         if write["outcome"] == "ok":
             if partition >= 0:
                 lost = (topic, partition) in complete and value not in final_values[(topic, partition)]
@@ -240,7 +257,7 @@ def _spark_child(run_dir: Path, master: str | None) -> dict[str, Any]:
         "first_s": first_s,
         "recheck_s": recheck_s,
         "events": sum(result["events"].values()),
-        "counts": {kind: result["anomalies"][kind]["count"] for kind in KINDS},
+        "counts": {kind: result["anomalies"][kind]["count"] for kind in (*KINDS, *SIDE_KINDS)},
         "write_counts": {row["topic"]: {k: row[k] for k in WRITE_COUNTS} for row in result["topics"]},
         "exact_availability": _exact_availability(result["availability"]),
         "jvm_peak_mib": _jvm_peak_rss_mib(),
@@ -251,7 +268,7 @@ def _spark_child(run_dir: Path, master: str | None) -> dict[str, Any]:
 def _python_child(run_dir: Path) -> dict[str, Any]:
     started = time.monotonic()
     history = python_read(run_dir)
-    counts = python_counts(history)
+    counts = {**python_counts(history), **python_side_counts(run_dir)}
     counts_s = time.monotonic() - started
     availability = python_availability(history, run_dir)
     return {

@@ -5,7 +5,7 @@ without them (no consumes.jsonl, no `groups` in run.json) and, alternating the t
 this one run, times `kchaos check` in a new process with no Parquet cache (cold) --repeat times,
 then the group checks alone (`group_results`) on one warm Spark session. Prints medians and the
 ratio; the two copies' write and anomaly counts must be equal, and every check's group counts those
-of the single-process reference (group_reference.py).
+of the single-process reference (side_files_reference.py).
 
     .venv/bin/python benchmarks/bench_group_check.py RUN_DIR --repeat 3
 """
@@ -21,7 +21,7 @@ import sys
 import time
 from pathlib import Path
 
-from group_reference import final_offsets, python_group_counts
+from side_files_reference import final_offsets, python_group_counts
 
 from checkers.group_result import group_results
 from checkers.io import load_history

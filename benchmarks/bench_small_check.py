@@ -7,9 +7,9 @@ checkers/synthetic.py, cached under --dir), side by side in this one run:
     conversion, check, result.json), --repeat times;
   - one process: checks a copy of RUN, then --further other copies (each a new run directory, as
     `kchaos run --matrix` or `kchaos check A B C` check them, on the process's one Spark session);
-  - the single-process Python check of bench_check.py, whose anomaly and write counts must be the
-    same as every Spark check's, and of group_reference.py, whose consumer-group counts must be too
-    (for a run with groups: it reads reads.jsonl once more, for the final read's offsets);
+  - the single-process Python check of bench_check.py and side_files_reference.py, whose anomaly,
+    write and consumer-group counts must be the same as every Spark check's (for a run with groups
+    it reads reads.jsonl once more, for the final read's offsets);
   - Spark's floor on this machine: the least a Spark check of the same files could do, one query
     (parse writes.jsonl and reads.jsonl with their schemas, as the check does: by pyarrow into
     Parquet, read by Spark; join the acknowledged writes to the records read, count per topic),
@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from bench_check import KINDS, python_availability, python_counts, python_read
-from group_reference import final_offsets, python_group_counts
+from side_files_reference import SIDE_KINDS, final_offsets, python_group_counts, python_side_counts
 
 from checkers.synthetic import ANOMALIES, DEFAULT_RATE, generate
 from harness.anomaly_kinds import GROUP_COUNTS, WRITE_COUNTS
@@ -51,7 +51,7 @@ RUN_TARGETS = TARGETS[170_000]
 
 def _counts(result: dict[str, Any]) -> dict[str, Any]:
     return {
-        "counts": {kind: result["anomalies"][kind]["count"] for kind in KINDS},
+        "counts": {kind: result["anomalies"][kind]["count"] for kind in (*KINDS, *SIDE_KINDS)},
         "write_counts": {row["topic"]: {k: row[k] for k in WRITE_COUNTS} for row in result["topics"]},
         "groups": {name: {k: g[k] for k in GROUP_COUNTS} for name, g in result.get("groups", {}).items()},
     }
@@ -126,7 +126,7 @@ def _one_process_child(run_dirs: list[Path]) -> dict[str, Any]:
 def _python_child(run_dir: Path) -> dict[str, Any]:
     started = time.monotonic()
     history = python_read(run_dir)
-    counts = python_counts(history)
+    counts = {**python_counts(history), **python_side_counts(run_dir)}
     availability = python_availability(history, run_dir)
     groups = python_group_counts(run_dir, final_offsets(run_dir)) if history.run.get("groups") else {}
     return {

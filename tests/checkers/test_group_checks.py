@@ -24,7 +24,7 @@ from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 from pyspark.testing import assertDataFrameEqual
 
-from benchmarks.group_reference import final_offsets, python_group_counts
+from benchmarks.side_files_reference import final_offsets, python_group_counts
 from checkers import group_result, session
 from checkers import groups as g
 from checkers.check import check_run

@@ -271,3 +271,35 @@ def test_replicas_and_cluster_jsonl_parsed_by_pyarrow_are_read_as_spark_parses_t
     for kind in ("replica-divergence", "epoch-regression"):
         assert by_arrow["anomalies"][kind] == by_spark["anomalies"][kind]
         assert by_arrow["anomalies"][kind]["count"] == 1, kind
+
+
+def test_the_benchmarks_python_references_count_every_kind_as_the_check_does(
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run_dir = diverged_run(tmp_path / "run")
+    with (run_dir / CLUSTER).open("a") as cluster:  # the leader's and the controller's epochs go back
+        for time_ns, leader_epoch, controller_epoch in ((200, 3, 1), (300, 5, 2)):
+            partition = {
+                "topic": "t-all",
+                "partition": 0,
+                "leader": 1,
+                "leader_epoch": leader_epoch,
+                "isr": [1],
+            }
+            sample = {"controller": 3, "controller_epoch": controller_epoch, "live_brokers": [1, 2, 3]}
+            cluster.write(json.dumps({"time_ns": time_ns, **sample, "partitions": [partition]}) + "\n")
+    with (run_dir / REPLICAS).open("a") as replicas:  # a null value against another one
+        for line in [*replica_lines(1, [None], partition=1), *replica_lines(2, ["x"], partition=1)]:
+            replicas.write(json.dumps(line) + "\n")
+    result = check_run(run_dir)
+    monkeypatch.syspath_prepend(str(Path(__file__).parents[2] / "benchmarks"))
+    from bench_check import KINDS, python_counts, python_read
+    from side_files_reference import SIDE_KINDS, python_side_counts
+
+    counted = {kind: result["anomalies"][kind]["count"] for kind in (*KINDS, *SIDE_KINDS)}
+    assert {k: counted[k] for k in ("read-then-lost", "replica-divergence", "epoch-regression")} == {
+        "read-then-lost": 1,
+        "replica-divergence": 2,
+        "epoch-regression": 2,
+    }
+    assert {**python_counts(python_read(run_dir)), **python_side_counts(run_dir)} == counted

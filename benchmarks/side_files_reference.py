@@ -1,9 +1,10 @@
-"""A single-process Python reference for the consumer-group counts of docs/HISTORY_FORMAT.md ("What the
-checker counts per group"), written from those definitions, not from the Spark checkers
-(`checkers.groups`): the benchmarks compare every check's group counts with it, as they compare the
-anomaly counts with bench_check.py's reference.
+"""Single-process Python references for the counts a check takes from the optional history files,
+written from docs/HISTORY_FORMAT.md's definitions, not from the Spark checkers: each consumer
+group's counts ("What the checker counts per group", from consumes.jsonl), `replica-divergence`
+(replicas.jsonl) and `epoch-regression` (cluster.jsonl). The benchmarks compare every check's
+counts with them, as with bench_check.py's reference for writes.jsonl and reads.jsonl.
 
-    .venv/bin/python benchmarks/group_reference.py RUN_DIR   # prints each group's counts as JSON
+    .venv/bin/python benchmarks/side_files_reference.py RUN_DIR   # prints the counts as JSON
 """
 
 from __future__ import annotations
@@ -95,6 +96,39 @@ def python_group_counts(run_dir: Path, final: dict[Partition, list[int]]) -> dic
     return counts
 
 
+SIDE_KINDS = ("replica-divergence", "epoch-regression")
+
+
+def python_side_counts(run_dir: Path) -> dict[str, int]:
+    """`replica-divergence`: positions at which two replicas hold different values (null is a value);
+    `epoch-regression`: samples whose controller epoch, or a partition's leader epoch, is lower than
+    in the sample before it that had one."""
+    held: dict[tuple[str, int, int], Counter[str | None]] = defaultdict(Counter)
+    replicas = run_dir / "history/replicas.jsonl"
+    for line in replicas.open() if replicas.is_file() else ():
+        event = json.loads(line)
+        if event["type"] == "values":
+            for at, value in enumerate(event["values"]):
+                held[(event["topic"], event["partition"], event["offset"] + at)][value] += 1
+    divergent = sum(len(values) > 1 and sum(values.values()) > 1 for values in held.values())
+    last: dict[tuple[str, int] | None, int] = {}  # None: the controller
+    regressions = 0
+    cluster = run_dir / "history/cluster.jsonl"
+    samples = [json.loads(line) for line in cluster.open()] if cluster.is_file() else []
+    for sample in sorted(samples, key=lambda sample: sample["time_ns"]):
+        epochs: list[tuple[tuple[str, int] | None, int]] = [
+            ((p["topic"], p["partition"]), p["leader_epoch"])
+            for p in sample.get("partitions") or []
+            if p["leader_epoch"] >= 0
+        ]
+        if sample.get("controller_epoch") is not None:
+            epochs.append((None, sample["controller_epoch"]))
+        for what, epoch in epochs:
+            regressions += what in last and epoch < last[what]
+            last[what] = epoch
+    return {"replica-divergence": divergent, "epoch-regression": regressions}
+
+
 def _any_between(offsets: list[int], low: int, high: int) -> bool:
     """Whether sorted `offsets` holds one strictly between `low` and `high`."""
     at = bisect.bisect_right(offsets, low)
@@ -103,4 +137,5 @@ def _any_between(offsets: list[int], low: int, high: int) -> bool:
 
 if __name__ == "__main__":
     given = Path(sys.argv[1])
-    print(json.dumps(python_group_counts(given, final_offsets(given)), indent=2))
+    groups = python_group_counts(given, final_offsets(given))
+    print(json.dumps({**python_side_counts(given), "groups": groups}, indent=2))
