@@ -259,7 +259,7 @@ def _spark_child(run_dir: Path, master: str | None) -> dict[str, Any]:
         "events": sum(result["events"].values()),
         "counts": {kind: result["anomalies"][kind]["count"] for kind in (*KINDS, *SIDE_KINDS)},
         "write_counts": {row["topic"]: {k: row[k] for k in WRITE_COUNTS} for row in result["topics"]},
-        "exact_availability": _exact_availability(result["availability"]),
+        "exact_availability": exact_availability(result["availability"]),
         "jvm_peak_mib": _jvm_peak_rss_mib(),
         "python_peak_mib": _peak_rss_mib(),
     }
@@ -276,12 +276,12 @@ def _python_child(run_dir: Path) -> dict[str, Any]:
         "seconds": time.monotonic() - started,
         "counts": counts,
         "write_counts": availability["topics"],
-        "exact_availability": _exact_availability(availability),
+        "exact_availability": exact_availability(availability),
         "peak_mib": _peak_rss_mib(),
     }
 
 
-def _exact_availability(availability: dict[str, Any]) -> list[list[Any]]:
+def exact_availability(availability: dict[str, Any]) -> list[list[Any]]:
     """The availability numbers both checkers compute exactly (not the approximate percentiles)."""
     series = [
         ["series", r["acks"], r["t_s"], r["acked"], r["failed"], r["indeterminate"]]

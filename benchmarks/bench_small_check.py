@@ -8,8 +8,9 @@ checkers/synthetic.py, cached under --dir), side by side in this one run:
   - one process: checks a copy of RUN, then --further other copies (each a new run directory, as
     `kchaos run --matrix` or `kchaos check A B C` check them, on the process's one Spark session);
   - the single-process Python check of bench_check.py and side_files_reference.py, whose anomaly,
-    write and consumer-group counts must be the same as every Spark check's (for a run with groups
-    it reads reads.jsonl once more, for the final read's offsets);
+    write and consumer-group counts and exact availability numbers (per-second counts, recovery
+    times) must be the same as every Spark check's (for a run with groups it reads reads.jsonl once
+    more, for the final read's offsets);
   - Spark's floor on this machine: the least a Spark check of the same files could do, one query
     (parse writes.jsonl and reads.jsonl with their schemas, as the check does: by pyarrow into
     Parquet, read by Spark; join the acknowledged writes to the records read, count per topic),
@@ -37,7 +38,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench_check import KINDS, python_availability, python_counts, python_read
+from bench_check import KINDS, exact_availability, python_availability, python_counts, python_read
 from side_files_reference import SIDE_KINDS, final_offsets, python_group_counts, python_side_counts
 
 from checkers.synthetic import ANOMALIES, DEFAULT_RATE, generate
@@ -54,6 +55,7 @@ def _counts(result: dict[str, Any]) -> dict[str, Any]:
         "counts": {kind: result["anomalies"][kind]["count"] for kind in (*KINDS, *SIDE_KINDS)},
         "write_counts": {row["topic"]: {k: row[k] for k in WRITE_COUNTS} for row in result["topics"]},
         "groups": {name: {k: g[k] for k in GROUP_COUNTS} for name, g in result.get("groups", {}).items()},
+        "exact_availability": exact_availability(result["availability"]),
     }
 
 
@@ -131,7 +133,12 @@ def _python_child(run_dir: Path) -> dict[str, Any]:
     groups = python_group_counts(run_dir, final_offsets(run_dir)) if history.run.get("groups") else {}
     return {
         "seconds": time.monotonic() - started,
-        "counts": {"counts": counts, "write_counts": availability["topics"], "groups": groups},
+        "counts": {
+            "counts": counts,
+            "write_counts": availability["topics"],
+            "groups": groups,
+            "exact_availability": exact_availability(availability),
+        },
     }
 
 
