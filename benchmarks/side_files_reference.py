@@ -13,6 +13,7 @@ import bisect
 import json
 import sys
 from collections import Counter, defaultdict
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +40,7 @@ def final_offsets(run_dir: Path) -> dict[Partition, list[int]]:
     return {where: sorted(offsets[where]) for where in complete}
 
 
-def _events(path: Path) -> Any:
+def _events(path: Path) -> Iterator[dict[str, Any]]:
     """consumes.jsonl's events in line order; a torn last line (a run cut short) is no event."""
     with path.open() as handle:
         lines = handle.readlines()
@@ -105,17 +106,14 @@ def python_side_counts(run_dir: Path) -> dict[str, int]:
     in the sample before it that had one."""
     held: dict[tuple[str, int, int], Counter[str | None]] = defaultdict(Counter)
     replicas = run_dir / "history/replicas.jsonl"
-    for line in replicas.open() if replicas.is_file() else ():
-        event = json.loads(line)
+    for event in _lines(replicas):
         if event["type"] == "values":
             for at, value in enumerate(event["values"]):
                 held[(event["topic"], event["partition"], event["offset"] + at)][value] += 1
     divergent = sum(len(values) > 1 and sum(values.values()) > 1 for values in held.values())
     last: dict[tuple[str, int] | None, int] = {}  # None: the controller
     regressions = 0
-    cluster = run_dir / "history/cluster.jsonl"
-    samples = [json.loads(line) for line in cluster.open()] if cluster.is_file() else []
-    for sample in sorted(samples, key=lambda sample: sample["time_ns"]):
+    for sample in sorted(_lines(run_dir / "history/cluster.jsonl"), key=lambda sample: sample["time_ns"]):
         epochs: list[tuple[tuple[str, int] | None, int]] = [
             ((p["topic"], p["partition"]), p["leader_epoch"])
             for p in sample.get("partitions") or []
@@ -127,6 +125,14 @@ def python_side_counts(run_dir: Path) -> dict[str, int]:
             regressions += what in last and epoch < last[what]
             last[what] = epoch
     return {"replica-divergence": divergent, "epoch-regression": regressions}
+
+
+def _lines(path: Path) -> list[dict[str, Any]]:
+    """An optional file's events (none without it)."""
+    if not path.is_file():
+        return []
+    with path.open() as handle:
+        return [json.loads(line) for line in handle]
 
 
 def _any_between(offsets: list[int], low: int, high: int) -> bool:
