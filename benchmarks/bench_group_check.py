@@ -21,12 +21,11 @@ import sys
 import time
 from pathlib import Path
 
-from side_files_reference import final_offsets, python_group_counts
+from side_files_reference import checked_group_counts, final_offsets, python_group_counts
 
 from checkers.group_result import group_results
 from checkers.io import load_history
 from checkers.session import get_spark, kept_until_done
-from harness.anomaly_kinds import GROUP_COUNTS
 from harness.history import CONSUMES, RESULT, RUN_JSON
 
 
@@ -51,11 +50,10 @@ def _cold(run_dir: Path) -> tuple[float, dict[str, object], dict[str, dict[str, 
     if done.returncode not in (0, 1):
         raise SystemExit(f"kchaos check {run_dir} failed ({done.returncode}): {done.stdout[-500:]}")
     result = json.loads((run_dir / RESULT).read_text())
-    groups = {name: {k: group[k] for k in GROUP_COUNTS} for name, group in result.get("groups", {}).items()}
     return (
         seconds,
         {"acks": result["acks"], "anomalies": {k: a["count"] for k, a in result["anomalies"].items()}},
-        groups,
+        checked_group_counts(result),
     )
 
 

@@ -39,10 +39,16 @@ from pathlib import Path
 from typing import Any
 
 from bench_check import KINDS, exact_availability, python_availability, python_counts, python_read
-from side_files_reference import SIDE_KINDS, final_offsets, python_group_counts, python_side_counts
+from side_files_reference import (
+    SIDE_KINDS,
+    checked_group_counts,
+    final_offsets,
+    python_group_counts,
+    python_side_counts,
+)
 
 from checkers.synthetic import ANOMALIES, DEFAULT_RATE, generate
-from harness.anomaly_kinds import GROUP_COUNTS, WRITE_COUNTS
+from harness.anomaly_kinds import WRITE_COUNTS
 
 TARGETS = {60: (6.0, None), 170_000: (10.0, 4.0)}
 """Events -> (cold check, further check in one process) targets in seconds, from the issue."""
@@ -54,7 +60,7 @@ def _counts(result: dict[str, Any]) -> dict[str, Any]:
     return {
         "counts": {kind: result["anomalies"][kind]["count"] for kind in (*KINDS, *SIDE_KINDS)},
         "write_counts": {row["topic"]: {k: row[k] for k in WRITE_COUNTS} for row in result["topics"]},
-        "groups": {name: {k: g[k] for k in GROUP_COUNTS} for name, g in result.get("groups", {}).items()},
+        "groups": checked_group_counts(result),
         "exact_availability": exact_availability(result["availability"]),
     }
 

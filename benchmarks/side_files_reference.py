@@ -97,6 +97,11 @@ def python_group_counts(run_dir: Path, final: dict[Partition, list[int]]) -> dic
     return counts
 
 
+def checked_group_counts(result: dict[str, Any]) -> dict[str, dict[str, int]]:
+    """Each group's counts as a check's result.json gives them, to set beside `python_group_counts`."""
+    return {name: {k: group[k] for k in GROUP_COUNTS} for name, group in result.get("groups", {}).items()}
+
+
 SIDE_KINDS = ("replica-divergence", "epoch-regression")
 
 
