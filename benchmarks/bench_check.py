@@ -36,12 +36,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from side_files_reference import SIDE_KINDS, python_side_counts
+from side_files_reference import python_side_counts
 
 from checkers.class_archive import ARCHIVE_ENV, archive_path
 from checkers.evidence import merged_windows
 from checkers.synthetic import ANOMALIES, DEFAULT_RATE, generate
-from harness.anomaly_kinds import WRITE_COUNTS
+from harness.anomaly_kinds import KIND_IDS, WRITE_COUNTS
 from harness.events import fault_windows
 from harness.history import WRITES, iter_jsonl
 
@@ -257,7 +257,7 @@ def _spark_child(run_dir: Path, master: str | None) -> dict[str, Any]:
         "first_s": first_s,
         "recheck_s": recheck_s,
         "events": sum(result["events"].values()),
-        "counts": {kind: result["anomalies"][kind]["count"] for kind in (*KINDS, *SIDE_KINDS)},
+        "counts": {kind: result["anomalies"][kind]["count"] for kind in KIND_IDS},
         "write_counts": {row["topic"]: {k: row[k] for k in WRITE_COUNTS} for row in result["topics"]},
         "exact_availability": exact_availability(result["availability"]),
         "jvm_peak_mib": _jvm_peak_rss_mib(),

@@ -38,9 +38,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench_check import KINDS, exact_availability, python_availability, python_counts, python_read
+from bench_check import exact_availability, python_availability, python_counts, python_read
 from side_files_reference import (
-    SIDE_KINDS,
     checked_group_counts,
     final_offsets,
     python_group_counts,
@@ -48,7 +47,7 @@ from side_files_reference import (
 )
 
 from checkers.synthetic import ANOMALIES, DEFAULT_RATE, generate
-from harness.anomaly_kinds import WRITE_COUNTS
+from harness.anomaly_kinds import KIND_IDS, WRITE_COUNTS
 
 TARGETS = {60: (6.0, None), 170_000: (10.0, 4.0)}
 """Events -> (cold check, further check in one process) targets in seconds, from the issue."""
@@ -58,7 +57,7 @@ RUN_TARGETS = TARGETS[170_000]
 
 def _counts(result: dict[str, Any]) -> dict[str, Any]:
     return {
-        "counts": {kind: result["anomalies"][kind]["count"] for kind in (*KINDS, *SIDE_KINDS)},
+        "counts": {kind: result["anomalies"][kind]["count"] for kind in KIND_IDS},
         "write_counts": {row["topic"]: {k: row[k] for k in WRITE_COUNTS} for row in result["topics"]},
         "groups": checked_group_counts(result),
         "exact_availability": exact_availability(result["availability"]),

@@ -102,9 +102,6 @@ def checked_group_counts(result: dict[str, Any]) -> dict[str, dict[str, int]]:
     return {name: {k: group[k] for k in GROUP_COUNTS} for name, group in result.get("groups", {}).items()}
 
 
-SIDE_KINDS = ("replica-divergence", "epoch-regression")
-
-
 def python_side_counts(run_dir: Path) -> dict[str, int]:
     """`replica-divergence`: positions at which two replicas hold different values (null is a value);
     `epoch-regression`: samples whose controller epoch, or a partition's leader epoch, is lower than

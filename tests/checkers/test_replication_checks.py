@@ -17,6 +17,7 @@ from checkers.checks import ReadThenLost
 from checkers.io import check_layout
 from checkers.io.cache import parsed_table
 from checkers.replication import epoch_regressions, replica_divergence
+from harness.anomaly_kinds import KIND_IDS
 from harness.app.cli import main
 from harness.errors import HistoryError
 from harness.history import CLUSTER, REPLICAS
@@ -293,10 +294,10 @@ def test_the_benchmarks_python_references_count_every_kind_as_the_check_does(
             replicas.write(json.dumps(line) + "\n")
     result = check_run(run_dir)
     monkeypatch.syspath_prepend(str(Path(__file__).parents[2] / "benchmarks"))
-    from bench_check import KINDS, python_counts, python_read
-    from side_files_reference import SIDE_KINDS, python_side_counts
+    from bench_check import python_counts, python_read
+    from side_files_reference import python_side_counts
 
-    counted = {kind: result["anomalies"][kind]["count"] for kind in (*KINDS, *SIDE_KINDS)}
+    counted = {kind: result["anomalies"][kind]["count"] for kind in KIND_IDS}
     assert {k: counted[k] for k in ("read-then-lost", "replica-divergence", "epoch-regression")} == {
         "read-then-lost": 1,
         "replica-divergence": 2,
