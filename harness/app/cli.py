@@ -16,6 +16,7 @@ A crash never exits 1: whatever the input, an unexpected exception is ours to fi
 from __future__ import annotations
 
 import importlib
+import inspect
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -82,7 +83,16 @@ def build_app(command: str | None = None) -> typer.Typer:
     owner = COMMAND_MODULES.get(command or "")
     for module in dict.fromkeys(COMMAND_MODULES.values()) if owner is None else (owner,):
         importlib.import_module(f"harness.app.{module}").register(app)
+    for info in app.registered_commands:
+        info.short_help = info.short_help or _summary(info.callback)
     return app
+
+
+def _summary(callback: Any) -> str | None:
+    """A command's first docstring paragraph as one line: typer's command list would keep the
+    docstring's own line breaks, breaking a sentence mid-line in `kchaos --help`."""
+    paragraphs = inspect.cleandoc(getattr(callback, "__doc__", None) or "").split("\n\n")
+    return " ".join(paragraphs[0].split()) or None
 
 
 INTERNAL_ERROR = 3

@@ -330,6 +330,17 @@ def test_each_command_is_registered_by_the_module_the_cli_imports_for_it() -> No
         assert set(alone.list_commands(None)) == siblings  # type: ignore[arg-type]
 
 
+def test_the_command_list_shows_each_summary_as_one_sentence(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # heal's docstring breaks its first sentence over two lines; the list must not keep that break.
+    monkeypatch.setenv("COLUMNS", "400")
+    assert main(["--help"]) == 0
+    listed = capsys.readouterr().out
+    assert "e.g. after `kchaos fault` was killed before it healed." in listed
+    assert "and print how often each promise it broke broke again." in listed
+
+
 def test_a_check_does_not_import_docker_or_the_report() -> None:
     probe = (
         "import sys\nfrom harness.app.cli import main\nmain(['check', '--help'])\n"
