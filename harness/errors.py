@@ -17,7 +17,8 @@ traceback in a log file (see `harness.app.cli`).
     ├── SparkError            a Spark job failed or its JVM died (not bad input: exit 2)
     ├── ClusterError          a container or cluster operation failed (exit 2)
     │   └── ReadinessTimeout  a wait condition was not met in time (shows state and logs)
-    └── FaultError            a fault could not be started or healed (exit 2)
+    ├── FaultError            a fault could not be started or healed (exit 2)
+    └── OutputError           standard output is closed or cannot take what is printed (exit 2)
 """
 
 from __future__ import annotations
@@ -84,6 +85,11 @@ class ReadinessTimeout(ClusterError):
 
 class FaultError(HarnessError):
     """A fault could not be started or healed."""
+
+
+class OutputError(HarnessError):
+    """Standard output is closed, or writing to it failed (a full disk, a pipe closed early): what
+    the command had to say did not all reach its reader, so there is no verdict to act on."""
 
 
 class Failures:

@@ -25,7 +25,7 @@ import typer
 from typer._click.exceptions import ClickException, NoArgsIsHelpError, UsageError
 from typer.core import TyperGroup
 
-from harness.app.console import make_console, print_error
+from harness.app.console import guarded_stdout, make_console, print_error
 from harness.app.crash import log_crash, note_run_dir
 from harness.errors import HarnessError
 
@@ -105,7 +105,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         # Not standalone: usage errors come here, to be said on one line like every other error.
         app = build_app(args[0] if args else None)
-        code = app(args=args, prog_name="kchaos", standalone_mode=False)
+        with guarded_stdout():
+            code = app(args=args, prog_name="kchaos", standalone_mode=False)
         if code == 130:  # typer turns Ctrl-C into exit 130 without a word
             err_console.print("interrupted")
         return code if isinstance(code, int) else 0

@@ -272,6 +272,37 @@ def test_a_closed_stdout_is_no_verdict(
     assert code == 2 and "broken pipe" in err, err
 
 
+def _kchaos_faults(**streams: object) -> subprocess.CompletedProcess[str]:
+    argv = [sys.executable, "-m", "harness.app.cli", "faults"]
+    return subprocess.run(argv, cwd=REPO, text=True, check=False, **streams)  # type: ignore[call-overload, no-any-return]
+
+
+def test_a_full_disk_under_stdout_is_no_verdict() -> None:
+    with open("/dev/full", "w") as full:
+        done = _kchaos_faults(stdout=full, stderr=subprocess.PIPE)
+    assert (done.returncode, done.stderr) == (2, "error: cannot write the output: No space left on device\n")
+
+
+def test_a_pipe_closed_under_stdout_and_stderr_is_no_verdict() -> None:
+    # As in `kchaos faults 2>&1 | head -1`: rich alone would exit 1, the code of a broken promise.
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        done = _kchaos_faults(stdout=write_end, stderr=write_end)
+    finally:
+        os.close(write_end)
+    assert done.returncode == 2
+
+
+def test_a_closed_stdout_is_said_before_any_work() -> None:
+    argv = f"{sys.executable} -m harness.app.cli faults >&-"
+    done = subprocess.run(["bash", "-c", argv], cwd=REPO, capture_output=True, text=True, check=False)
+    assert (done.returncode, done.stderr) == (
+        2,
+        "error: standard output is closed: nothing this command prints could be read\n",
+    )
+
+
 def test_user_cache_dir_follows_xdg_and_ignores_a_relative_value(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", "/somewhere")
     assert user_cache_dir() == Path("/somewhere/kchaos")
