@@ -12,7 +12,7 @@ import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
-from typing import Any, TextIO
+from typing import IO, Any, TextIO
 
 from rich.console import Console
 from rich.text import Text
@@ -30,7 +30,7 @@ class _Console(Console):
             raise OutputError("output closed before it was all written (broken pipe)")
 
 
-def _discard(stream: TextIO) -> None:
+def _discard(stream: IO[str]) -> None:
     """Point `stream`'s file descriptor at /dev/null: later writes, and the interpreter's flush as it
     exits, cannot fail again over what could not be written."""
     with suppress(OSError, ValueError):  # no descriptor (a test's captured stream)
@@ -85,7 +85,7 @@ def guarded_stdout() -> Iterator[None]:
     original = sys.stdout
     if original is None:  # Python's stdout when the process started without file descriptor 1
         raise OutputError("standard output is closed: nothing this command prints could be read")
-    sys.stdout = _GuardedStdout(original)  # type: ignore[assignment]
+    sys.stdout = _GuardedStdout(original)
     try:
         yield
     finally:
