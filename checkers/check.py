@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from checkers.io import check_layout, history_bytes, load_history, parsed_files, write_result
+from checkers.io import check_layout, discard_result, history_bytes, load_history, parsed_files, write_result
 from checkers.result import build_result
 from checkers.session import get_spark, size_for, spark_errors, start_in_background
 from harness.history import WRITES
@@ -22,6 +22,7 @@ def check_run(run_dir: Path, master: str | None = None) -> dict[str, Any]:
     """
     started = time.monotonic()
     checked_at = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    discard_result(run_dir)
     # The JVM starts while Python validates the files and pyarrow parses them.
     start_checking(run_dir, master, read_back=False)
     layout = check_layout(run_dir)

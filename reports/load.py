@@ -261,6 +261,12 @@ def load_result(root: Path) -> Result:
             f"{root}: this run has not been checked yet (no {RESULT}); run `kchaos check {root}` first"
         )
     raw = read_json_object(path)
+    run_id = load_run_json(root).get("run_id")
+    if raw.get("run_id") != run_id:
+        raise InputError(
+            f"{path}: the result of run {brief(raw.get('run_id'))}, not of this run ({brief(run_id)}); "
+            f"run `kchaos check {root}` again"
+        )
     fmt = raw.get("result_format")
     if fmt not in RESULT_FORMATS or isinstance(fmt, bool):
         known = ", ".join(str(f) for f in RESULT_FORMATS)

@@ -12,7 +12,7 @@ Every file written under the run directory goes through `harness.history`'s no-l
 """
 
 from checkers.io.cache import ParsedFiles, parsed_files
-from checkers.io.history import History, load_history, write_result
+from checkers.io.history import History, discard_result, load_history, write_result
 from checkers.io.layout import Layout, check_layout, history_bytes
 from checkers.io.sources import CONSUME_SCHEMA, topic_acks
 
@@ -22,6 +22,7 @@ __all__ = [
     "Layout",
     "ParsedFiles",
     "check_layout",
+    "discard_result",
     "history_bytes",
     "load_history",
     "parsed_files",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,7 @@ from checkers.io.sources import uri
 from checkers.session import empty_frame, spark_errors
 from harness.broker_logs import LogEvent
 from harness.events import FaultWindow
-from harness.history import CLUSTER, CONSUMES, REPLICAS, RESULT, write_atomic
+from harness.history import CLUSTER, CONSUMES, REPLICAS, RESULT, linked_below, write_atomic
 
 
 @dataclass(frozen=True)
@@ -164,6 +165,16 @@ def _side_lines(spark: SparkSession, run_dir: Path, name: str) -> DataFrame:
     parquet, schema = parsed_table(run_dir, name), SIDE_FILES[name][1]
     reader = spark.read.schema(schema)
     return reader.parquet(uri(parquet)) if parquet else reader.json(uri(run_dir / name))
+
+
+def discard_result(run_dir: Path) -> None:
+    """Remove check/result.json as a check starts: a check that then fails on the history must not
+    leave an older verdict behind for `kchaos report` to publish as this history's. Nothing is
+    removed through a symbolic link (the check refuses it when it writes); a file that cannot be
+    removed cannot be replaced either, which the check's layout validation says."""
+    with suppress(OSError):
+        if not linked_below(run_dir, RESULT):
+            (run_dir / RESULT).unlink()
 
 
 def write_result(run_dir: Path, result: dict[str, Any]) -> Path:

@@ -115,14 +115,17 @@ def test_run_directory_spark_would_read_as_a_glob_is_a_clear_error(
     assert text.strip() == message
 
 
-def test_missing_history_file_is_named(
+def test_missing_history_file_is_named_and_leaves_no_older_verdict(
     spark: SparkSession, tmp_path: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
     run_dir = clean_run(tmp_path / "run")
+    assert kchaos_check(capfd, run_dir)[0] == 0
     (run_dir / READS).unlink()
     code, text = kchaos_check(capfd, run_dir)
     assert code == 2
     assert squeeze(f"{READS}: missing history file") in squeeze(text)
+    # `kchaos report` would otherwise publish the first check's verdict as this history's.
+    assert not (run_dir / RESULT).exists()
 
 
 def test_torn_last_line_of_a_killed_run_is_ignored(

@@ -123,6 +123,7 @@ def guarantee(gid: str, topic: str, acks: str, promised: bool, verdict: str, rea
 
 
 def result(
+    run_id: str,
     valid: bool,
     acks: dict[str, dict[str, int]],
     guarantees: list[dict[str, Any]],
@@ -132,7 +133,7 @@ def result(
 ) -> dict[str, Any]:
     return {
         "result_format": 1,
-        "run_id": "x",
+        "run_id": run_id,
         "checked_at": "2026-11-21T14:25:01Z",
         "spark": {"master": "local[*]", "version": "4.3.0", "seconds": 12.4},
         "events": {"writes": 36000, "reads": 40000, "faults": 4, "cluster": 60},
@@ -213,7 +214,7 @@ def make_passing(root: Path, started_at: str = "2026-11-20T02:00:00Z", scenario:
         guarantee("no-unexpected-values", "", "", True, "held", "0 unexpected"),
     ]
     rows = [r for m in ("all", "1", "0") for r in series(m, 60, gap=range(21, 24))]
-    out = result(True, acks, gs, {}, rows)
+    out = result(root.name, True, acks, gs, {}, rows)
     (root / "check").mkdir(parents=True, exist_ok=True)
     (root / "check/result.json").write_text(json.dumps(out), encoding="utf-8")
     return root
@@ -312,7 +313,7 @@ def make_failing(root: Path, started_at: str = "2026-11-21T02:00:00Z", scenario:
         + series("0", 60, {21: 30, 22: 10}, gap=range(25, 40))
     )
     rows[26]["divergent"] = 1  # acks=all, t=26
-    out = result(False, acks, gs, anomalies, rows, unexpected=2)
+    out = result(root.name, False, acks, gs, anomalies, rows, unexpected=2)
     out["groups"] = {"g-alo": failing_group()}
     (root / "check").mkdir(parents=True, exist_ok=True)
     (root / "check/result.json").write_text(json.dumps(out), encoding="utf-8")

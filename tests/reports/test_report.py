@@ -212,6 +212,14 @@ def test_unknown_result_format_is_rejected(passing_run: Path) -> None:
         write_report(passing_run)
 
 
+def test_a_result_of_another_run_is_rejected(passing_run: Path) -> None:
+    # A run directory copied over another's check/ (or a result.json put there by hand).
+    path = passing_run / "check/result.json"
+    path.write_text(json.dumps({**json.loads(path.read_text()), "run_id": "20260101-000000-other-0000"}))
+    with pytest.raises(InputError, match=r"the result of run '20260101-000000-other-0000', not of this run"):
+        write_report(passing_run)
+
+
 def test_bad_fault_line_points_at_the_line(passing_run: Path) -> None:
     path = passing_run / "history/faults.jsonl"
     path.write_text(path.read_text() + '{"fault": "kill", "phase": "start"}\n')
