@@ -365,6 +365,9 @@ def iter_consume_lines(root: Path, run: Mapping[str, Any]) -> Iterator[tuple[int
     path = root / CONSUMES
     topics = {str(t.get("name")) for t in run.get("topics") or [] if isinstance(t, dict)}
     groups = {str(g.get("name")) for g in run.get("groups") or [] if isinstance(g, dict)}
+    if groups and not path.exists():  # made with writes.jsonl when the run has groups
+        names = ", ".join(sorted(groups))
+        raise HistoryError(f"missing history file (run.json declares consumer groups: {names})", str(path))
     pending: dict[str, set[int]] = {}  # per member: commit ids invoked and not yet completed
     for line, event in iter_jsonl(path, required=False):
         check_consume_line(event, path, line, topics, groups)

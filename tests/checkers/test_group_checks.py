@@ -346,6 +346,20 @@ def test_a_bad_consumes_line_is_named_by_file_and_line(
     assert "Traceback" not in out + err
 
 
+def test_a_missing_consumes_file_of_a_run_with_groups_is_named(
+    spark: SparkSession, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    # Without it, the check would pass with no word of the groups run.json declares.
+    run_dir = group_run(tmp_path / "run", CONSUMES_H)
+    (run_dir / CONSUMES).unlink()
+    code = main(["check", str(run_dir)])
+    err = capfd.readouterr().err
+    assert (code, err) == (
+        2,
+        f"error: {run_dir / CONSUMES}: missing history file (run.json declares consumer groups: g, h)\n",
+    )
+
+
 def test_only_ok_commits_count_and_offsets_gone_from_the_log_are_not_skips(spark: SparkSession) -> None:
     """A failed or unknown commit past unpolled records skips nothing; a commit past the end of a
     truncated log skips only what the final read still holds."""
