@@ -58,11 +58,19 @@ class RunOutcome:
         return 0 if self.guarantees_held and all(e.held for e in self.expectations) else 1
 
 
-def build_schedule(plan: FaultPlan, seed: int, duration_s: float) -> Schedule | None:
-    """The nemesis timeline for a fault plan (None when the plan has no faults)."""
+def build_schedule(plan: FaultPlan, seed: int, duration_s: float, source: str) -> Schedule | None:
+    """The nemesis timeline for a fault plan (None when the plan has no faults); a plan with a fault
+    that could not start within `duration_s` is an error naming the scenario file `source`: a chaos
+    run without its chaos would pass for a kept promise."""
     if plan.mode == "none":
         return None
     if plan.mode == "schedule":
+        for i, step in enumerate(plan.schedule):
+            if step.get("after") is None and step["at_s"] >= duration_s:
+                raise ConfigError(
+                    f"{source}: faults.schedule: step {i + 1} ({step['fault']}) starts at "
+                    f"{step['at_s']:g} s, not within the run's {duration_s:g} s (duration_s, or --duration)"
+                )
         return Schedule.from_entries(
             ScheduleEntry(
                 e["at_s"],
@@ -82,12 +90,13 @@ def build_schedule(plan: FaultPlan, seed: int, duration_s: float) -> Schedule | 
         fault_duration_s=plan.fault_duration_s,
         mode=plan.mode,
     )
-    if not schedule.entries:  # a chaos run without chaos would pass for a kept promise
+    if not schedule.entries:
         earliest, latest = plan.interval_s * 0.5, plan.interval_s * 1.5
         raise ConfigError(
-            f"no fault fits in {duration_s:g} s: the first starts {earliest:g}-{latest:g} s in (interval_s "
-            f"{plan.interval_s:g}, jittered by the seed) and lasts {plan.fault_duration_s:g} s; run at least "
-            f"{latest + plan.fault_duration_s:g} s, or shorten interval_s or fault_duration_s"
+            f"{source}: faults: no fault fits in {duration_s:g} s: the first starts {earliest:g}-{latest:g} "
+            f"s in (interval_s {plan.interval_s:g}, jittered by the seed) and lasts "
+            f"{plan.fault_duration_s:g} s; run at least {latest + plan.fault_duration_s:g} s, or shorten "
+            "interval_s or fault_duration_s"
         )
     return schedule
 
@@ -107,7 +116,7 @@ def run_scenario(
         duration_s=duration_s if duration_s is not None else scenario.experiment.duration_s,
         seed=seed if seed is not None else scenario.experiment.seed,
     )
-    schedule = build_schedule(scenario.faults, experiment.seed, experiment.duration_s)
+    schedule = build_schedule(scenario.faults, experiment.seed, experiment.duration_s, scenario.source)
     experiment.extra = {
         "description": scenario.description,
         "scenario_source": scenario.source,

@@ -104,6 +104,15 @@ def _fault_plan(data: Any) -> FaultPlan:
         raise fail("faults.mode", f"expected none, sequence, mix or schedule, got {brief(mode)}")
     if mode in ("sequence", "mix") and not entries:
         raise fail("faults.faults", f"mode {mode!r} needs at least one fault")
+    # Each mode reads one list: a fault in the other would be dropped without a word.
+    if mode != "schedule" and schedule:
+        raise fail("faults.schedule", f"mode {mode!r} runs no schedule (it is for mode 'schedule')")
+    if mode == "schedule" and not schedule:
+        raise fail("faults.schedule", "mode 'schedule' needs at least one step")
+    if mode in ("none", "schedule") and entries:
+        raise fail(
+            "faults.faults", f"mode {mode!r} runs none of these (they are for modes 'sequence' and 'mix')"
+        )
     return FaultPlan(
         mode,
         entries,

@@ -19,6 +19,24 @@ MAX_VALUES = 100_000
 """Values in a document once YAML aliases are expanded: far above any real one, far below trouble."""
 
 
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, except that a key given twice in one mapping is an error: PyYAML keeps
+    the last silently, so `duration_s: 10` then `duration_s: 600` would run for ten minutes."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: list[Any] = []
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":  # `<<: *base` may be overridden, as YAML says
+                continue
+            key = self.construct_object(key_node, deep=deep)
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"key {key!r} given twice in one mapping", key_node.start_mark
+                )
+            seen.append(key)
+        return super().construct_mapping(node, deep=deep)
+
+
 def read_yaml(path: Path) -> Any:
     """The document of a YAML file: UTF-8, at most MAX_FILE_BYTES, MAX_VALUES values once expanded."""
     try:
@@ -34,7 +52,7 @@ def read_yaml(path: Path) -> Any:
         at = raw.count(b"\n", 0, exc.start) + 1
         raise ConfigError(f"{path}:{at}: not UTF-8 (byte {raw[exc.start]:#04x})") from None
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_UniqueKeyLoader)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line: int | None = mark.line + 1 if mark is not None else None

@@ -270,7 +270,9 @@ def test_fuzzed_scenario_files_are_accepted_or_rejected_in_one_line(
         assert not mutant.must_fail, f"{mutant.how}: accepted"
         tally.accepted += 1
         started = time.monotonic()  # what used to loop until memory ran out: the fault schedule
-        build_schedule(scenario.faults, scenario.experiment.seed, scenario.experiment.duration_s)
+        build_schedule(
+            scenario.faults, scenario.experiment.seed, scenario.experiment.duration_s, scenario.source
+        )
         assert time.monotonic() - started < 5, mutant.how
     assert tally.rejected > SCENARIO_CASES // 3 and tally.accepted > 5, tally
 

@@ -39,11 +39,11 @@ def test_a_dumped_scenario_reads_back_equal(scenario: object, tmp_path: Path) ->
 @pytest.mark.parametrize("scenario", builtin_scenarios(), ids=lambda s: s.name)
 def test_a_generated_timeline_written_out_replays_the_same_entries(scenario: object) -> None:
     spec = scenario.experiment  # type: ignore[attr-defined]
-    schedule = build_schedule(scenario.faults, 7, spec.duration_s)  # type: ignore[attr-defined]
+    schedule = build_schedule(scenario.faults, 7, spec.duration_s, scenario.source)  # type: ignore[attr-defined]
     entries = schedule.entries if schedule else ()
     explicit = with_timeline(scenario, entries, spec.duration_s)  # type: ignore[arg-type]
     back = parse_scenario(yaml.safe_load(scenario_yaml(explicit)), "back")
-    replayed = build_schedule(back.faults, 123, spec.duration_s)  # another seed: must not matter
+    replayed = build_schedule(back.faults, 123, spec.duration_s, "back")  # another seed: must not matter
     assert (replayed.entries if replayed else ()) == entries
 
 

@@ -14,6 +14,8 @@ from harness.app.scenario_dump import scenario_data
 from harness.errors import ConfigError
 from harness.expectation_outcomes import ExpectationOutcome
 
+KILL = {"name": "kill"}
+STEP = {"fault": "kill"}
 EXPECTED_BUILTINS = {
     "baseline",
     "leader-kill",
@@ -156,6 +158,13 @@ def test_every_builtin_scenario_parses_and_describes_itself() -> None:
             "expect[0]: cannot read",
         ),
         ({"duration_s": 0}, "duration_s: expected a number from 1 to 604800, got 0"),
+        # Each mode reads one list of faults: one given to the other would be dropped without a word.
+        (
+            {"faults": {"mode": "sequence", "faults": [KILL], "schedule": [{"at_s": 5, **STEP}]}},
+            "faults.schedule: mode 'sequence' runs no schedule (it is for mode 'schedule')",
+        ),
+        ({"faults": {"mode": "none", "faults": [KILL]}}, "faults.faults: mode 'none' runs none of these"),
+        ({"faults": {"mode": "schedule"}}, "faults.schedule: mode 'schedule' needs at least one step"),
         ({"cluster": {"broker_config": {"broker.id": 5}}, "name": "x"}, None),  # checked at cluster start
     ],
 )
@@ -193,7 +202,7 @@ def test_unknown_scenario_lists_the_builtins() -> None:
 
 def test_same_seed_same_schedule_other_seed_other_schedule() -> None:
     plan = load_scenario("nemesis-mix").faults
-    first, again, other = (build_schedule(plan, seed, 90).to_json() for seed in (7, 7, 8))
+    first, again, other = (build_schedule(plan, seed, 90, "s.yaml").to_json() for seed in (7, 7, 8))
     assert first == again
     assert first != other
     assert len(first) >= 3
@@ -275,6 +284,10 @@ BOMB = b"a: &a [x, x, x, x, x, x, x, x, x, x]\n" + b"".join(
         (b"name: x\nseed: !!int x\n", "case.yaml: not valid YAML (invalid literal for int()"),
         (b"name: x\nexpect: " + b"[" * 10_000 + b"]" * 10_000 + b"\n", "case.yaml: nested too deeply"),
         (b"name: x\ndescription: a\x00b\n", "case.yaml:2: not valid YAML (special characters"),
+        (  # PyYAML alone would keep the last, and run ten minutes
+            b"name: x\nduration_s: 10\nduration_s: 600\n",
+            "case.yaml:3: not valid YAML (key 'duration_s' given twice in one mapping)",
+        ),
     ],
 )
 def test_hostile_scenario_files_are_one_clear_error(tmp_path: Path, content: bytes, message: str) -> None:
@@ -292,9 +305,24 @@ def test_a_scenario_name_too_long_for_a_file_is_no_crash() -> None:
 
 def test_a_run_too_short_for_any_fault_of_its_plan_is_an_error() -> None:
     plan = load_scenario("isolate-leader").faults
-    with pytest.raises(ConfigError, match=r"no fault fits in 20 s: the first starts 7\.5-22\.5 s in"):
-        build_schedule(plan, 7, 20)
-    assert build_schedule(load_scenario("baseline").faults, 7, 20) is None  # no faults planned: fine
+    with pytest.raises(
+        ConfigError, match=r"^s\.yaml: faults: no fault fits in 20 s: the first starts 7\.5-22\.5 s in"
+    ):
+        build_schedule(plan, 7, 20, "s.yaml")
+    assert (
+        build_schedule(load_scenario("baseline").faults, 7, 20, "s.yaml") is None
+    )  # no faults planned: fine
+
+
+def test_a_scheduled_step_that_would_start_after_the_run_is_an_error() -> None:
+    plan = parse_scenario({"faults": {"schedule": [{"at_s": 5, **STEP}, {"at_s": 500, **STEP}]}}, "s").faults
+    assert build_schedule(plan, 7, 501, "s.yaml") is not None
+    with pytest.raises(ConfigError) as caught:
+        build_schedule(plan, 7, 30, "s.yaml")
+    assert str(caught.value) == (
+        "s.yaml: faults.schedule: step 2 (kill) starts at 500 s, not within the run's 30 s "
+        "(duration_s, or --duration)"
+    )
 
 
 def test_event_timed_steps_and_repeated_groups_expand_in_order_and_round_trip() -> None:
@@ -320,7 +348,7 @@ def test_event_timed_steps_and_repeated_groups_expand_in_order_and_round_trip() 
         },
     }
     scenario = parse_scenario(document, "inline")
-    schedule = build_schedule(scenario.faults, seed=1, duration_s=120)
+    schedule = build_schedule(scenario.faults, seed=1, duration_s=120, source=scenario.source)
     assert schedule is not None and schedule.event_timed
     assert [
         (e.fault, e.after.event if e.after else e.start_s, e.same_partition) for e in schedule.entries
