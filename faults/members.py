@@ -95,3 +95,7 @@ class LeaveMember(_MemberFault):
     def start(self, cluster: KafkaCluster, rng: random.Random) -> None:
         for member in self.resolve(cluster, rng):
             member.stop()
+
+
+MEMBER_FAULTS = (KillMember.name, FreezeMember.name, LeaveMember.name)
+"""The faults aimed at consumer-group members: a workload without groups has no target for them."""

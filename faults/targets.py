@@ -27,6 +27,7 @@ followers is the controller.
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -86,6 +87,8 @@ PICKS: dict[str, Callable[[PartitionState, int | None], bool]] = {
 }
 """`pick` words: what the chosen partition's replicas must be, read from ZooKeeper at start."""
 MAX_PARTITION = 2**31 - 1  # Kafka numbers partitions with 32-bit integers
+_NODE_NAME = re.compile(r"(kafka|zk)-[0-9]{1,9}")
+"""A node's name: `kafka-<broker id>` or `zk-<number>` (`harness.services`)."""
 
 
 def _trails(p: PartitionState, controller: int | None) -> bool:
@@ -106,10 +109,22 @@ class Choice:
 
 
 def validate_target(target: str) -> str:
-    """Reject an empty target early (at config time); names are checked against the live cluster."""
-    if not target.strip():
-        raise ValueError(f"target must be one of {', '.join(KEYWORDS)} or node names like kafka-1,zk-1")
-    return target.strip()
+    """Reject a target that is no keyword and no list of node names at config time: a typo such as
+    `leadr` would otherwise only fail when the fault starts, mid-run. Whether the named nodes exist
+    is checked against the live cluster."""
+    target = target.strip()
+    if target in KEYWORDS or target.startswith("coordinator:") or named_nodes(target):
+        return target
+    raise ValueError(
+        f"target must be one of {', '.join(KEYWORDS)} (coordinator:G for group G) or node names like "
+        f"kafka-1,zk-1, got {target!r}"
+    )
+
+
+def named_nodes(target: str) -> list[str]:
+    """The node names a target lists (`kafka-2,zk-1`); none for a keyword or anything else."""
+    names = [name.strip() for name in target.split(",")]
+    return names if all(map(_NODE_NAME.fullmatch, names)) else []
 
 
 def validate_pick(pick: str, target: str) -> tuple[str, ...]:

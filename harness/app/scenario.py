@@ -14,7 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from faults import make_fault
+from faults.members import MEMBER_FAULTS
 from faults.schedule import MAX_ENTRIES
+from faults.targets import coordinated_group, named_nodes
 from faults.triggers import Trigger
 from harness.app.expectations import HELP as EXPECTATION_HELP
 from harness.app.expectations import Expectation
@@ -22,8 +24,9 @@ from harness.app.scenario_fields import MAX_NAME, MAX_TEXT, Fields, fail
 from harness.app.scenario_groups import parse_groups
 from harness.app.yamlfile import read_yaml
 from harness.cluster import ClusterSpec
-from harness.errors import ConfigError
+from harness.errors import ConfigError, TargetError
 from harness.experiment import ExperimentSpec
+from harness.groups import OFFSETS_TOPIC
 from harness.history import ACKS_MODES
 from harness.limits import (
     MAX_DURATION_S,
@@ -120,6 +123,54 @@ def _fault_plan(data: Any) -> FaultPlan:
         f.number("interval_s", 10.0, 0.1, MAX_DURATION_S),
         f.number("fault_duration_s", 10.0, 0.1, MAX_DURATION_S),
     )
+
+
+def _check_aims(plan: FaultPlan, experiment: ExperimentSpec) -> None:
+    """Every node, topic, partition, group and member a fault names must be in this scenario's
+    cluster and workload: one aimed at nothing would only fail as it starts, mid-run, and the run
+    would go on without its chaos."""
+    spec, workload = experiment.cluster, experiment.workload
+    nodes = [f"kafka-{n}" for n in range(1, spec.brokers + 1)] + [
+        f"zk-{n}" for n in range(1, spec.zookeepers + 1)
+    ]
+    topics = [str(t["name"]) for t in workload.topics()] + [OFFSETS_TOPIC]
+    groups = {g.name: g.member_names() for g in workload.groups}
+    aimed = [(f"faults.faults[{i}]", name, params) for i, (name, params) in enumerate(plan.faults)]
+    aimed += [
+        (f"faults.schedule (step {i + 1})", s["fault"], s["params"]) for i, s in enumerate(plan.schedule)
+    ]
+    for path, fault, params in aimed:
+        if fault in MEMBER_FAULTS and not groups:
+            raise fail(path, f"{fault} needs consumer groups, and the workload has none (workload.groups)")
+        for key in ("target", "peers"):
+            missing = [n for n in named_nodes(str(params.get(key, ""))) if n not in nodes]
+            if missing:
+                raise fail(
+                    f"{path}.params.{key}", f"no node {missing[0]}; the cluster has {', '.join(nodes)}"
+                )
+            if str(params.get(key, "")).startswith("coordinator"):
+                try:
+                    coordinated_group(str(params[key]), list(groups))
+                except TargetError as exc:
+                    raise fail(f"{path}.params.{key}", str(exc)) from None
+        topic, partition = params.get("topic"), params.get("partition")
+        if topic is not None and str(topic) not in topics:
+            raise fail(
+                f"{path}.params.topic", f"no topic {brief(topic)}; the workload has {', '.join(topics)}"
+            )
+        if partition is not None and str(topic) != OFFSETS_TOPIC and int(partition) >= workload.partitions:
+            raise fail(
+                f"{path}.params.partition", f"the workload's topics have {workload.partitions} partitions"
+            )
+        group, member = params.get("group"), params.get("member")
+        if group is not None and str(group) not in groups:
+            raise fail(f"{path}.params.group", f"no group {brief(group)} in workload.groups")
+        names = groups.get(str(group)) or [n for each in groups.values() for n in each]
+        if member not in (None, "random", "all") and str(member) not in names:
+            raise fail(
+                f"{path}.params.member",
+                f"no member {brief(member)}; members are {', '.join(names) or 'none'}",
+            )
 
 
 def _step(item: Any, path: str, repeated: bool) -> dict[str, Any]:
@@ -234,7 +285,9 @@ def parse_scenario(data: Any, source: str) -> Scenario:
     description = " ".join(top.get("description", str, "").split())
     if len(description) > MAX_TEXT:
         raise fail("description", f"longer than {MAX_TEXT} characters")
-    return Scenario(name, description, source, experiment, _fault_plan(top.data.get("faults")), expectations)
+    plan = _fault_plan(top.data.get("faults"))
+    _check_aims(plan, experiment)
+    return Scenario(name, description, source, experiment, plan, expectations)
 
 
 def _checked_value(build: Callable[[], Any], path: str) -> Any:

@@ -165,6 +165,40 @@ def test_every_builtin_scenario_parses_and_describes_itself() -> None:
         ),
         ({"faults": {"mode": "none", "faults": [KILL]}}, "faults.faults: mode 'none' runs none of these"),
         ({"faults": {"mode": "schedule"}}, "faults.schedule: mode 'schedule' needs at least one step"),
+        # What a fault aims at must be in this scenario's cluster and workload, or it would only fail
+        # as it starts, mid-run, and the run would go on without its chaos.
+        ({"faults": {"faults": [{"name": "kill", "params": {"target": "leadr"}}]}}, "got 'leadr'"),
+        (
+            {"faults": {"faults": [{"name": "kill", "params": {"target": "kafka-1,kafka-9"}}]}},
+            "faults.faults[0].params.target: no node kafka-9; the cluster has "
+            "kafka-1, kafka-2, kafka-3, zk-1",
+        ),
+        (
+            {"faults": {"schedule": [{"fault": "kill", "params": {"topic": "nosuch"}}]}},
+            "faults.schedule (step 1).params.topic: no topic 'nosuch'; the workload has chaos-acks-0,",
+        ),
+        (
+            {"faults": {"faults": [{"name": "kill", "params": {"topic": "chaos-acks-1", "partition": 3}}]}},
+            "faults.faults[0].params.partition: the workload's topics have 3 partitions",
+        ),
+        (
+            {"faults": {"faults": [{"name": "kill-member"}]}},
+            "faults.faults[0]: kill-member needs consumer groups, and the workload has none",
+        ),
+        (
+            {
+                "workload": {"groups": [{"name": "g", "members": 2}]},
+                "faults": {"faults": [{"name": "kill-member", "params": {"member": "g-2"}}]},
+            },
+            "faults.faults[0].params.member: no member 'g-2'; members are g-0, g-1",
+        ),
+        (
+            {
+                "workload": {"groups": [{"name": "g"}]},
+                "faults": {"faults": [{"name": "kill", "params": {"target": "coordinator:h"}}]},
+            },
+            "faults.faults[0].params.target: target 'coordinator:h': no group 'h' (groups: g)",
+        ),
         ({"cluster": {"broker_config": {"broker.id": 5}}, "name": "x"}, None),  # checked at cluster start
     ],
 )
