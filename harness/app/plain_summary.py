@@ -9,6 +9,7 @@ from typing import Any
 
 from harness.app.group_lines import each_group_guarantee
 from harness.events import FaultWindow
+from harness.limits import brief
 
 # Each guarantee's counts in words: "0 of 10,117 acknowledged writes lost, 0 overwritten at their
 # offset" (count, what it is out of, its words, and a second count that bears on it, if any).
@@ -106,11 +107,15 @@ def _breaker(broke: Sequence[Mapping[str, Any]]) -> str:
 
 
 def _faults(faults: Sequence[FaultWindow]) -> str:
-    if not faults:
-        return "no faults"
-    kinds = Counter(f"{w.fault} {w.detail['shape']}" if "shape" in w.detail else w.fault for w in faults)
+    """The faults that started, by kind, and those that could not start (their window says why)."""
+    started = [w for w in faults if "error" not in w.detail]
+    kinds = Counter(f"{w.fault} {w.detail['shape']}" if "shape" in w.detail else w.fault for w in started)
     listed = ", ".join(f"{n}x {kind}" for kind, n in sorted(kinds.items()))
-    return f"{len(faults)} fault{'s' if len(faults) > 1 else ''} ({listed})"
+    said = f"{len(started)} fault{'s' if len(started) > 1 else ''} ({listed})" if started else "no faults"
+    if failed := [w for w in faults if "error" in w.detail]:
+        first = failed[0]
+        said += f" ({len(failed)} could not start; the first, {first.fault}: {brief(first.detail['error'])})"
+    return said
 
 
 def _anomalies(result: Mapping[str, Any], guarantee: Mapping[str, Any]) -> int:

@@ -51,6 +51,19 @@ def test_a_kept_promise_and_a_loss_that_was_not_promised() -> None:
     ]
 
 
+def test_faults_that_could_not_start_are_said_apart() -> None:
+    # A run whose chaos did not happen must not read as one that survived it.
+    failed = FaultWindow("kill", (), 7, 8, {"error": "target 'leader': no partition chaos-acks-1/0"})
+    lines = plain_summary(result([], all={"acked": 5}), [failed, FAULTS[2], failed], 0)
+    assert lines[0] == (
+        "What happened: 1 fault (1x kill) (2 could not start; the first, kill: \"target 'leader': no "
+        'partition chaos-acks-1/0") while producers wrote under acks=all.'
+    )
+    assert plain_summary(result([], all={"acked": 5}), [failed], 0)[0].startswith(
+        "What happened: no faults (1 could not start;"
+    )
+
+
 def test_a_broken_promise_is_said_to_be_kafka_s() -> None:
     lines = plain_summary(
         result(
