@@ -82,6 +82,17 @@ def _in_run() -> Column:
     return F.col("time_ns").between(0, MAX_RUN_NS)
 
 
+COUNTED_FROM_ZERO = ("partition", "offset", "log_start", "high_watermark")
+
+
+def _from_zero(schema: T.StructType) -> Column:
+    """The schema's partitions, offsets and watermarks count from 0 (a null is `_all_present`'s)."""
+    condition = F.lit(True)
+    for name in (n for n in COUNTED_FROM_ZERO if n in schema.fieldNames()):
+        condition = condition & F.coalesce(F.col(name) >= 0, F.lit(True))
+    return condition
+
+
 NOT_UTF8 = "\ufffd"
 """What Spark's JSON reader makes of bytes that are not UTF-8; no history string holds it."""
 
@@ -101,6 +112,7 @@ def write_event_is_valid() -> Column:
         & F.col("type").isin(*WRITE_TYPES)
         & _all_present("time_ns", "process", "topic", "partition", "value")
         & _in_run()
+        & _from_zero(WRITE_SCHEMA)
         & _utf8("process", "value", "error")
     )
 
@@ -115,6 +127,7 @@ def read_event_is_valid() -> Column:
         & _all_present("time_ns", "process", "topic", "partition")
         & (~is_record | _all_present("offset", "value"))
         & _in_run()
+        & _from_zero(READ_SCHEMA)
         & _utf8("process", "value")
     )
 

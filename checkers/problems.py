@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from checkers.frames import NOT_UTF8
+from checkers.frames import COUNTED_FROM_ZERO, NOT_UTF8
 from harness.events import READ_FIELDS, READ_PHASES, READ_TYPES, WRITE_FIELDS, WRITE_TYPES
 from harness.limits import MAX_RUN_NS
 
@@ -19,6 +19,10 @@ def _typed_problem(event: dict[str, Any]) -> str | None:
         field = event.get(name)
         if field is not None and (isinstance(field, bool) or not isinstance(field, int)):
             return f"field '{name}' must be an integer, got {json.dumps(field)[:60]}"
+    for name in COUNTED_FROM_ZERO:
+        field = event.get(name)
+        if isinstance(field, int) and field < 0:
+            return f"field '{name}' must be 0 or more, got {field}"
     time_ns = event.get("time_ns")
     if isinstance(time_ns, int) and not 0 <= time_ns <= MAX_RUN_NS:
         return f"field 'time_ns' must be from 0 to {MAX_RUN_NS} (nanoseconds of the run), got {time_ns}"

@@ -37,6 +37,7 @@ from checkers.io.sources import (
     SOURCES,
     WRITES_SOURCE,
     Source,
+    partitions_of,
     topic_acks,
     uri,
     with_corrupt,
@@ -230,7 +231,7 @@ def _convert_into(
     problems = Observation()
     history_dir = (run_dir / WRITES).parent
     with spark_errors("converting writes.jsonl and reads.jsonl to Parquet", str(history_dir)):
-        reads, reads_seen = _observed(spark, run_dir, READS_SOURCE, taken_by_arrow, known_topics)
+        reads, reads_seen = _observed(spark, run_dir, READS_SOURCE, taken_by_arrow, run)
         if READS_SOURCE.name in taken_by_arrow:
             write_atomic(run_dir, f"{CHECK_CACHE}/{_RECORDS}{_SCHEMA_SUFFIX}", READS_SOURCE.schema.json())
             records = reads.where(F.col(_VALID))
@@ -238,7 +239,7 @@ def _convert_into(
             is_record = F.col(_VALID) & (F.col("type") == "record")
             _write_parquet(run_dir, reads.where(is_record).select("type", *frames.RECORD_COLUMNS), _RECORDS)
             records = _read_records(spark, cache)
-        writes, writes_seen = _observed(spark, run_dir, WRITES_SOURCE, taken_by_arrow, known_topics)
+        writes, writes_seen = _observed(spark, run_dir, WRITES_SOURCE, taken_by_arrow, run)
         values = frames.value_table(writes.where(F.col(_VALID)), records, topic_acks(run))
         # Broken write rules are counted as the table is written; found only if there are any.
         values = values.observe(problems, F.count(frames.write_problem()).alias("count"))
@@ -255,6 +256,16 @@ def _convert_into(
             line = first_line_where(spark, path, source, F.col("topic") == topic)
             declared = ", ".join(known_topics)
             raise HistoryError(f"unknown topic {topic!r} (run.json declares: {declared})", str(path), line)
+        if summary["beyond"] is not None:
+            beyond_topic, partition = str(summary["beyond"][0]), int(summary["beyond"][1])
+            at = (F.col("topic") == beyond_topic) & (F.col("partition") == partition)
+            line = first_line_where(spark, path, source, at)
+            count = partitions_of(run)[beyond_topic]
+            raise HistoryError(
+                f"partition {partition} of {beyond_topic!r}: run.json declares {count} (0 to {count - 1})",
+                str(path),
+                line,
+            )
     _write_names(run_dir, {kind: summaries["writes"][kind] for kind in frames.NAME_KINDS}, run_dir / WRITES)
     ends = sorted(summaries["reads"]["ends"], key=lambda row: tuple(map(str, row)))
     write_atomic(run_dir, f"{CHECK_CACHE}/{_ENDS}", _jsonl(end.asDict() for end in ends))
@@ -275,14 +286,15 @@ def _observed(
     run_dir: Path,
     source: Source,
     taken_by_arrow: frozenset[str],
-    known_topics: list[str],
+    run: dict[str, Any],
 ) -> tuple[DataFrame, Observation]:
     """`source`'s events with a `_VALID` column: from pyarrow's Parquet of the file if it took it
     (`parsed_files`), else parsed from JSON by Spark.
 
     Observed by the first job that reads them, no extra pass: bad lines, valid lines, an undeclared
-    topic if any, and the process and error names (few) of the writes or the end events (one per
-    partition read to its end: what completeness is decided on) of the reads."""
+    topic and a partition beyond its topic's count if any, and the process and error names (few)
+    of the writes or the end events (one per partition read to its end: what completeness is
+    decided on) of the reads."""
     path = run_dir / source.name
     if source.name in taken_by_arrow:
         events = spark.read.schema(source.schema).parquet(uri(_arrow(run_dir, source)))
@@ -291,6 +303,9 @@ def _observed(
         events = spark.read.schema(with_corrupt(source.schema)).json(uri(path), **JSON_OPTIONS)
     events = events.withColumn(_VALID, source.is_valid()).drop(frames.CORRUPT)
     valid, observation = F.col(_VALID), Observation()
+    partitions = partitions_of(run)
+    counts = F.create_map(*[F.lit(v) for topic, n in sorted(partitions.items()) for v in (topic, n)])
+    beyond = F.col("partition") >= counts[F.col("topic")]
     if source is WRITES_SOURCE:
         found = [F.collect_set(F.when(valid, frames.name_and_id(k))).alias(k) for k in frames.NAME_KINDS]
     else:
@@ -300,7 +315,8 @@ def _observed(
         observation,
         F.count(F.when(~valid, 1)).alias("bad"),
         F.count(F.when(valid, 1)).alias("good"),
-        F.min(F.when(valid & ~F.col("topic").isin(*known_topics), F.col("topic"))).alias("unknown"),
+        F.min(F.when(valid & ~F.col("topic").isin(*partitions), F.col("topic"))).alias("unknown"),
+        F.min(F.when(valid & beyond, F.struct("topic", "partition"))).alias("beyond"),
         *found,
     )
     return observed, observation

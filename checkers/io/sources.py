@@ -80,6 +80,11 @@ def topic_acks(run: dict[str, Any]) -> dict[str, str]:
     return {str(topic["name"]): str(topic["acks"]) for topic in run["topics"]}
 
 
+def partitions_of(run: dict[str, Any]) -> dict[str, int]:
+    """How many partitions run.json declares for each topic."""
+    return {str(topic["name"]): int(topic["partitions"]) for topic in run["topics"]}
+
+
 def uri(path: Path) -> str:
     """`path` as Spark and Hadoop take it: `file://` and the path unquoted (Hadoop quotes it itself;
     `Path.as_uri`'s `my%20runs` would name another directory)."""

@@ -63,6 +63,18 @@ BAD_INPUTS = {
         {"reads": _lines(*all_ends(), record(900, "p:1", 0, topic="nope"))},
         f"{READS}:7: unknown topic 'nope'",
     ),
+    "partition-beyond-the-topic": (
+        {"writes": _lines(*acked(100, "p:1", 0), *acked(200, "p:2", 0, partition=2))},
+        f"{WRITES}:3: partition 2 of 't-all': run.json declares 2 (0 to 1)",
+    ),
+    "negative-offset": (
+        {"writes": _lines(*acked(100, "p:1", -3))},
+        f"{WRITES}:2: field 'offset' must be 0 or more, got -3",
+    ),
+    "negative-watermark": (
+        {"reads": _lines(end(10_000) | {"high_watermark": -100}, *all_ends())},
+        f"{READS}:1: field 'high_watermark' must be 0 or more, got -100",
+    ),
     "client-line-without-message": (
         {"client": _lines(client_line(5, "p", "fine"), {"time_ns": 6, "process": "p"})},
         f"{CLIENT}:2: field 'message': expected a string of at most 10000 characters, got None",

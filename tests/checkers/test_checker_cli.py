@@ -274,7 +274,7 @@ def test_phantom_and_unexpected_examples_name_their_process_error_and_first_read
         record(901, phantom, 3),
         record(902, phantom, 2, phase="live"),
         record(903, "ghost", 5, partition=1),
-        record(904, "ghost", 4, partition=2),
+        record(904, "ghost", 6, partition=1),
         *all_ends(),
     ]
     code, _ = kchaos_check(capfd, make_run(tmp_path / "run", writes, reads, [FAULT], [SAMPLE]))
@@ -295,11 +295,11 @@ def test_phantom_and_unexpected_examples_name_their_process_error_and_first_read
 def test_incomplete_final_read_is_reported_and_not_valid(
     spark: SparkSession, tmp_path: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
-    writes = [*acked(100, "p:1", 0, partition=1), *acked(200, "p:2", 0, partition=2)]
+    writes = [*acked(100, "p:1", 0, partition=1), *acked(200, "p:2", 0, partition=0)]
     why = "its watermarks could not be read: Broker: Not leader for partition"
     final_read = {"complete": 0, "incomplete": [{"topic": "t-all", "partition": 1, "why": why}]}
     run = {**run_json(), "final_read": final_read}
-    reads = [record(900, "p:1", 0, partition=1), record(900, "p:2", 0, partition=2)]
+    reads = [record(900, "p:1", 0, partition=1), record(900, "p:2", 0, partition=0)]
     run_dir = make_run(tmp_path / "run", writes, reads, run=run)
     code, _ = kchaos_check(capfd, run_dir)
     result = json.loads((run_dir / RESULT).read_text())
@@ -307,7 +307,7 @@ def test_incomplete_final_read_is_reported_and_not_valid(
     assert (code, result["complete"], result["incomplete_partitions"]) == (
         1,
         False,
-        [{"topic": "t-all", "partition": 1, "why": why}, {"topic": "t-all", "partition": 2, "why": None}],
+        [{"topic": "t-all", "partition": 0, "why": None}, {"topic": "t-all", "partition": 1, "why": why}],
     )
     loss = next(
         g for g in result["guarantees"] if g["id"] == "no-lost-acked-writes" and g["topic"] == "t-all"
