@@ -36,7 +36,9 @@ def _typed_problem(event: dict[str, Any]) -> str | None:
 
 
 def _missing(event: dict[str, Any], names: tuple[str, ...]) -> str | None:
-    absent = [name for name in names if event.get(name) is None]
+    if nulls := [name for name in names if name in event and event[name] is None]:
+        return f"field {', '.join(repr(n) for n in nulls)} must not be null"
+    absent = [name for name in names if name not in event]
     return f"missing field {', '.join(repr(n) for n in absent)}" if absent else None
 
 
@@ -44,7 +46,8 @@ def _parse(text: str) -> tuple[dict[str, Any] | None, str | None]:
     try:
         event = json.loads(text)
     except json.JSONDecodeError as exc:
-        return None, f"malformed JSON ({exc.msg} at column {exc.colno})"
+        at = "" if exc.msg.endswith(" at") else " at"  # "Unterminated string starting at"
+        return None, f"malformed JSON ({exc.msg}{at} column {exc.colno})"
     except ValueError:  # Python reads no integer of more than 4300 digits
         return None, "malformed JSON (a number too long to read)"
     except RecursionError:

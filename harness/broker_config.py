@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from harness.errors import ConfigError
+from harness.limits import brief
 
 BROKER_PORT = 9092
 ZK_CLIENT_PORT = 2181
@@ -174,14 +175,14 @@ def validate_overrides(overrides: Mapping[str, ConfigValue], known_keys: Iterabl
         if known and key not in known:
             close = difflib.get_close_matches(key, sorted(known), n=1)
             hint = f" (did you mean {close[0]!r}?)" if close else ""
-            raise ConfigError(f"broker config {key!r} is not a Kafka {version} broker setting{hint}")
+            raise ConfigError(f"broker config {brief(key)} is not a Kafka {version} broker setting{hint}")
         text = format_value(value)
         if key in _INT_KEYS and not re.fullmatch(r"-?\d+", text):
-            raise ConfigError(f"broker config {key!r} must be an integer, got {value!r}")
+            raise ConfigError(f"broker config {key!r} must be an integer, got {brief(value)}")
         if key in _BOOL_KEYS and text not in ("true", "false"):
-            raise ConfigError(f"broker config {key!r} must be true or false, got {value!r}")
+            raise ConfigError(f"broker config {key!r} must be true or false, got {brief(value)}")
         if key == "min.insync.replicas" and int(text) < 1:
-            raise ConfigError(f"broker config 'min.insync.replicas' must be at least 1, got {value!r}")
+            raise ConfigError(f"broker config 'min.insync.replicas' must be at least 1, got {brief(value)}")
 
 
 def render_broker_config(

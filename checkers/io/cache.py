@@ -55,6 +55,7 @@ from harness.history import (
     remove_dir,
     write_atomic,
 )
+from harness.limits import brief
 
 CACHE_VERSION = 13
 _FINGERPRINT = "fingerprint.json"
@@ -277,7 +278,7 @@ def _convert_into(
         value, reason = bad_value[0]["value"], bad_value[0]["reason"]
         path = run_dir / WRITES
         line = offending_write_line(spark, path, value, reason)
-        raise HistoryError(f"{reason}: value {value!r}", str(path), line)
+        raise HistoryError(f"{reason}: value {brief(value)}", str(path), line)
     return counts
 
 

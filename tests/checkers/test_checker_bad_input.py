@@ -63,6 +63,18 @@ BAD_INPUTS = {
         {"reads": _lines(*all_ends(), record(900, "p:1", 0, topic="nope"))},
         f"{READS}:7: unknown topic 'nope'",
     ),
+    "unterminated-string": (
+        {"writes": _lines(*acked(100, "p:1", 0)) + '{"type": "invoke", "value": "p:2\n'},
+        f"{WRITES}:3: malformed JSON (Unterminated string starting at column 29)",
+    ),
+    "null-value": (
+        {"writes": _lines(*acked(100, "p:1", 0), write("invoke", 300, "p:2") | {"value": None})},
+        f"{WRITES}:3: field 'value' must not be null",
+    ),
+    "long-value-in-a-message": (  # quoted, cut short: not a 20 MiB line
+        {"writes": _lines(*acked(100, "p:1", 0), write("ok", 300, "p" * 10_000, offset=4))},
+        f"{WRITES}:3: completion with no invoke: value '{'p' * 58}…",
+    ),
     "partition-beyond-the-topic": (
         {"writes": _lines(*acked(100, "p:1", 0), *acked(200, "p:2", 0, partition=2))},
         f"{WRITES}:3: partition 2 of 't-all': run.json declares 2 (0 to 1)",
