@@ -21,6 +21,8 @@ from harness.expectation_outcomes import FAILED, HELD, UNKNOWN, ExpectationOutco
 
 RUN_METRICS = ("unexpected", "valid", "complete")
 """The whole-run metrics an expectation may name without `acks=` or `group=`."""
+FLAG_METRICS = ("valid", "complete")
+"""The metrics that are true or false; every other one is a count."""
 
 OPERATORS: dict[str, Callable[[Any, Any], bool]] = {
     "==": operator.eq,
@@ -37,7 +39,8 @@ PATTERN = re.compile(
 )
 HELP = (
     f"expected e.g. 'acks=all lost == 0' with a metric among {', '.join(COUNT_KEYS)}, or 'unexpected == 0', "
-    f"'complete == true', or 'group=<name> skipped == 0' with a metric among {', '.join(GROUP_COUNTS)}"
+    f"'complete == true', 'valid == true', or 'group=<name> skipped == 0' with a metric among "
+    f"{', '.join(GROUP_COUNTS)}"
 )
 
 
@@ -56,11 +59,15 @@ class Expectation:
         match = PATTERN.match(text) if isinstance(text, str) else None
         if not match:
             return None
-        metrics = GROUP_COUNTS if match["group"] else (*COUNT_KEYS, *RUN_METRICS)
+        # Each count is kept per group, per acks mode or for the whole run, and is a number or a
+        # flag: any other pairing could never hold, and would fail every run it is in.
+        metrics = GROUP_COUNTS if match["group"] else COUNT_KEYS if match["acks"] else RUN_METRICS
         if match["metric"] not in metrics:
             return None
         raw = match["value"]
         value = raw == "true" if raw in ("true", "false") else int(raw)
+        if isinstance(value, bool) != (match["metric"] in FLAG_METRICS):
+            return None
         return cls(str(text), match["acks"], match["metric"], match["op"], value, match["group"])
 
     def evaluate(self, result: Mapping[str, Any]) -> ExpectationOutcome:

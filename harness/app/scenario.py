@@ -274,6 +274,10 @@ def parse_scenario(data: Any, source: str) -> Scenario:
             raise fail(f"expect[{i}]", f"cannot read {brief(text)}; {EXPECTATION_HELP}")
         if expectation.group and expectation.group not in {g.name for g in workload.groups}:
             raise fail(f"expect[{i}]", f"no group {expectation.group!r} in workload.groups")
+        if expectation.acks and expectation.acks not in workload.acks:
+            raise fail(
+                f"expect[{i}]", f"the workload writes no acks={expectation.acks} topic (workload.acks)"
+            )
         expectations.append(expectation)
     experiment = ExperimentSpec(
         name=name,

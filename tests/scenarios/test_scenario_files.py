@@ -158,6 +158,15 @@ def test_every_builtin_scenario_parses_and_describes_itself() -> None:
             "expect[0]: cannot read",
         ),
         ({"duration_s": 0}, "duration_s: expected a number from 1 to 604800, got 0"),
+        # Expectations that could never hold, and would fail every run they are in:
+        ({"expect": ["lost == 0"]}, "expect[0]: cannot read 'lost == 0'"),  # lost of which acks mode?
+        ({"expect": ["valid == 2"]}, "expect[0]: cannot read 'valid == 2'"),
+        ({"expect": ["acks=all lost == true"]}, "expect[0]: cannot read"),
+        ({"expect": ["acks=all unexpected == 0"]}, "expect[0]: cannot read"),
+        (
+            {"workload": {"acks": ["all"]}, "expect": ["acks=1 lost == 0"]},
+            "expect[0]: the workload writes no acks=1 topic (workload.acks)",
+        ),
         # Each mode reads one list of faults: one given to the other would be dropped without a word.
         (
             {"faults": {"mode": "sequence", "faults": [KILL], "schedule": [{"at_s": 5, **STEP}]}},
