@@ -281,8 +281,7 @@ def load_run_json(root: Path) -> dict[str, Any]:
     path = root / RUN_JSON
     if not root.is_dir():
         raise HistoryError("not a directory" if root.exists() else "run directory does not exist", str(root))
-    if not path.is_file():
-        raise HistoryError("missing run.json (every run directory has one)", str(path))
+    require_file(path, "missing run.json (every run directory has one)")
     run = read_json_object(path)
     fmt = run.get("format")
     if fmt not in KNOWN_FORMATS or isinstance(fmt, bool):
@@ -300,6 +299,16 @@ def read_json_object(path: Path) -> dict[str, Any]:
     return value
 
 
+def require_file(path: Path, missing: str) -> None:
+    """A HistoryError unless `path` is a regular file: `missing` when nothing is there, else what is."""
+    if path.is_file():
+        return
+    if not path.exists():
+        raise HistoryError(missing, str(path))
+    found = "a directory" if path.is_dir() else "a special file (FIFO, socket or device)"
+    raise HistoryError(f"expected a regular file, found {found}", str(path))
+
+
 def iter_jsonl(path: Path, *, required: bool = True) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield (line number, object) for each line of a small JSONL file, read strictly.
 
@@ -308,7 +317,7 @@ def iter_jsonl(path: Path, *, required: bool = True) -> Iterator[tuple[int, dict
     """
     if not path.is_file():
         if path.exists():
-            raise HistoryError("not a regular file", str(path))
+            require_file(path, "")
         if required:
             raise HistoryError("missing history file", str(path))
         return

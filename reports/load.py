@@ -26,6 +26,7 @@ from harness.history import (
     iter_fault_events,
     load_run_json,
     read_json_object,
+    require_file,
 )
 from harness.history_fields import Fields
 from harness.limits import MAX_RUN_NS, brief
@@ -256,10 +257,11 @@ def _recovery_row(r: Fields) -> dict[str, Any]:
 
 def load_result(root: Path) -> Result:
     path = root / RESULT
-    if not path.is_file():
+    if not path.exists():
         raise InputError(
             f"{root}: this run has not been checked yet (no {RESULT}); run `kchaos check {root}` first"
         )
+    require_file(path, "")
     raw = read_json_object(path)
     run_id = load_run_json(root).get("run_id")
     if raw.get("run_id") != run_id:

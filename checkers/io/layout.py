@@ -23,6 +23,7 @@ from harness.history import (
     iter_fault_events,
     iter_replica_lines,
     load_run_json,
+    require_file,
 )
 
 SPARK_GLOB_CHARACTERS = "[]{}*?\\"
@@ -56,8 +57,7 @@ def check_layout(run_dir: Path) -> Layout:
             str(run_dir),
         )
     for source in SOURCES:
-        if not (run_dir / source.name).is_file():
-            raise HistoryError("missing history file", str(run_dir / source.name))
+        require_file(run_dir / source.name, "missing history file")
     check_dir = run_dir / RESULT
     for where in (run_dir, check_dir.parent):  # the check writes its cache and result.json there
         if where.exists() and not os.access(where, os.W_OK | os.X_OK):

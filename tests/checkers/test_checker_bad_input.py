@@ -152,6 +152,19 @@ def test_missing_history_file_is_named_and_leaves_no_older_verdict(
     assert not (run_dir / RESULT).exists()
 
 
+def test_a_directory_where_a_history_file_belongs_is_named_as_such(
+    spark: SparkSession, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    run_dir = clean_run(tmp_path / "run")
+    (run_dir / WRITES).unlink()
+    (run_dir / WRITES).mkdir()
+    code, text = kchaos_check(capfd, run_dir)
+    assert (code, text.strip()) == (
+        2,
+        f"error: {run_dir / WRITES}: expected a regular file, found a directory",
+    )
+
+
 def test_torn_last_line_of_a_killed_run_is_ignored(
     spark: SparkSession, tmp_path: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:

@@ -205,6 +205,13 @@ def test_missing_result_says_run_check_first(passing_run: Path) -> None:
         write_report(passing_run)
 
 
+def test_a_result_that_is_a_directory_is_named_as_such(passing_run: Path) -> None:
+    (passing_run / "check/result.json").unlink()
+    (passing_run / "check/result.json").mkdir()
+    with pytest.raises(InputError, match=r"result\.json: expected a regular file, found a directory"):
+        write_report(passing_run)
+
+
 def test_unknown_result_format_is_rejected(passing_run: Path) -> None:
     path = passing_run / "check/result.json"
     path.write_text(json.dumps({**json.loads(path.read_text()), "result_format": 99}))
