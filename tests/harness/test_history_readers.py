@@ -51,7 +51,7 @@ def test_a_torn_last_line_is_skipped_even_mid_character(tmp_path: Path) -> None:
 
 def test_a_directory_where_a_history_file_should_be_is_an_error(tmp_path: Path) -> None:
     (tmp_path / "faults.jsonl").mkdir()
-    with pytest.raises(HistoryError, match=r"faults\.jsonl: not a regular file"):
+    with pytest.raises(HistoryError, match=r"faults\.jsonl: expected a regular file, found a directory"):
         list(iter_jsonl(tmp_path / "faults.jsonl", required=False))
 
 
