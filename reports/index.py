@@ -22,7 +22,7 @@ from markupsafe import Markup
 
 from harness.errors import HarnessError, InputError
 from harness.expectation_outcomes import read_expectations
-from harness.history import REPORT, RESULT, RUN_JSON, linked_below, write_atomic
+from harness.history import REPORT, RESULT, RUN_JSON, WRITES, linked_below, write_atomic
 from reports import svg
 from reports.html import environment
 from reports.load import load_info, load_result
@@ -69,8 +69,8 @@ def _entry(run_dir: Path) -> RunEntry | None:
     """The index entry of one directory entry of RUNS_DIR, or None when it is not a run."""
     name = run_dir.name
     try:
-        if not (run_dir / RUN_JSON).is_file():
-            return None
+        if not (run_dir / RUN_JSON).exists() and not (run_dir / WRITES).parent.is_dir():
+            return None  # not a run; one with history/ and no run.json is listed with its error
         if run_dir.is_symlink():
             return RunEntry(name, "error", error=f"{run_dir}: a symbolic link, not followed by the index")
         info = load_info(run_dir)
@@ -200,7 +200,8 @@ def render_index(runs_dir: Path, entries: list[RunEntry]) -> str:
             scenarios=scenarios,
             acks_order=ACKS_ORDER,
             total=len(entries),
-            failing=sum(e.status in ("fail", "error") for e in entries),
+            failing=sum(e.status == "fail" for e in entries),
+            unreadable=sum(e.status == "error" for e in entries),
         )
     )
 
@@ -209,6 +210,8 @@ def write_index(runs_dir: Path) -> Path:
     """Write RUNS_DIR/index.html over every run directory directly inside RUNS_DIR."""
     if not runs_dir.is_dir():
         raise InputError(f"{runs_dir}: not a directory of runs")
+    if (runs_dir / RUN_JSON).exists():
+        raise InputError(f"{runs_dir}: a run directory, not a directory of runs (`kchaos report {runs_dir}`)")
     try:
         children = sorted(runs_dir.iterdir())
     except OSError as exc:

@@ -15,6 +15,7 @@ from reportpage import parse
 from typer.testing import CliRunner
 
 from harness.anomaly_kinds import GROUP_COUNTS
+from harness.app.cli import main
 from harness.app.report_cli import register
 from harness.expectation_outcomes import ExpectationOutcome, write_expectations
 from reports import write_index, write_report
@@ -162,6 +163,21 @@ def test_cli_report_and_index(tmp_path: Path) -> None:
     out = CliRunner().invoke(cli(), ["report", "--index", str(tmp_path / "runs")])
     assert out.exit_code == 0, out.output
     assert (tmp_path / "runs/index.html").is_file()
+
+
+def test_a_run_and_a_directory_of_runs_mistaken_for_each_other_are_said(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    runs = tmp_path / "runs"
+    run = make_passing(runs / "20261120-020000-leader-kill")
+    assert main(["report", "--index", str(run)]) == 2
+    assert (
+        f"{run}: a run directory, not a directory of runs (`kchaos report {run}`)" in capsys.readouterr().err
+    )
+    assert main(["report", str(runs)]) == 2
+    said = capsys.readouterr().err
+    assert f"{runs}: a directory of runs, not a run directory (`kchaos report --index {runs}`)" in said
+    assert not (run / "index.html").exists()
 
 
 def test_index_groups_runs_and_shows_trends(tmp_path: Path) -> None:

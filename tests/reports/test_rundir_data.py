@@ -108,6 +108,8 @@ def test_index_lists_unreadable_runs_and_still_exits_0(
     os.utime(outside / "index.html", (future, future))  # looks up to date: still not followed
     make_passing(tmp_path / "elsewhere")
     (runs / "linked-run").symlink_to(tmp_path / "elsewhere")
+    (make_passing(runs / "no-run-json") / "run.json").unlink()  # its history/ says it is a run
+    (runs / "not-a-run").mkdir()
     code, text = kchaos_report(capfd, "--index", str(runs))
     assert (code, text) == (0, str(runs / "index.html"))
     page = parse((runs / "index.html").read_text(encoding="utf-8"))
@@ -117,11 +119,15 @@ def test_index_lists_unreadable_runs_and_still_exits_0(
         "not-utf8": "error",
         "linked-report": "error",
         "linked-run": "error",
+        "no-run-json": "error",
     }
+    # Unreadable is not failing: no run here broke a promise.
+    assert "".join(page.find("h1")[0].text).endswith("5 runs, 0 failing, 4 unreadable")
     reasons = {"".join(e.text) for e in page.find("span", "help")}
     assert f"{runs / 'not-utf8/run.json'}:1: not UTF-8 (byte 0xff)" in reasons
     assert f"{runs / 'linked-report/report'}: {LINK_REFUSED}" in reasons
     assert f"{runs / 'linked-run'}: a symbolic link, not followed by the index" in reasons
+    assert f"{runs / 'no-run-json/run.json'}: missing run.json (every run directory has one)" in reasons
     assert untouched(outside)
     assert not (tmp_path / "elsewhere/report/index.html").exists()
     assert [a.attrs["href"] for a in page.find("a")] == ["./good/report/index.html"]
