@@ -55,7 +55,12 @@ def check(
         "--master",
         help="Spark master URL (default local[*]); the run directories must be readable there.",
     ),
-    as_json: bool = typer.Option(False, "--json", help="Print the whole result.json instead of a summary."),
+    as_json: bool = typer.Option(
+        False,
+        "--json",
+        help="Print the whole result.json instead of a summary; with several run directories, one "
+        "result per line (JSON Lines), in their order.",
+    ),
 ) -> None:
     """Check runs' histories on Spark: anomalies, guarantees, availability. Exit 1 if a guarantee failed.
 
@@ -64,7 +69,7 @@ def check(
     worst = 0
     for run_dir in run_dirs:
         try:
-            worst = max(worst, _check_one(run_dir, master, as_json))
+            worst = max(worst, _check_one(run_dir, master, as_json, one_line=len(run_dirs) > 1))
         except EnvironmentError_:
             raise  # Spark cannot start: nothing else can be checked either
         except HarnessError as exc:
@@ -77,10 +82,10 @@ def check(
         raise typer.Exit(worst)
 
 
-def _check_one(run_dir: Path, master: str | None, as_json: bool) -> int:
+def _check_one(run_dir: Path, master: str | None, as_json: bool, one_line: bool) -> int:
     note_run_dir(run_dir)
     result = check_run(run_dir, master)
-    typer.echo(json.dumps(result, indent=2) if as_json else _summary(result, run_dir))
+    typer.echo(json.dumps(result, indent=None if one_line else 2) if as_json else _summary(result, run_dir))
     if result["errors"]:  # could not judge every guarantee: not a verdict
         kinds = ", ".join(error["kind"] for error in result["errors"])
         raise SparkError(f"could not judge everything; checkers failed: {kinds} (see {run_dir / RESULT})")

@@ -188,6 +188,8 @@ def test_several_run_directories_are_each_checked_and_exit_with_the_worst(
     assert valid == [True, False]
     code, text = kchaos_check(capfd, clean, str(lost))
     assert (code, text.count("result: ")) == (1, 2)
+    code, text = kchaos_check(capfd, clean, str(lost), "--json")  # JSON Lines, in their order
+    assert (code, [json.loads(line)["valid"] for line in text.splitlines()]) == (1, [True, False])
 
 
 def test_a_checker_that_raises_costs_only_its_own_kind_and_is_not_a_verdict(
