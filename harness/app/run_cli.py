@@ -17,7 +17,7 @@ from harness.app.group_lines import every_guarantee, group_lines
 from harness.app.plain_summary import plain_summary
 from harness.app.progress import run_ticker
 from harness.app.runner import RunOutcome, run_scenario
-from harness.app.scenario import builtin_scenarios, load_scenario
+from harness.app.scenario import Scenario, builtin_scenarios, check_aims, load_scenario
 from harness.app.signals import terminate_as_interrupt
 from harness.errors import ConfigError, HarnessError
 from harness.events import fault_windows
@@ -155,12 +155,9 @@ def _run_matrix(
             if time.monotonic() - started > budget_s:
                 skipped += 1
                 continue
-            workload = scenario.experiment.workload.with_acks(acks)
-            variant = dataclasses.replace(
-                scenario, experiment=dataclasses.replace(scenario.experiment, workload=workload)
-            )
             console.print(f"--- {scenario.name} acks={','.join(acks)} seed={seed}")
             try:
+                variant = matrix_variant(scenario, acks)
                 outcome = run_scenario(variant, out, duration_s=duration, seed=seed, master=master)
                 _print_outcome(outcome)
             except HarnessError as exc:
@@ -175,6 +172,23 @@ def _run_matrix(
         console.print(f"{skipped} runs skipped: the {budget_s:.0f} s budget was used up", style="yellow")
     console.print(f"index: {write_index(out)}")
     return worst
+
+
+def matrix_variant(scenario: Scenario, acks: tuple[str, ...]) -> Scenario:
+    """`scenario` writing only under `acks`, without its expectations on the other modes: they would
+    say nothing of this run, and its scenario.yaml would not load again for `kchaos replay`. A fault
+    aimed at a topic of another mode is a ConfigError: the run would go on without its chaos."""
+    workload = scenario.experiment.workload.with_acks(acks)
+    experiment = dataclasses.replace(scenario.experiment, workload=workload)
+    try:
+        check_aims(scenario.faults, experiment)
+    except ConfigError as exc:
+        raise ConfigError(f"{scenario.source}: with acks {','.join(acks)}: {exc}") from None
+    return dataclasses.replace(
+        scenario,
+        experiment=experiment,
+        expectations=[e for e in scenario.expectations if e.acks is None or e.acks in acks],
+    )
 
 
 def register(app: typer.Typer) -> None:

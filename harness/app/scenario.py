@@ -125,7 +125,7 @@ def _fault_plan(data: Any) -> FaultPlan:
     )
 
 
-def _check_aims(plan: FaultPlan, experiment: ExperimentSpec) -> None:
+def check_aims(plan: FaultPlan, experiment: ExperimentSpec) -> None:
     """Every node, topic, partition, group and member a fault names must be in this scenario's
     cluster and workload: one aimed at nothing would only fail as it starts, mid-run, and the run
     would go on without its chaos."""
@@ -290,7 +290,7 @@ def parse_scenario(data: Any, source: str) -> Scenario:
     if len(description) > MAX_TEXT:
         raise fail("description", f"longer than {MAX_TEXT} characters")
     plan = _fault_plan(top.data.get("faults"))
-    _check_aims(plan, experiment)
+    check_aims(plan, experiment)
     return Scenario(name, description, source, experiment, plan, expectations)
 
 

@@ -6,11 +6,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from harness.app.cli import main
+from harness.app.run_cli import matrix_variant
 from harness.app.runner import build_schedule
 from harness.app.scenario import builtin_scenarios, load_scenario, parse_scenario
-from harness.app.scenario_dump import scenario_data
+from harness.app.scenario_dump import scenario_data, scenario_yaml
 from harness.errors import ConfigError
 from harness.expectation_outcomes import ExpectationOutcome
 
@@ -355,6 +357,20 @@ def test_a_run_too_short_for_any_fault_of_its_plan_is_an_error() -> None:
     assert (
         build_schedule(load_scenario("baseline").faults, 7, 20, "s.yaml") is None
     )  # no faults planned: fine
+
+
+def test_a_matrix_variant_writes_a_scenario_that_loads_again() -> None:
+    # baseline expects counts of acks=1; its acks=all variant cannot, and `kchaos replay` of the
+    # variant's run reads its scenario.yaml back.
+    variant = matrix_variant(load_scenario("baseline"), ("all",))
+    back = parse_scenario(yaml.safe_load(scenario_yaml(variant)), "back")
+    assert back.experiment.workload.acks == ("all",)
+    assert [e.text for e in back.expectations] == [e.text for e in variant.expectations]
+    assert {e.acks for e in variant.expectations} == {"all", None}
+    with pytest.raises(
+        ConfigError, match=r"with acks all: faults.faults\[0\].params.topic: no topic 'chaos-acks-1'"
+    ):
+        matrix_variant(load_scenario("isolate-leader"), ("all",))  # its faults isolate chaos-acks-1's leader
 
 
 def test_a_scheduled_step_that_would_start_after_the_run_is_an_error() -> None:
