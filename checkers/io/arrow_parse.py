@@ -6,18 +6,26 @@ parse and validate both files, against 1.1-1.3 s from Parquet; pyarrow parses an
 0.15 s). pyarrow is stricter than Spark: a file it takes whole, one JSON object per line, Spark
 parses to the same rows. Anything else (a bad or torn line, a blank one, CRLF line ends, a value of
 another type, bytes that are not UTF-8) leaves the file to Spark's JSON parser, which keeps a bad
-line's own fields and lets `bad_lines` name it, as before.
+line's own fields and lets `bad_lines` name it, as before. Two things Spark's parser would take
+without a word are named here instead, by a slow pass over a file pyarrow found them in: a key
+given twice in one object (Spark keeps the last), and a second object on one line (Spark keeps
+the first).
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection
+import json
+from collections.abc import Callable, Collection
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.json as pa_json
 import pyarrow.parquet as pa_parquet
 from pyspark.sql import types as T
+
+from harness.errors import HistoryError
+from harness.limits import brief
 
 _ARROW_TYPES: dict[T.DataType, pa.DataType] = {
     T.StringType(): pa.string(),
@@ -27,6 +35,7 @@ _ARROW_TYPES: dict[T.DataType, pa.DataType] = {
 _BLOCK_BYTES = 16 << 20
 """How much JSON pyarrow parses at a time: the memory of the conversion stays bounded."""
 _CHUNK_BYTES = 16 << 20
+_DECODER = json.JSONDecoder()
 
 
 def parquet_of(jsonl: Path, schema: T.StructType, parquet: Path, plain: Collection[str] = ()) -> bool:
@@ -51,13 +60,59 @@ def parquet_of(jsonl: Path, schema: T.StructType, parquet: Path, plain: Collecti
                 batch.validate(full=True)  # pyarrow's parser keeps bytes that are not UTF-8 as they are
                 rows += batch.num_rows
                 out.write_batch(batch)
-    except (pa.ArrowException, ValueError, OSError):  # ArrowInvalid is a ValueError; Spark says why
+    except (pa.ArrowException, ValueError, OSError) as exc:  # ArrowInvalid is a ValueError; Spark says why
         parquet.unlink(missing_ok=True)
+        if "specified twice" in str(exc):  # Spark's parser would keep the last of the two
+            _raise_at_first(jsonl, _duplicate_key, "the key {} is given twice in one object")
         return False
-    if rows != _object_lines(jsonl):  # None, or two objects on one line
+    lines = _object_lines(jsonl)
+    if rows != lines:  # None, or two objects on one line
         parquet.unlink()
+        if lines is not None and rows > lines:  # Spark's parser would keep the first of them
+            _raise_at_first(
+                jsonl, _after_the_object, "more than one JSON object on one line ({} after the first)"
+            )
         return False
     return True
+
+
+class _GivenTwice(ValueError):
+    """A key given twice in one JSON object (raised by `_unique_pairs`)."""
+
+
+def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    keys = [key for key, _ in pairs]
+    if len(set(keys)) < len(keys):
+        raise _GivenTwice(next(repr(key) for key in keys if keys.count(key) > 1))
+    return dict(pairs)
+
+
+def _duplicate_key(text: str) -> str | None:
+    try:
+        json.loads(text, object_pairs_hook=_unique_pairs)
+    except _GivenTwice as exc:
+        return str(exc)
+    except ValueError:  # malformed: for Spark's parser to name
+        return None
+    return None
+
+
+def _after_the_object(text: str) -> str | None:
+    try:
+        _, end = _DECODER.raw_decode(text.strip())
+    except ValueError:
+        return None
+    rest = text.strip()[end:].strip()
+    return brief(rest) if rest else None
+
+
+def _raise_at_first(path: Path, problem: Callable[[str], str | None], message: str) -> None:
+    """A HistoryError naming the first line of `path` where `problem` finds something (a slow pass
+    through Python, on a file already known to hold one), else nothing: Spark's parser then judges."""
+    with path.open("rb") as handle:
+        for number, raw in enumerate(handle, 1):
+            if (found := problem(raw.decode("utf-8", "replace"))) is not None:
+                raise HistoryError(message.format(found), str(path), number)
 
 
 def _arrow_type(spark_type: T.DataType) -> pa.DataType:

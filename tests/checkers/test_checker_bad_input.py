@@ -75,6 +75,14 @@ BAD_INPUTS = {
         {"writes": _lines(*acked(100, "p:1", 0), write("ok", 300, "p" * 10_000, offset=4))},
         f"{WRITES}:3: completion with no invoke: value '{'p' * 58}…",
     ),
+    "key-given-twice": (  # Spark's parser alone would keep the second offset
+        {"writes": _lines(*acked(100, "p:1", 0)).replace('"offset": 0', '"offset": 0, "offset": 7')},
+        f"{WRITES}:2: the key 'offset' is given twice in one object",
+    ),
+    "two-objects-on-one-line": (  # Spark's parser alone would keep the first
+        {"writes": _lines(*acked(100, "p:1", 0), write("invoke", 200, "p:2")).replace("}\n{", "}{", 1)},
+        f"{WRITES}:1: more than one JSON object on one line",
+    ),
     "partition-beyond-the-topic": (
         {"writes": _lines(*acked(100, "p:1", 0), *acked(200, "p:2", 0, partition=2))},
         f"{WRITES}:3: partition 2 of 't-all': run.json declares 2 (0 to 1)",
