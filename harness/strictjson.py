@@ -1,5 +1,6 @@
 """JSON from files anyone may have edited, read defensively: UTF-8, bounded in size and nesting,
-integers that fit 64 bits and floats that are finite (no NaN, no Infinity, no 1e999).
+integers that fit 64 bits and floats that are finite (no NaN, no Infinity, no 1e999), and no key
+given twice in one object.
 
 Whatever breaks these rules is one HistoryError naming the file and, when known, the line, so that
 code reading the values never meets a RecursionError, an OverflowError or a 10,000-digit count.
@@ -45,7 +46,17 @@ def _constant(name: str) -> float:
     raise _Rejected(f"{name} is not a JSON number")
 
 
-_DECODER = json.JSONDecoder(parse_int=_int, parse_float=_float, parse_constant=_constant)
+def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    value = dict(pairs)
+    if len(value) < len(pairs):  # json keeps the last silently
+        keys = [key for key, _ in pairs]
+        raise _Rejected(f"key {next(k for k in keys if keys.count(k) > 1)!r} given twice in one object")
+    return value
+
+
+_DECODER = json.JSONDecoder(
+    parse_int=_int, parse_float=_float, parse_constant=_constant, object_pairs_hook=_unique
+)
 
 
 def _too_deep(value: Any) -> bool:

@@ -30,6 +30,10 @@ GOOD = b'{"a": 1}\n'
         (b'{"a": ' + b"[" * 100_000 + b"]" * 100_000 + b"}\n", ":2: nested deeper than 64 levels"),
         (b'{"a": "' + b"x" * MAX_LINE_BYTES + b'"}\n', ":2: line longer than 4 MiB"),
         (b"[1]\n", ":2: expected a JSON object"),
+        (
+            b'{"a": 1, "b": {"c": 1, "c": 2}}\n',
+            ":2: key 'c' given twice in one object",
+        ),  # json keeps the last
     ],
 )
 def test_a_hostile_line_is_an_error_naming_file_and_line(tmp_path: Path, line: bytes, message: str) -> None:
