@@ -23,6 +23,7 @@ MAX_LINE_BYTES = 4 * 1024 * 1024
 MAX_FILE_BYTES = 256 * 1024 * 1024
 """A whole-file JSON object (run.json, result.json: its per-second series grow with the run)."""
 _INT64 = 2**63
+GIVEN_TWICE = "given twice in one object"
 
 
 class _Rejected(ValueError):
@@ -50,7 +51,7 @@ def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     value = dict(pairs)
     if len(value) < len(pairs):  # json keeps the last silently
         keys = [key for key, _ in pairs]
-        raise _Rejected(f"key {next(k for k in keys if keys.count(k) > 1)!r} given twice in one object")
+        raise _Rejected(f"key {next(k for k in keys if keys.count(k) > 1)!r} {GIVEN_TWICE}")
     return value
 
 

@@ -17,13 +17,13 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Collection
 from pathlib import Path
-from typing import Any
 
 import pyarrow as pa
 import pyarrow.json as pa_json
 import pyarrow.parquet as pa_parquet
 from pyspark.sql import types as T
 
+from harness import strictjson
 from harness.errors import HistoryError
 from harness.limits import brief
 
@@ -63,56 +63,45 @@ def parquet_of(jsonl: Path, schema: T.StructType, parquet: Path, plain: Collecti
     except (pa.ArrowException, ValueError, OSError) as exc:  # ArrowInvalid is a ValueError; Spark says why
         parquet.unlink(missing_ok=True)
         if "specified twice" in str(exc):  # Spark's parser would keep the last of the two
-            _raise_at_first(jsonl, _duplicate_key, "the key {} is given twice in one object")
+            _name_the_line(jsonl, _key_given_twice)
         return False
     lines = _object_lines(jsonl)
     if rows != lines:  # None, or two objects on one line
         parquet.unlink()
         if lines is not None and rows > lines:  # Spark's parser would keep the first of them
-            _raise_at_first(
-                jsonl, _after_the_object, "more than one JSON object on one line ({} after the first)"
-            )
+            _name_the_line(jsonl, _second_object)
         return False
     return True
 
 
-class _GivenTwice(ValueError):
-    """A key given twice in one JSON object (raised by `_unique_pairs`)."""
-
-
-def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    keys = [key for key, _ in pairs]
-    if len(set(keys)) < len(keys):
-        raise _GivenTwice(next(repr(key) for key in keys if keys.count(key) > 1))
-    return dict(pairs)
-
-
-def _duplicate_key(text: str) -> str | None:
-    try:
-        json.loads(text, object_pairs_hook=_unique_pairs)
-    except _GivenTwice as exc:
-        return str(exc)
-    except ValueError:  # malformed: for Spark's parser to name
-        return None
-    return None
-
-
-def _after_the_object(text: str) -> str | None:
-    try:
-        _, end = _DECODER.raw_decode(text.strip())
-    except ValueError:
-        return None
-    rest = text.strip()[end:].strip()
-    return brief(rest) if rest else None
-
-
-def _raise_at_first(path: Path, problem: Callable[[str], str | None], message: str) -> None:
-    """A HistoryError naming the first line of `path` where `problem` finds something (a slow pass
-    through Python, on a file already known to hold one), else nothing: Spark's parser then judges."""
+def _name_the_line(path: Path, check: Callable[[bytes, Path, int], None]) -> None:
+    """Run `check` on each line of `path`, which raises a HistoryError naming the first it finds
+    wrong: a slow pass through Python, made only on a file pyarrow found wrong. When none is,
+    Spark's parser judges the file as ever."""
     with path.open("rb") as handle:
         for number, raw in enumerate(handle, 1):
-            if (found := problem(raw.decode("utf-8", "replace"))) is not None:
-                raise HistoryError(message.format(found), str(path), number)
+            check(raw, path, number)
+
+
+def _key_given_twice(raw: bytes, path: Path, number: int) -> None:
+    try:
+        strictjson.decode(raw, path, number)
+    except HistoryError as exc:
+        if strictjson.GIVEN_TWICE in str(exc):
+            raise
+        # Malformed in another way: Spark's parser names such a line.
+
+
+def _second_object(raw: bytes, path: Path, number: int) -> None:
+    text = raw.decode("utf-8", "replace").strip()
+    try:
+        _, end = _DECODER.raw_decode(text)
+    except ValueError:
+        return
+    if rest := text[end:].strip():
+        raise HistoryError(
+            f"more than one JSON object on one line ({brief(rest)} after the first)", str(path), number
+        )
 
 
 def _arrow_type(spark_type: T.DataType) -> pa.DataType:

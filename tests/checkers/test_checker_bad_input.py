@@ -77,7 +77,7 @@ BAD_INPUTS = {
     ),
     "key-given-twice": (  # Spark's parser alone would keep the second offset
         {"writes": _lines(*acked(100, "p:1", 0)).replace('"offset": 0', '"offset": 0, "offset": 7')},
-        f"{WRITES}:2: the key 'offset' is given twice in one object",
+        f"{WRITES}:2: key 'offset' given twice in one object",
     ),
     "two-objects-on-one-line": (  # Spark's parser alone would keep the first
         {"writes": _lines(*acked(100, "p:1", 0), write("invoke", 200, "p:2")).replace("}\n{", "}{", 1)},
