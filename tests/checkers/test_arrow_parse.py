@@ -11,6 +11,7 @@ from checkers import frames
 from checkers.io import arrow_parse
 from checkers.io.arrow_parse import parquet_of
 from checkers.io.sources import READS_SOURCE, uri
+from harness.errors import HistoryError
 
 WRITE = b'{"type":"invoke","time_ns":5,"process":"p-1","topic":"t","partition":0,"value":"p-1:0"}'
 
@@ -18,7 +19,6 @@ WRITE = b'{"type":"invoke","time_ns":5,"process":"p-1","topic":"t","partition":0
 @pytest.mark.parametrize(
     "content",
     [
-        pytest.param(WRITE + WRITE + b"\n", id="two objects on one line"),
         pytest.param(WRITE[:40] + b"\n" + WRITE[40:] + b"\n", id="one object across two lines"),
         pytest.param(WRITE + b"\n\n" + WRITE + b"\n", id="a blank line"),
         pytest.param(
@@ -44,6 +44,29 @@ def test_a_file_pyarrow_cannot_take_whole_is_left_to_spark(tmp_path: Path, conte
     jsonl, parquet = tmp_path / "writes.jsonl", tmp_path / "writes.parquet"
     jsonl.write_bytes(content)
     assert not parquet_of(jsonl, frames.WRITE_SCHEMA, parquet)
+    assert not parquet.exists()
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (WRITE + b"\n" + WRITE + WRITE + b"\n", ":2: more than one JSON object on one line ('{"),
+        (
+            WRITE + b"\n" + WRITE.replace(b'"time_ns":5', b'"time_ns":5,"time_ns":6') + b"\n",
+            ":2: key 'time_ns' given twice",
+        ),
+    ],
+    ids=["two objects on one line", "a key given twice"],
+)
+def test_what_spark_would_take_without_a_word_is_named_by_its_line(
+    tmp_path: Path, content: bytes, message: str
+) -> None:
+    # Spark's parser would keep the first object of the line, and the last value of the key.
+    jsonl, parquet = tmp_path / "writes.jsonl", tmp_path / "writes.parquet"
+    jsonl.write_bytes(content)
+    with pytest.raises(HistoryError) as caught:
+        parquet_of(jsonl, frames.WRITE_SCHEMA, parquet)
+    assert str(caught.value).startswith(f"{jsonl}{message}")
     assert not parquet.exists()
 
 
