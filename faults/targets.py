@@ -36,7 +36,7 @@ from faults.base import coerce_int, text_param
 from harness.cluster import KafkaCluster
 from harness.errors import ClusterError, TargetError
 from harness.groups import OFFSETS_TOPIC, coordinator_partition
-from harness.services import Node
+from harness.services import Node, broker_name
 from harness.zkstate import ClusterSnapshot, PartitionState
 
 PARTITION_ROLES = {
@@ -94,10 +94,6 @@ _NODE_NAME = re.compile(r"(kafka|zk)-[0-9]{1,9}")
 def _trails(p: PartitionState, controller: int | None) -> bool:
     followers = [r for r in p.isr if r != p.leader]
     return p.leader >= 0 and controller in followers[1:]
-
-
-def broker_name(broker_id: int) -> str:
-    return f"kafka-{broker_id}"
 
 
 @dataclass

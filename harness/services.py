@@ -177,12 +177,22 @@ class Node:
         return f"<{type(self).__name__} {self.name} {self.ip}>"
 
 
+def broker_name(broker_id: int) -> str:
+    """The container (and fault target) name of a broker."""
+    return f"kafka-{broker_id}"
+
+
+def zookeeper_name(number: int) -> str:
+    """The container (and fault target) name of a ZooKeeper node, numbered from 1."""
+    return f"zk-{number}"
+
+
 class ZooKeeperNode(Node):
     role = "zookeeper"
 
     def __init__(self, number: int, image: str, run_id: str, network: Network, ip: str, config: str) -> None:
         super().__init__(
-            f"zk-{number}",
+            zookeeper_name(number),
             image,
             run_id,
             network,
@@ -199,6 +209,6 @@ class KafkaBroker(Node):
         self, broker_id: int, image: str, run_id: str, network: Network, ip: str, config: str, heap: str
     ) -> None:
         super().__init__(
-            f"kafka-{broker_id}", image, run_id, network, ip, {"KCHAOS_CONFIG": config, "KCHAOS_HEAP": heap}
+            broker_name(broker_id), image, run_id, network, ip, {"KCHAOS_CONFIG": config, "KCHAOS_HEAP": heap}
         )
         self.broker_id = broker_id

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from harness.history import JUNIT, REPORT, SUMMARY, write_atomic
+from harness.errors import InputError
+from harness.history import JUNIT, REPORT, RUN_JSON, SUMMARY, write_atomic
 from reports.html import render_report
 from reports.junit import render_junit
 from reports.load import load_run
@@ -14,6 +15,9 @@ from reports.summary import build_summary
 
 def write_report(run_dir: Path) -> Path:
     """Render the report of one checked run; returns the path of its index.html."""
+    if not (run_dir / RUN_JSON).exists() and next(run_dir.glob(f"*/{RUN_JSON}"), None):
+        hint = f"`kchaos report --index {run_dir}`"
+        raise InputError(f"{run_dir}: a directory of runs, not a run directory ({hint})")
     run = load_run(run_dir)
     write_atomic(run_dir, JUNIT, render_junit(run))
     write_atomic(

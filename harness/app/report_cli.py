@@ -7,8 +7,6 @@ from pathlib import Path
 import typer
 
 from harness.app.crash import note_run_dir
-from harness.errors import InputError
-from harness.history import RUN_JSON
 from reports.index import write_index
 from reports.write import write_report
 
@@ -21,8 +19,6 @@ def report(
 ) -> None:
     """Write RUN_DIR/report/index.html (+ junit.xml, summary.json), or with --index an index of runs."""
     note_run_dir(None if index else path)
-    if not index and not (path / RUN_JSON).exists() and next(path.glob(f"*/{RUN_JSON}"), None):
-        raise InputError(f"{path}: a directory of runs, not a run directory (`kchaos report --index {path}`)")
     target = write_index(path) if index else write_report(path)
     typer.echo(str(target))
 

@@ -38,6 +38,7 @@ from harness.limits import (
     MAX_SEED,
     brief,
 )
+from harness.services import broker_name, zookeeper_name
 from harness.workload import WorkloadSpec
 
 BUILTIN_DIR = Path(__file__).resolve().parent / "scenarios"
@@ -130,9 +131,8 @@ def check_aims(plan: FaultPlan, experiment: ExperimentSpec) -> None:
     cluster and workload: one aimed at nothing would only fail as it starts, mid-run, and the run
     would go on without its chaos."""
     spec, workload = experiment.cluster, experiment.workload
-    nodes = [f"kafka-{n}" for n in range(1, spec.brokers + 1)] + [
-        f"zk-{n}" for n in range(1, spec.zookeepers + 1)
-    ]
+    nodes = [broker_name(n) for n in range(1, spec.brokers + 1)]
+    nodes += [zookeeper_name(n) for n in range(1, spec.zookeepers + 1)]
     topics = [str(t["name"]) for t in workload.topics()] + [OFFSETS_TOPIC]
     groups = {g.name: g.member_names() for g in workload.groups}
     aimed = [(f"faults.faults[{i}]", name, params) for i, (name, params) in enumerate(plan.faults)]
