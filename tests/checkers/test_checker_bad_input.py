@@ -83,6 +83,14 @@ BAD_INPUTS = {
         {"writes": _lines(*acked(100, "p:1", 0), write("invoke", 200, "p:2")).replace("}\n{", "}{", 1)},
         f"{WRITES}:1: more than one JSON object on one line",
     ),
+    "two-objects-on-a-crlf-line": (  # not pyarrow's to parse: Spark's parser alone would keep the first
+        {"reads": _lines(*all_ends(), record(900, "p:1", 0)).replace("}\n{", "} {", 1).replace("\n", "\r\n")},
+        f"{READS}:1: more than one JSON object on one line",
+    ),
+    "an-array-for-a-line": (  # Spark's parser alone would make a row of each element
+        {"writes": "[" + _lines(*acked(100, "p:1", 0)).replace("}\n{", "}, {").strip() + "]\n"},
+        f"{WRITES}:1: expected a JSON object, got an array",
+    ),
     "partition-beyond-the-topic": (
         {"writes": _lines(*acked(100, "p:1", 0), *acked(200, "p:2", 0, partition=2))},
         f"{WRITES}:3: partition 2 of 't-all': run.json declares 2 (0 to 1)",
