@@ -9,14 +9,15 @@ another type, bytes that are not UTF-8) leaves the file to Spark's JSON parser, 
 line's own fields and lets `bad_lines` name it, as before. What Spark's parser would take without
 a word is named here instead, by a pass over a file pyarrow did not take: a key given twice in one
 object (Spark keeps the last), text after the object on a line (Spark keeps the object and drops the
-rest, a second object too) and an array for a line (Spark makes a row of each element).
+rest, a second object too), an array for a line (Spark makes a row of each element), and a number,
+boolean, object or array where a string belongs (Spark keeps its text).
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
 
 import pyarrow as pa
@@ -39,6 +40,11 @@ _CHUNK_BYTES = 16 << 20
 _DECODER = json.JSONDecoder()
 _BRACE_THEN_TEXT = re.compile(rb"\}[ \t\r]*[^ \t\r\n]")
 """A `}` with more than white space after it on its line: any text after an object starts so."""
+_ARRAY = re.compile(rb"[ \t\r]*\[")
+_ARRAY_LINE = re.compile(rb"\n[ \t\r]*\[")
+"""A line that is an array, but the first (`^` in multi-line mode takes ten times as long)."""
+_ESCAPE = re.compile(rb"\\u")
+"""An escaped character, which a key may hide in."""
 
 
 def parquet_of(jsonl: Path, schema: T.StructType, parquet: Path, plain: Collection[str] = ()) -> bool:
@@ -67,19 +73,19 @@ def parquet_of(jsonl: Path, schema: T.StructType, parquet: Path, plain: Collecti
         parquet.unlink(missing_ok=True)
         if "specified twice" in str(exc):  # Spark's parser would keep the last of the two
             _name_the_line(jsonl, _key_given_twice)
-        _name_the_line(jsonl, _not_one_object)
+        _name_a_misread_line(jsonl, schema)
         return False
     if rows != _object_lines(jsonl):  # None, or two objects on one line
         parquet.unlink()
-        _name_the_line(jsonl, _not_one_object)
+        _name_a_misread_line(jsonl, schema)
         return False
     return True
 
 
 def _name_the_line(path: Path, check: Callable[[bytes, Path, int], None]) -> None:
     """Run `check` on each line of `path`, which raises a HistoryError naming the first it finds
-    wrong: a pass through Python, made only on a file pyarrow did not take (1 GB in about 4 s).
-    When none is, Spark's parser judges the file as ever."""
+    wrong: a slow pass through Python, made only on a file pyarrow found wrong. When none is,
+    Spark's parser judges the file as ever."""
     with path.open("rb") as handle:
         for number, raw in enumerate(handle, 1):
             check(raw, path, number)
@@ -94,23 +100,64 @@ def _key_given_twice(raw: bytes, path: Path, number: int) -> None:
         # Malformed in another way: Spark's parser names such a line.
 
 
-def _not_one_object(raw: bytes, path: Path, number: int) -> None:
-    """A line that Spark's parser would take for some other number of rows."""
-    if raw.lstrip()[:1] == b"[":
+def _name_a_misread_line(path: Path, schema: T.StructType) -> None:
+    """Raise a HistoryError naming the first line that Spark's parser would take without a word for
+    other rows than it holds: an array (a row per element), text after the object (dropped, a second
+    object too), or a number, boolean, object or array for a string column (its text). Regular
+    expressions over whole chunks pick the few lines worth decoding (1 GB in about 10 s)."""
+    strings = [f.name for f in schema.fields if f.dataType == T.StringType()]
+    patterns = [_ARRAY_LINE, _BRACE_THEN_TEXT, _ESCAPE]
+    if strings:
+        keys = b"|".join(re.escape(name.encode()) for name in strings)
+        patterns.append(re.compile(rb'"(?:' + keys + rb')"[ \t\r]*:[ \t\r]*[^" \t\r\nn]'))
+    number = 1
+    for chunk in _whole_lines(path):
+        done = 0
+        # a match's last byte is on its line (an array's first is the newline before it)
+        starts = {chunk.rfind(b"\n", 0, m.end() - 1) + 1 for p in patterns for m in p.finditer(chunk)}
+        if _ARRAY.match(chunk):
+            starts.add(0)
+        for start in sorted(starts):
+            number += chunk.count(b"\n", done, start)
+            done = start
+            end = chunk.find(b"\n", start)
+            _misread(chunk[start : None if end < 0 else end], strings, path, number)
+        number += chunk.count(b"\n", done)
+
+
+def _whole_lines(path: Path) -> Iterator[bytes]:
+    """`path` in chunks of whole lines (the last may have no newline)."""
+    rest = b""
+    with path.open("rb") as handle:
+        while chunk := handle.read(_CHUNK_BYTES):
+            cut = chunk.rfind(b"\n") + 1
+            if cut == 0:
+                rest += chunk
+                continue
+            yield rest + chunk[:cut]
+            rest = chunk[cut:]
+    if rest:
+        yield rest
+
+
+def _misread(raw: bytes, strings: list[str], path: Path, number: int) -> None:
+    if raw.lstrip(b" \t\r")[:1] == b"[":
         raise HistoryError("expected a JSON object, got an array", str(path), number)
-    if not _BRACE_THEN_TEXT.search(raw):  # most lines: the object's own `}` ends the line
-        return
     text = raw.decode("utf-8", "replace").strip()
     try:
-        _, end = _DECODER.raw_decode(text)
-    except ValueError:
-        return  # malformed: Spark's parser names such a line
+        event, end = _DECODER.raw_decode(text)
+    except (ValueError, RecursionError):
+        return  # malformed, or nested too deeply for Python: Spark's parser names such a line
     if (rest := text[end:].strip()) and rest[0] == "{":
         raise HistoryError(
             f"more than one JSON object on one line ({brief(rest)} after the first)", str(path), number
         )
     if rest:
         raise HistoryError(f"text after the JSON object ({brief(rest)})", str(path), number)
+    for name in strings if isinstance(event, dict) else ():
+        if event.get(name) is not None and not isinstance(event[name], str):
+            got = json.dumps(event[name])[:60]
+            raise HistoryError(f"field '{name}' must be a string, got {got}", str(path), number)
 
 
 def _arrow_type(spark_type: T.DataType) -> pa.DataType:

@@ -30,9 +30,9 @@ WRITE = b'{"type":"invoke","time_ns":5,"process":"p-1","topic":"t","partition":0
         pytest.param(
             WRITE.replace(b'"partition":0', b'"partition":4294967296') + b"\n", id="an int out of range"
         ),
-        pytest.param(WRITE.replace(b'"value":"p-1:0"', b'"value":7') + b"\n", id="a number for a string"),
         pytest.param(WRITE.replace(b"p-1:0", b"p-1:\xff") + b"\n", id="bytes that are not UTF-8"),
         pytest.param(b"", id="an empty file"),
+        pytest.param(b'{"type":' + b"[" * 5000 + b"]" * 5000 + b"} x\n", id="nested too deeply for Python"),
     ],
 )
 def test_a_file_pyarrow_cannot_take_whole_is_left_to_spark(tmp_path: Path, content: bytes) -> None:
@@ -59,6 +59,15 @@ def test_a_file_pyarrow_cannot_take_whole_is_left_to_spark(tmp_path: Path, conte
         (WRITE + b"\n" + WRITE + b"}, 7\n" + WRITE[:30], ":2: text after the JSON object ('}, 7')"),
         (WRITE + b"\n" + b"[" + WRITE + b"," + WRITE + b"]\n", ":2: expected a JSON object, got an array"),
         (b" [1, 2]\n", ":1: expected a JSON object, got an array"),
+        (WRITE.replace(b'"p-1:0"', b"7") + b"\n", ":1: field 'value' must be a string, got 7"),
+        (
+            WRITE + b"\n" + WRITE.replace(b'"p-1"', b" true") + b"\n",
+            ":2: field 'process' must be a string, got true",
+        ),
+        (
+            WRITE.replace(b'"value"', b'"\\u0076alue"').replace(b'"p-1:0"', b'{"a":1}') + b"\r\n",
+            ":1: field 'value' must be a string, got {\"a\": 1}",
+        ),
     ],
     ids=[
         "two objects on one line",
@@ -68,6 +77,9 @@ def test_a_file_pyarrow_cannot_take_whole_is_left_to_spark(tmp_path: Path, conte
         "text after an object, and a torn last line",
         "an array of objects",
         "an array",
+        "a number for a string",
+        "a boolean for a string",
+        "an object for a string, under an escaped key",
     ],
 )
 def test_what_spark_would_take_without_a_word_is_named_by_its_line(
@@ -109,4 +121,11 @@ def test_lines_are_told_apart_across_the_chunks_a_file_is_read_in(
     assert parquet_of(jsonl, frames.WRITE_SCHEMA, parquet)
     jsonl.write_bytes(WRITE + WRITE + b"\n" + WRITE[:40] + b"\n" + WRITE[40:] + b"\n")
     with pytest.raises(HistoryError, match="more than one JSON object"):  # not taken as 3 rows of 3 lines
+        parquet_of(jsonl, frames.WRITE_SCHEMA, parquet)
+    lines = [WRITE, WRITE.replace(b"p-1:0", b"p-1:\xff"), b"[" + WRITE + b"]", WRITE.replace(b'"p-1"', b"1")]
+    jsonl.write_bytes(b"\n".join(lines) + b"\n")
+    with pytest.raises(HistoryError, match=":3: expected a JSON object, got an array"):
+        parquet_of(jsonl, frames.WRITE_SCHEMA, parquet)
+    jsonl.write_bytes(b"\n".join([*lines[:2], lines[3], lines[2]]))
+    with pytest.raises(HistoryError, match=":3: field 'process' must be a string, got 1"):
         parquet_of(jsonl, frames.WRITE_SCHEMA, parquet)

@@ -91,6 +91,14 @@ BAD_INPUTS = {
         {"writes": "[" + _lines(*acked(100, "p:1", 0)).replace("}\n{", "}, {").strip() + "]\n"},
         f"{WRITES}:1: expected a JSON object, got an array",
     ),
+    "number-for-a-string": (  # Spark's parser alone would read the value "2"
+        {
+            "writes": _lines(*acked(100, "p:1", 0), *acked(200, "p:2", 1)).replace(
+                '"value": "p:2"', '"value": 2'
+            )
+        },
+        f"{WRITES}:3: field 'value' must be a string, got 2",
+    ),
     "partition-beyond-the-topic": (
         {"writes": _lines(*acked(100, "p:1", 0), *acked(200, "p:2", 0, partition=2))},
         f"{WRITES}:3: partition 2 of 't-all': run.json declares 2 (0 to 1)",

@@ -365,7 +365,16 @@ SPARK_CASES = {
         b'"value": "p:\xff"}\n',
         "writes.jsonl:3: field 'value' holds bytes that are not UTF-8",
     ),
-    "deep": (READS, b"[" * DEEP + b"]" * DEEP + b"\n", "reads.jsonl:5: malformed JSON (nested too deeply)"),
+    "deep": (
+        READS,
+        b'{"type": ' + b"[" * DEEP + b"]" * DEEP + b"}\n",
+        "reads.jsonl:5: malformed JSON (nested too deeply)",
+    ),
+    "deep-with-text-after": (
+        READS,
+        b'{"type": ' + b"[" * DEEP + b"]" * DEEP + b"} x\n",
+        "reads.jsonl:5: malformed JSON (nested too deeply)",
+    ),
     "long-number": (
         WRITES,
         b'{"type": "invoke", "time_ns": 1' + b"0" * 5000 + b', "process": "p", "topic": "chaos-acks-all", '
