@@ -73,7 +73,12 @@ CLUSTER_SCHEMA = T.StructType(
 )
 """cluster.jsonl's fields the epoch checks read (validated line by line in `layout`)."""
 
-JSON_OPTIONS = {"columnNameOfCorruptRecord": frames.CORRUPT, "mode": "PERMISSIVE"}
+JSON_OPTIONS = {
+    "columnNameOfCorruptRecord": frames.CORRUPT,
+    "mode": "PERMISSIVE",
+    "allowSingleQuotes": "false",
+}
+"""Spark's JSON reader, as strict as JSON: by default it takes 'single-quoted' strings too."""
 
 
 def topic_acks(run: dict[str, Any]) -> dict[str, str]:

@@ -99,6 +99,10 @@ BAD_INPUTS = {
         },
         f"{WRITES}:3: field 'value' must be a string, got 2",
     ),
+    "single-quoted-strings": (  # not JSON, though Spark's parser takes it by default
+        {"writes": _lines(*acked(100, "p:1", 0)).replace('"value": "p:1"', "'value': 'p:1'", 1)},
+        f"{WRITES}:1: malformed JSON (Expecting property name enclosed in double quotes",
+    ),
     "partition-beyond-the-topic": (
         {"writes": _lines(*acked(100, "p:1", 0), *acked(200, "p:2", 0, partition=2))},
         f"{WRITES}:3: partition 2 of 't-all': run.json declares 2 (0 to 1)",
