@@ -44,7 +44,9 @@ _ARRAY = re.compile(rb"[ \t\r]*\[")
 _ARRAY_LINE = re.compile(rb"\n[ \t\r]*\[")
 """A line that is an array, but the first (`^` in multi-line mode takes ten times as long)."""
 _ESCAPE = re.compile(rb"\\u")
-"""An escaped character, which a key may hide in."""
+"""An escaped character, which a key or a lone surrogate may hide in."""
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+"""What json makes of `\\ud800` to `\\udfff` escaped alone (a pair is one character)."""
 
 
 def parquet_of(jsonl: Path, schema: T.StructType, parquet: Path, plain: Collection[str] = ()) -> bool:
@@ -103,8 +105,9 @@ def _key_given_twice(raw: bytes, path: Path, number: int) -> None:
 def _name_a_misread_line(path: Path, schema: T.StructType) -> None:
     """Raise a HistoryError naming the first line that Spark's parser would take without a word for
     other rows than it holds: an array (a row per element), text after the object (dropped, a second
-    object too), or a number, boolean, object or array for a string column (its text). Regular
-    expressions over whole chunks pick the few lines worth decoding (1 GB in about 10 s)."""
+    object too), a number, boolean, object or array for a string column (its text), or an escaped
+    lone surrogate in one (a '?'). Regular expressions over whole chunks pick the few lines worth
+    decoding (1 GB in about 10 s)."""
     strings = [f.name for f in schema.fields if f.dataType == T.StringType()]
     patterns = [_ARRAY_LINE, _BRACE_THEN_TEXT, _ESCAPE]
     if strings:
@@ -155,9 +158,15 @@ def _misread(raw: bytes, strings: list[str], path: Path, number: int) -> None:
     if rest:
         raise HistoryError(f"text after the JSON object ({brief(rest)})", str(path), number)
     for name in strings if isinstance(event, dict) else ():
-        if event.get(name) is not None and not isinstance(event[name], str):
-            got = json.dumps(event[name])[:60]
-            raise HistoryError(f"field '{name}' must be a string, got {got}", str(path), number)
+        field = event.get(name)
+        if field is not None and not isinstance(field, str):
+            raise HistoryError(
+                f"field '{name}' must be a string, got {json.dumps(field)[:60]}", str(path), number
+            )
+        if field is not None and _LONE_SURROGATE.search(field):  # Spark's parser makes each a '?'
+            raise HistoryError(
+                f"field '{name}' holds an escaped lone surrogate, no character", str(path), number
+            )
 
 
 def _arrow_type(spark_type: T.DataType) -> pa.DataType:

@@ -32,6 +32,9 @@ WRITE = b'{"type":"invoke","time_ns":5,"process":"p-1","topic":"t","partition":0
         ),
         pytest.param(WRITE.replace(b"p-1:0", b"p-1:\xff") + b"\n", id="bytes that are not UTF-8"),
         pytest.param(b"", id="an empty file"),
+        pytest.param(
+            WRITE.replace(b"p-1:0", b"p-1:\\ud83d\\ude00") + b"\r\n", id="an escaped surrogate pair"
+        ),
         pytest.param(b'{"type":' + b"[" * 5000 + b"]" * 5000 + b"} x\n", id="nested too deeply for Python"),
     ],
 )
@@ -68,6 +71,10 @@ def test_a_file_pyarrow_cannot_take_whole_is_left_to_spark(tmp_path: Path, conte
             WRITE.replace(b'"value"', b'"\\u0076alue"').replace(b'"p-1:0"', b'{"a":1}') + b"\r\n",
             ":1: field 'value' must be a string, got {\"a\": 1}",
         ),
+        (
+            WRITE.replace(b"p-1:0", b"p-1:\\ud800") + b"\n",
+            ":1: field 'value' holds an escaped lone surrogate",
+        ),
     ],
     ids=[
         "two objects on one line",
@@ -80,6 +87,7 @@ def test_a_file_pyarrow_cannot_take_whole_is_left_to_spark(tmp_path: Path, conte
         "a number for a string",
         "a boolean for a string",
         "an object for a string, under an escaped key",
+        "a lone surrogate",
     ],
 )
 def test_what_spark_would_take_without_a_word_is_named_by_its_line(

@@ -103,6 +103,10 @@ BAD_INPUTS = {
         {"writes": _lines(*acked(100, "p:1", 0)).replace('"value": "p:1"', "'value': 'p:1'", 1)},
         f"{WRITES}:1: malformed JSON (Expecting property name enclosed in double quotes",
     ),
+    "lone-surrogate": (  # Spark's parser alone would read 'p:?', as for any other lone surrogate
+        {"writes": _lines(*acked(100, "p:1", 0), *acked(200, "p:\ud800", 1))},
+        f"{WRITES}:3: field 'value' holds an escaped lone surrogate",
+    ),
     "partition-beyond-the-topic": (
         {"writes": _lines(*acked(100, "p:1", 0), *acked(200, "p:2", 0, partition=2))},
         f"{WRITES}:3: partition 2 of 't-all': run.json declares 2 (0 to 1)",
