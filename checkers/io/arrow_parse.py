@@ -15,6 +15,7 @@ boolean, object or array where a string belongs (Spark keeps its text).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from collections.abc import Callable, Collection, Iterator
@@ -131,7 +132,7 @@ def _name_a_misread_line(path: Path, schema: T.StructType) -> None:
 def _whole_lines(path: Path) -> Iterator[bytes]:
     """`path` in chunks of whole lines (the last may have no newline)."""
     rest = b""
-    with path.open("rb") as handle:
+    with contextlib.suppress(OSError), path.open("rb") as handle:  # Spark's read says why
         while chunk := handle.read(_CHUNK_BYTES):
             cut = chunk.rfind(b"\n") + 1
             if cut == 0:
