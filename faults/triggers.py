@@ -1,12 +1,14 @@
 """Event-timed schedule steps: a step may start `delay_s` after an event, not at a fixed time.
 
 Events (`EVENTS`) are seen in ZooKeeper (`leader-change`, `controller-change`, `isr-shrink`,
-`isr-expand`) or in the nemesis itself (`start`: the step before started; `healed`: no fault is in
-force). The reference point is always the start of the step before (the nemesis start for the
-first): a ZooKeeper event counts when the first look differs from what ZooKeeper held just before
-that step started, so an election that the step itself caused is seen however quickly it happens,
-and after that when a sample differs from the one before it (a broker that leaves the ISR and
-comes back is an isr-expand, though the ISR ends as it began).
+`isr-expand`), in the nemesis itself (`start`: the step before started; `healed`: no fault is in
+force) or in the consumer groups' events (`group-stable`: a group is formed, `harness.groups.stable`).
+The reference point is always the start of the step before (the nemesis start for the first): a
+ZooKeeper event counts when the first look differs from what ZooKeeper held just before that step
+started, so an election that the step itself caused is seen however quickly it happens, and after
+that when a sample differs from the one before it (a broker that leaves the ISR and comes back is an
+isr-expand, though the ISR ends as it began). `healed` and `group-stable` are states: seen at the
+first look at which they hold.
 
 `seen` is pure (two snapshots in, what changed out) so it is unit-tested without Docker.
 """
@@ -28,6 +30,7 @@ EVENTS = {
     "controller-change": "a new controller (the controller epoch grew)",
     "isr-shrink": "a broker left the watched partition's ISR",
     "isr-expand": "a broker joined the watched partition's ISR",
+    "group-stable": "every running member of the group (or of every group) is assigned, in one generation",
 }
 """Event name -> what it means, for `kchaos faults` and errors."""
 PARTITION_EVENTS = ("leader-change", "isr-shrink", "isr-expand")
@@ -49,15 +52,18 @@ class Trigger:
     within_s: float = DEFAULT_WITHIN_S
     topic: str | None = None
     partition: int | None = None
+    group: str | None = None
+    """The group `group-stable` waits for; None: every group."""
 
     @classmethod
     def from_mapping(cls, data: Any) -> Trigger:
         """Build from scenario YAML; ConfigError naming the field and what it expects."""
         if not isinstance(data, Mapping):
             raise ConfigError(
-                f"expected a mapping with event (and delay_s, within_s, topic, partition), got {brief(data)}"
+                "expected a mapping with event (and delay_s, within_s, topic, partition, group), "
+                f"got {brief(data)}"
             )
-        allowed = ("event", "delay_s", "within_s", "topic", "partition")
+        allowed = ("event", "delay_s", "within_s", "topic", "partition", "group")
         unknown = [str(k) for k in data if k not in allowed]
         if unknown:
             raise ConfigError(f"{brief(unknown[0])}: unknown field; allowed: {', '.join(allowed)}")
@@ -73,18 +79,26 @@ class Trigger:
             raise ConfigError(
                 "topic and partition: give both, or neither to watch the step before's partition"
             )
+        group = data.get("group")
+        if group is not None and event != "group-stable":
+            raise ConfigError("group: only group-stable waits for a group")
+        if group is not None and (not isinstance(group, str) or not group.strip() or len(group) > 255):
+            raise ConfigError(f"group: expected a group name, got {brief(group)}")
         return cls(
             event,
             finite("delay_s", data.get("delay_s", 0.0), 0.0, MAX_DURATION_S),
             finite("within_s", data.get("within_s", DEFAULT_WITHIN_S), 0.1, MAX_DURATION_S),
             topic,
             whole("partition", partition, 0, MAX_PARTITION) if partition is not None else None,
+            group,
         )
 
     def to_json(self) -> dict[str, Any]:
         shown: dict[str, Any] = {"event": self.event, "delay_s": self.delay_s, "within_s": self.within_s}
         if self.topic is not None:
             shown |= {"topic": self.topic, "partition": self.partition}
+        if self.group is not None:
+            shown["group"] = self.group
         return shown
 
     def watched(self, before: Watched | None) -> Watched | None:
@@ -98,6 +112,7 @@ class Trigger:
     def describe(self, watched: Watched | None) -> str:
         """`leader-change of t/0, then 1 s`: what the nemesis waits for."""
         what = f"{self.event} of {watched[0]}/{watched[1]}" if watched else self.event
+        what += f" of {self.group}" if self.group is not None else ""
         return f"{what}, then {self.delay_s:g} s" if self.delay_s else what
 
 

@@ -134,6 +134,40 @@ class GroupSpec:
         }
 
 
+@dataclass(frozen=True)
+class MemberState:
+    """What the harness last saw of a member: `running` (alive and not frozen), and `assigned` the
+    generation of its last assign event since it started (-1 when the member could not read it), None
+    when there was none or a revoke came after it."""
+
+    process: str
+    running: bool
+    assigned: int | None
+
+
+def stable(states: Sequence[MemberState]) -> bool:
+    """Is a group formed: is every running member assigned, all in one generation? A killed or
+    frozen member does not count: until the coordinator notices (session.timeout.ms) the others
+    stay in the generation they share with it."""
+    running = [s for s in states if s.running]
+    return (
+        bool(running)
+        and all(s.assigned is not None for s in running)
+        and len({s.assigned for s in running}) == 1
+    )
+
+
+def describe_states(states: Sequence[MemberState]) -> str:
+    """`g-alo-0 in generation 2, g-alo-1 unassigned, g-alo-2 stopped or frozen`: for a timeout error."""
+    return ", ".join(f"{s.process} {_shown(s)}" for s in states)
+
+
+def _shown(state: MemberState) -> str:
+    if not state.running:
+        return "stopped or frozen"
+    return "unassigned" if state.assigned is None else f"in generation {state.assigned}"
+
+
 class GroupMember:
     """One member process (a kafkatest-style service object): start, stop, kill, freeze, thaw."""
 
@@ -168,6 +202,7 @@ class GroupMember:
         self._killed = False
         self.frozen = False
         self.polled = 0
+        self._assigned: int | None = None  # `MemberState.assigned`, set by the thread reading stdout
 
     @property
     def exit_code(self) -> int | None:
@@ -177,6 +212,10 @@ class GroupMember:
     @property
     def alive(self) -> bool:
         return self._child is not None and self._child.poll() is None
+
+    @property
+    def state(self) -> MemberState:
+        return MemberState(self.process, self.alive and not self.frozen, self._assigned)
 
     def start(self) -> None:
         """Start the member process (again, after a kill or stop)."""
@@ -193,7 +232,7 @@ class GroupMember:
             )
         finally:
             stderr.close()
-        self._killed, self.frozen = False, False
+        self._killed, self.frozen, self._assigned = False, False, None
         assert self._child.stdout is not None
         self._copier = threading.Thread(
             target=self._copy,
@@ -213,6 +252,10 @@ class GroupMember:
             self._writer.write_bytes(line)
             stopped = line.startswith(b'{"type":"stop"')
             self.polled += line.startswith(b'{"type":"poll"')
+            if line.startswith(b'{"type":"assign"'):
+                self._assigned = _generation(line)
+            elif line.startswith(b'{"type":"revoke"'):
+                self._assigned = None
         code = child.wait()
         if not stopped:
             reason = "killed" if self._killed else "crashed"
@@ -320,3 +363,14 @@ class ConsumerGroups:
     @property
     def polled(self) -> int:
         return sum(m.polled for m in self.members.values())
+
+    def states(self, group: str | None = None) -> dict[str, list[MemberState]]:
+        """Each group's (or `group`'s) members as last seen, by group name."""
+        names = [group] if group is not None else self.names
+        return {name: [m.state for m in self.of_group(name)] for name in names}
+
+
+def _generation(assign_line: bytes) -> int:
+    """An assign event's generation; -1 when the member could not read it (an assign all the same)."""
+    generation = json.loads(assign_line).get("generation")
+    return generation if isinstance(generation, int) else -1

@@ -139,6 +139,16 @@ def check_aims(plan: FaultPlan, experiment: ExperimentSpec) -> None:
     aimed += [
         (f"faults.schedule (step {i + 1})", s["fault"], s["params"]) for i, s in enumerate(plan.schedule)
     ]
+    for i, step in enumerate(plan.schedule):
+        after = step["after"]
+        if after is not None and after.event == "group-stable":
+            path = f"faults.schedule (step {i + 1}).after"
+            if not groups:
+                raise fail(
+                    path, "group-stable needs consumer groups, and the workload has none (workload.groups)"
+                )
+            if after.group is not None and after.group not in groups:
+                raise fail(f"{path}.group", f"no group {brief(after.group)} in workload.groups")
     for path, fault, params in aimed:
         if fault in MEMBER_FAULTS and not groups:
             raise fail(path, f"{fault} needs consumer groups, and the workload has none (workload.groups)")

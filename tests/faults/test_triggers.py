@@ -16,6 +16,7 @@ from faults.schedule import Nemesis, Schedule
 from faults.triggers import Trigger, seen
 from harness.cluster import KafkaCluster
 from harness.errors import ConfigError
+from harness.groups import MemberState
 from harness.history import HistoryWriter, RunClock
 from harness.zkstate import ClusterSnapshot, PartitionState
 
@@ -54,6 +55,10 @@ def test_trigger_fields_are_checked() -> None:
         "partition": 0,
     }
     assert trigger.watched(("u", 3)) == WATCHED and Trigger("isr-shrink").watched(("u", 3)) == ("u", 3)
+    stable = Trigger.from_mapping({"event": "group-stable", "group": "g", "delay_s": 2})
+    assert stable.to_json() == {"event": "group-stable", "delay_s": 2.0, "within_s": 120.0, "group": "g"}
+    assert stable.describe(stable.watched(("u", 3))) == "group-stable of g, then 2 s"
+    assert Trigger.from_mapping(stable.to_json()) == stable  # scenario.yaml round trip
     for data, error in [
         ({"event": "leader-elected"}, "event: expected one of start, healed, leader-change"),
         ({"event": "start", "delay": 1}, "'delay': unknown field; allowed: event, delay_s"),
@@ -62,6 +67,8 @@ def test_trigger_fields_are_checked() -> None:
             "only leader-change, isr-shrink, isr-expand watch",
         ),
         ({"event": "isr-shrink", "topic": "t"}, "give both, or neither"),
+        ({"event": "healed", "group": "g"}, "group: only group-stable waits for a group"),
+        ({"event": "group-stable", "group": 7}, "group: expected a group name, got 7"),
         ({"event": "start", "delay_s": -1}, "delay_s: expected a number from 0"),
         ("leader-change", "expected a mapping with event"),
     ]:
@@ -92,11 +99,29 @@ class Probe:
         return self.description
 
 
-class ScriptedZooKeeper:
-    """`state()` shows a new leader of t/0 from `change_at` (monotonic) on."""
+class ScriptedGroups:
+    """One group `g` of two members, `g-1` joining (the group stable) from `stable_at` (monotonic) on."""
 
     def __init__(self) -> None:
+        self.members = {"g-0": None, "g-1": None}
+        self.stable_at = float("inf")
+
+    def states(self, group: str | None = None) -> dict[str, list[MemberState]]:
+        joined = time.monotonic() >= self.stable_at
+        return {
+            "g": [
+                MemberState("g-0", True, 2 if joined else 1),
+                MemberState("g-1", True, 2 if joined else None),
+            ]
+        }
+
+
+class ScriptedZooKeeper:
+    """`state()` shows a new leader of t/0 from `change_at` (monotonic) on; `groups`, when given."""
+
+    def __init__(self, groups: ScriptedGroups | None = None) -> None:
         self.change_at = float("inf")
+        self.groups = groups
 
     def state(self, topics: list[str] | None = None) -> ClusterSnapshot:
         return snap(leader=2, epoch=1) if time.monotonic() >= self.change_at else snap()
@@ -179,3 +204,36 @@ def test_an_event_not_seen_in_time_is_a_recorded_error_and_healed_waits_for_ever
     heals = [t for what, t, _ in probe.log if what == "heal"]
     third = [t for what, t, _ in probe.log if what == "start"][-1]
     assert len(heals) == 3 and third - heals[0] >= 0.3  # the third waited for the first one's heal
+
+
+def test_a_step_waits_for_its_group_to_be_stable(probe: type[Probe], tmp_path: Path) -> None:
+    groups = ScriptedGroups()
+    schedule = Schedule.from_entries(
+        [{"start_s": 0, "stop_s": 0.2, "fault": "probe", "after": {"event": "group-stable", "group": "g"}}]
+    )
+    groups.stable_at = time.monotonic() + 0.6
+    nemesis, events = run(schedule, ScriptedZooKeeper(groups), tmp_path / "faults.jsonl", until=10)
+    assert not nemesis.errors
+    started = [t for what, t, _ in probe.log if what == "start"]
+    assert len(started) == 1 and 0 <= started[0] - groups.stable_at < 1.0, "polled every 0.2 s"
+    assert events[0]["detail"]["waited_for"] == "group-stable of g"
+
+
+def test_a_group_not_stable_in_time_or_no_groups_at_all_is_a_recorded_error(
+    probe: type[Probe], tmp_path: Path
+) -> None:
+    step = {
+        "start_s": 0,
+        "stop_s": 0.2,
+        "fault": "probe",
+        "after": {"event": "group-stable", "within_s": 0.5},
+    }
+    nemesis, _ = run(Schedule.from_entries([step]), ScriptedZooKeeper(ScriptedGroups()), tmp_path / "a", 10)
+    assert nemesis.errors == [
+        "probe could not start: waited for group-stable: not seen within 0.5 s; "
+        "last seen: g: g-0 in generation 1, g-1 unassigned"
+    ]
+    nemesis, _ = run(Schedule.from_entries([step]), ScriptedZooKeeper(), tmp_path / "b", 10)
+    assert nemesis.errors == [
+        "probe could not start: waited for group-stable: the workload has no consumer groups"
+    ]

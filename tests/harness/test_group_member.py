@@ -3,6 +3,7 @@ outlives the harness. The members' client points at a closed loopback port, so i
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import signal
@@ -11,6 +12,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import cast
 
 import pytest
 from confluent_kafka import KafkaError
@@ -18,7 +20,7 @@ from confluent_kafka import KafkaError
 from harness.broker_config import KafkaVersion
 from harness.clients import client_config
 from harness.group_member import commit_outcome, generation_of
-from harness.groups import ConsumerGroups, GroupSpec
+from harness.groups import ConsumerGroups, GroupSpec, MemberState, describe_states, stable
 from harness.history import CONSUMES, RunClock, RunDir
 from harness.waiting import wait_until
 
@@ -58,8 +60,13 @@ def test_members_stop_cleanly_or_are_killed_and_say_which(tmp_path: Path) -> Non
         groups.start()
         try:
             wait_until(lambda: started(tmp_path, 2), what="both members' start events", timeout_s=30)
+            # no broker: running, never assigned
+            assert groups.states() == {"g": [MemberState("g-0", True, None), MemberState("g-1", True, None)]}
             groups.member("g-0").kill()
             groups.member("g-1").freeze()
+            assert groups.states("g") == {
+                "g": [MemberState("g-0", False, None), MemberState("g-1", False, None)]
+            }
             groups.member("g-1").stop()  # thawed first, then asked to stop
         finally:
             groups.stop()
@@ -72,12 +79,51 @@ def test_members_stop_cleanly_or_are_killed_and_say_which(tmp_path: Path) -> Non
         groups.member("g-7")
 
 
+def test_a_member_is_assigned_from_its_last_assign_until_a_revoke(tmp_path: Path) -> None:
+    rundir = RunDir(tmp_path)
+    spec = GroupSpec("g", ("chaos-acks-all",), members=1)
+    lines = [
+        b'{"type":"start","process":"g-0"}\n',
+        b'{"type":"assign","process":"g-0","generation":1,"partitions":[]}\n',
+        b'{"type":"revoke","process":"g-0","generation":1,"partitions":[]}\n',
+        b'{"type":"assign","process":"g-0","generation":2,"partitions":[]}\n',
+        b'{"type":"assign","process":"g-0","generation":null,"partitions":[]}\n',
+    ]
+    seen: list[int | None] = []
+
+    class Exited:
+        def wait(self) -> int:
+            return 0
+
+    with rundir.writer(CONSUMES) as writer:
+        member = ConsumerGroups([spec], UNREACHABLE, writer, RunClock(), rundir).member("g-0")
+        for end in range(1, len(lines) + 1):
+            member._copy(cast(subprocess.Popen[bytes], Exited()), io.BytesIO(b"".join(lines[:end])))
+            seen.append(member.state.assigned)
+    assert seen == [None, 1, None, 2, -1]  # -1: assigned, in a generation the member could not read
+    assert not member.state.running  # never started
+
+
+def test_a_group_is_stable_when_every_running_member_is_assigned_in_one_generation() -> None:
+    def group(*states: tuple[bool, int | None]) -> list[MemberState]:
+        return [MemberState(f"g-{i}", running, assigned) for i, (running, assigned) in enumerate(states)]
+
+    assert stable(group((True, 3), (True, 3), (False, None)))  # a killed or frozen member is left out
+    assert not stable(group((True, 3), (True, None)))  # one has not joined, or is between rebalances
+    assert not stable(group((True, 2), (True, 3)))  # one is still in the generation before
+    assert not stable(group((False, 3)))  # nobody running
+    assert not stable([])
+    assert describe_states(group((True, 2), (True, None), (False, 2))) == (
+        "g-0 in generation 2, g-1 unassigned, g-2 stopped or frozen"
+    )
+
+
 def test_members_do_not_outlive_a_harness_that_dies(tmp_path: Path) -> None:
     harness = textwrap.dedent(
         f"""
         import os, sys, time
         from pathlib import Path
-        from harness.groups import ConsumerGroups, GroupSpec
+        from harness.groups import ConsumerGroups, GroupSpec, MemberState, describe_states, stable
         from harness.history import CONSUMES, RunClock, RunDir
         rundir = RunDir(Path({str(tmp_path)!r}))
         groups = ConsumerGroups([GroupSpec("g", ("chaos-acks-all",), members=1)], {UNREACHABLE_TEXT},

@@ -57,10 +57,12 @@ workload:
     - {name: g-async, commit: after-process, commit_async: true, members: 1}
 faults:
   mode: schedule
-  schedule:  # the freeze must find g-alo-0 assigned: one CI run's groups took 13 s to form
-    - {at_s: 18, duration_s: 12, fault: freeze-member, params: {member: g-alo-0}}
-    - {at_s: 20, duration_s: 5, fault: leave-member, params: {member: g-amo-1}}
-    - {at_s: 33, duration_s: 4, fault: kill-member, params: {group: g-amo, member: all}}
+  schedule:  # the freeze must find g-alo-0 assigned: groups have taken 4 to 13 s to form
+    - {after: {event: group-stable, delay_s: 2}, duration_s: 12, fault: freeze-member,
+       params: {member: g-alo-0}}
+    - {after: {event: start, delay_s: 2}, duration_s: 5, fault: leave-member, params: {member: g-amo-1}}
+    - {after: {event: start, delay_s: 13}, duration_s: 4, fault: kill-member,
+       params: {group: g-amo, member: all}}
 """
 
 
@@ -75,6 +77,12 @@ def test_a_zombie_a_leaver_and_a_killed_group_are_each_recorded_and_judged(
     ]
     window = {(f["fault"], f["phase"]): f["time_ns"] for f in faults}
     events = consumes(outcome.rundir.root)
+
+    # The first step waited for every group to form: each member was assigned before it was seen.
+    waited = next(f["detail"] for f in faults if f["fault"] == "freeze-member" and f["phase"] == "start")
+    assert waited["waited_for"] == "group-stable, then 2 s" and "error" not in waited, waited
+    assigned = {e["process"] for e in events if e["type"] == "assign" and e["time_ns"] <= waited["seen_ns"]}
+    assert assigned == {"g-alo-0", "g-alo-1", "g-amo-0", "g-amo-1", "g-auto-0", "g-async-0"}, assigned
 
     # The frozen member does nothing while frozen (the stop is recorded just after the thaw). It
     # wakes as a zombie: its session expired after 6 s, so whatever it still processes before its

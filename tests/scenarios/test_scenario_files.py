@@ -210,6 +210,17 @@ def test_every_builtin_scenario_parses_and_describes_itself() -> None:
             },
             "faults.faults[0].params.target: target 'coordinator:h': no group 'h' (groups: g)",
         ),
+        (
+            {"faults": {"mode": "schedule", "schedule": [{"after": {"event": "group-stable"}, **STEP}]}},
+            "faults.schedule (step 1).after: group-stable needs consumer groups, and the workload has none",
+        ),
+        (
+            {
+                "workload": {"groups": [{"name": "g"}]},
+                "faults": {"schedule": [{"after": {"event": "group-stable", "group": "h"}, **STEP}]},
+            },
+            "faults.schedule (step 1).after.group: no group 'h' in workload.groups",
+        ),
         ({"cluster": {"broker_config": {"broker.id": 5}}, "name": "x"}, None),  # checked at cluster start
     ],
 )
