@@ -386,6 +386,38 @@ def test_only_ok_commits_count_and_offsets_gone_from_the_log_are_not_skips(spark
     assert per_second.collect()[0].asDict() == {"invoke": 4, "ok": 2, "fail": 1, "info": 1}
 
 
+def test_generations_that_start_again_at_1_are_no_anomaly(spark: SparkSession) -> None:
+    """Kafka 0.9 deletes a group that empties ("Group g generation 2 is dead and removed") and its
+    next member starts at generation 1 again: the checks order a group's events by time and line,
+    never by generation number."""
+    events = [
+        consume("start", 1, "g-0"),
+        assignment("assign", 2, "g-0", 1),
+        assignment("revoke", 3, "g-0", 1),
+        assignment("assign", 4, "g-0", 2),
+        *[poll(5 + o, "g-0", o, generation=2) for o in range(3)],
+        commit(10, "g-0", "invoke", 1, 3, generation=2),
+        commit(11, "g-0", "ok", 1, 3, generation=2),
+        consume("stop", 12, "g-0", reason="closed"),
+        consume("start", 20, "g-0"),
+        assignment("assign", 21, "g-0", 1),
+        *[poll(22 + o, "g-0", o, generation=1) for o in range(3, 6)],
+        commit(30, "g-0", "invoke", 2, 6),
+        commit(31, "g-0", "ok", 2, 6),
+    ]
+    consumes = consumes_frame(spark, events)
+    polled, commits, pairs = g.polls(consumes), g.ok_commit_entries(consumes), g.consecutive_polls(consumes)
+    assert pairs.count() == 4  # within each run of the member, none across its restart
+    for found in (
+        g.commit_regressions(commits),
+        g.nonmonotonic(pairs),
+        g.poll_skips(pairs, final_frame(spark)),
+        g.redelivered(polled),
+        g.skipped(final_frame(spark), polled, commits),
+    ):
+        assert found.count() == 0, found.collect()
+
+
 def test_commit_lag_changes_per_second_summed_over_each_groups_partitions(spark: SparkSession) -> None:
     """g reads t1 and t2, h reads t1; nobody reads t3. A commit past the log's end trails it by 0."""
     s = 1_000_000_000
