@@ -7,10 +7,11 @@ parse and validate both files, against 1.1-1.3 s from Parquet; pyarrow parses an
 parses to the same rows. Anything else (a bad or torn line, a blank one, CRLF line ends, a value of
 another type, bytes that are not UTF-8) leaves the file to Spark's JSON parser, which keeps a bad
 line's own fields and lets `bad_lines` name it, as before. What Spark's parser would take without
-a word is named here instead, by a pass over a file pyarrow did not take: a key given twice in one
+a word is found here instead, by a pass over a file pyarrow did not take: a key given twice in one
 object (Spark keeps the last), text after the object on a line (Spark keeps the object and drops the
 rest, a second object too), an array for a line (Spark makes a row of each element), and a number,
-boolean, object or array where a string belongs (Spark keeps its text).
+boolean, object or array where a string belongs (Spark keeps its text). Such a line is returned,
+not raised: the check names it, or a line before it that Spark's parser finds bad.
 """
 
 from __future__ import annotations
@@ -18,7 +19,9 @@ from __future__ import annotations
 import contextlib
 import json
 import re
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Collection, Iterator
+from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import pyarrow as pa
@@ -50,11 +53,21 @@ _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 """What json makes of `\\ud800` to `\\udfff` escaped alone (a pair is one character)."""
 
 
-def parquet_of(jsonl: Path, schema: T.StructType, parquet: Path, plain: Collection[str] = ()) -> bool:
+@dataclass(frozen=True)
+class Parsed:
+    """`parquet_of`'s outcome: whether pyarrow `taken` the file whole; if not, `misread`, the first
+    line found that Spark's parser would take without a word for other rows than it holds (None:
+    Spark's parser judges the file as ever)."""
+
+    taken: bool
+    misread: HistoryError | None = None
+
+
+def parquet_of(jsonl: Path, schema: T.StructType, parquet: Path, plain: Collection[str] = ()) -> Parsed:
     """Write `jsonl`'s events as the Parquet file `parquet`, with `schema`'s columns (fields of
-    `jsonl` outside it are ignored, as Spark does); False, with nothing written, unless pyarrow
-    parsed every line to one object of that schema. The columns in `plain`, whose values rarely
-    repeat, are stored without a dictionary."""
+    `jsonl` outside it are ignored, as Spark does), if pyarrow parses every line to one object of
+    that schema; else nothing is written. The columns in `plain`, whose values rarely repeat, are
+    stored without a dictionary."""
     arrow_schema = pa.schema([(field.name, _arrow_type(field.dataType)) for field in schema.fields])
     options = pa_json.ParseOptions(explicit_schema=arrow_schema, unexpected_field_behavior="ignore")
     rows = 0
@@ -74,24 +87,34 @@ def parquet_of(jsonl: Path, schema: T.StructType, parquet: Path, plain: Collecti
                 out.write_batch(batch)
     except (pa.ArrowException, ValueError, OSError) as exc:  # ArrowInvalid is a ValueError; Spark says why
         parquet.unlink(missing_ok=True)
-        if "specified twice" in str(exc):  # Spark's parser would keep the last of the two
-            _name_the_line(jsonl, _key_given_twice)
-        _name_a_misread_line(jsonl, schema)
-        return False
+        # Spark's parser would keep the last of a key given twice
+        return Parsed(False, _first_misread(jsonl, schema, key_twice="specified twice" in str(exc)))
     if rows != _object_lines(jsonl):  # None, or two objects on one line
         parquet.unlink()
-        _name_a_misread_line(jsonl, schema)
-        return False
-    return True
+        return Parsed(False, _first_misread(jsonl, schema, key_twice=False))
+    return Parsed(True)
 
 
-def _name_the_line(path: Path, check: Callable[[bytes, Path, int], None]) -> None:
-    """Run `check` on each line of `path`, which raises a HistoryError naming the first it finds
-    wrong: a slow pass through Python, made only on a file pyarrow found wrong. When none is,
-    Spark's parser judges the file as ever."""
+def _first_misread(path: Path, schema: T.StructType, *, key_twice: bool) -> HistoryError | None:
+    """The first line the passes that apply find; the slow one for a key given twice only when
+    pyarrow saw one."""
+    scans = [partial(_name_a_misread_line, path, schema)]
+    if key_twice:
+        scans.append(partial(_name_a_key_given_twice, path))
+    found = []
+    for scan in scans:
+        try:
+            scan()
+        except HistoryError as exc:
+            found.append(exc)
+    return min(found, key=lambda exc: exc.line or 0, default=None)
+
+
+def _name_a_key_given_twice(path: Path) -> None:
+    """Raise a HistoryError naming the first line with a key given twice: a pass through Python."""
     with path.open("rb") as handle:
         for number, raw in enumerate(handle, 1):
-            check(raw, path, number)
+            _key_given_twice(raw, path, number)
 
 
 def _key_given_twice(raw: bytes, path: Path, number: int) -> None:

@@ -24,8 +24,9 @@ def _numbered(spark: SparkSession, path: Path) -> DataFrame:
     return spark.createDataFrame(numbered, schema)
 
 
-def raise_first_bad_line(spark: SparkSession, path: Path, source: Source) -> None:
-    """Raise a HistoryError naming the first invalid line, unless it is a torn last line."""
+def raise_first_bad_line(spark: SparkSession, path: Path, source: Source, before: int | None = None) -> None:
+    """Raise a HistoryError naming the first invalid line, unless it is a torn last line or not
+    `before` that line."""
     with spark_errors(f"locating the bad line of {source.name}", str(path)):
         numbered = _numbered(spark, path)
         parsed = parse(numbered, source)
@@ -34,6 +35,8 @@ def raise_first_bad_line(spark: SparkSession, path: Path, source: Source) -> Non
     if not first_bad:
         return
     line, text = int(first_bad[0]["line"]), str(first_bad[0]["text"])
+    if before is not None and line >= before:
+        return
     if line == line_count and not _ends_with_newline(path):
         return  # a torn last line of a run killed mid-write: the format promises only a readable prefix
     raise HistoryError(source.describe(text), str(path), line)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
@@ -108,6 +108,9 @@ class ParsedFiles(NamedTuple):
     """The valid event counts of a cache made from the files' present content; None: convert."""
     taken_by_arrow: frozenset[str]
     """The files pyarrow parsed to Parquet (`arrow_parse`), for a conversion to start from."""
+    misread: Mapping[str, HistoryError]
+    """Of the files pyarrow did not take, the first line found that Spark's parser would misread
+    (`arrow_parse.Parsed`): the conversion names it, or a bad line before it."""
 
 
 @contextmanager
@@ -124,22 +127,30 @@ def parsed_files(run_dir: Path, run: dict[str, Any]) -> Iterator[ParsedFiles]:
     }
     counts = _cached_counts(run_dir / CHECK_CACHE / _FINGERPRINT, fingerprint)
     if counts is not None:
-        yield ParsedFiles(fingerprint, counts, frozenset())
+        yield ParsedFiles(fingerprint, counts, frozenset(), {})
         return
     fresh_dir(run_dir, CHECK_CACHE)  # out with a stale cache, perhaps of another layout
     try:
         fresh_dir(run_dir, f"{CHECK_CACHE}/{_PARSED}")
         fresh_dir(run_dir, f"{CHECK_CACHE}/{_RECORDS}")
-        taken = [
-            s.name
+        parsed = {
+            s.name: arrow_parse.parquet_of(run_dir / s.name, s.schema, _arrow(run_dir, s), MOSTLY_UNIQUE)
             for s in SOURCES
-            if arrow_parse.parquet_of(run_dir / s.name, s.schema, _arrow(run_dir, s), MOSTLY_UNIQUE)
-        ]
+        }
         for name, (table, schema) in SIDE_FILES.items():
             if (run_dir / name).is_file():
                 fresh_dir(run_dir, f"{CHECK_CACHE}/{table}")
-                arrow_parse.parquet_of(run_dir / name, schema, _side_parquet(run_dir, name), MOSTLY_UNIQUE)
-        yield ParsedFiles(fingerprint, None, frozenset(taken))
+                side = arrow_parse.parquet_of(
+                    run_dir / name, schema, _side_parquet(run_dir, name), MOSTLY_UNIQUE
+                )
+                if side.misread is not None:
+                    raise side.misread
+        yield ParsedFiles(
+            fingerprint,
+            None,
+            frozenset(name for name, p in parsed.items() if p.taken),
+            {name: p.misread for name, p in parsed.items() if p.misread is not None},
+        )
     finally:
         remove_dir(run_dir, f"{CHECK_CACHE}/{_PARSED}")
 
@@ -171,7 +182,7 @@ def cached_history(
     cache = run_dir / CHECK_CACHE
     counts = parsed.cached_counts
     if counts is None:
-        counts = _convert_into(spark, run_dir, run, parsed.taken_by_arrow)
+        counts = _convert_into(spark, run_dir, run, parsed)
         fingerprint_json = json.dumps({**parsed.fingerprint, "events": counts}, indent=2) + "\n"
         write_atomic(run_dir, f"{CHECK_CACHE}/{_FINGERPRINT}", fingerprint_json)
     with spark_errors("reading the Parquet cache", str(cache)):
@@ -216,7 +227,7 @@ def _cached_counts(fingerprint_path: Path, fingerprint: dict[str, Any]) -> dict[
 
 
 def _convert_into(
-    spark: SparkSession, run_dir: Path, run: dict[str, Any], taken_by_arrow: frozenset[str]
+    spark: SparkSession, run_dir: Path, run: dict[str, Any], parsed: ParsedFiles
 ) -> dict[str, int]:
     """Convert both JSONL files to Parquet, validating them; return the valid event counts.
 
@@ -228,6 +239,7 @@ def _convert_into(
     first, then the per-value table from them.
     """
     cache = run_dir / CHECK_CACHE
+    taken_by_arrow = parsed.taken_by_arrow
     known_topics = sorted(topic_acks(run))
     problems = Observation()
     history_dir = (run_dir / WRITES).parent
@@ -249,8 +261,11 @@ def _convert_into(
     counts: dict[str, int] = {}
     for name, source in (("reads", READS_SOURCE), ("writes", WRITES_SOURCE)):
         summary, path = summaries[name], run_dir / source.name
+        misread = parsed.misread.get(source.name)
         if summary["bad"]:
-            raise_first_bad_line(spark, path, source)
+            raise_first_bad_line(spark, path, source, before=misread.line if misread else None)
+        if misread is not None:
+            raise misread
         counts[name] = int(summary["good"])
         if summary["unknown"] is not None:
             topic = summary["unknown"]

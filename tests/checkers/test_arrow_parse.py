@@ -9,9 +9,8 @@ from pyspark.sql import SparkSession
 
 from checkers import frames
 from checkers.io import arrow_parse
-from checkers.io.arrow_parse import parquet_of
+from checkers.io.arrow_parse import Parsed, parquet_of
 from checkers.io.sources import READS_SOURCE, uri
-from harness.errors import HistoryError
 
 WRITE = b'{"type":"invoke","time_ns":5,"process":"p-1","topic":"t","partition":0,"value":"p-1:0"}'
 
@@ -41,7 +40,7 @@ WRITE = b'{"type":"invoke","time_ns":5,"process":"p-1","topic":"t","partition":0
 def test_a_file_pyarrow_cannot_take_whole_is_left_to_spark(tmp_path: Path, content: bytes) -> None:
     jsonl, parquet = tmp_path / "writes.jsonl", tmp_path / "writes.parquet"
     jsonl.write_bytes(content)
-    assert not parquet_of(jsonl, frames.WRITE_SCHEMA, parquet)
+    assert parquet_of(jsonl, frames.WRITE_SCHEMA, parquet) == Parsed(False, None)
     assert not parquet.exists()
 
 
@@ -61,6 +60,10 @@ def test_a_file_pyarrow_cannot_take_whole_is_left_to_spark(tmp_path: Path, conte
         ),
         (WRITE + b"\n" + WRITE + b"}, 7\n" + WRITE[:30], ":2: text after the JSON object ('}, 7')"),
         (WRITE + b"\n" + b"[" + WRITE + b"," + WRITE + b"]\n", ":2: expected a JSON object, got an array"),
+        (
+            b"[1]\n" + WRITE.replace(b'"time_ns":5', b'"time_ns":5,"time_ns":6') + b"\n",
+            ":1: expected a JSON object, got an array",
+        ),
         (b" [1, 2]\n", ":1: expected a JSON object, got an array"),
         (WRITE.replace(b'"p-1:0"', b"7") + b"\n", ":1: field 'value' must be a string, got 7"),
         (
@@ -83,6 +86,7 @@ def test_a_file_pyarrow_cannot_take_whole_is_left_to_spark(tmp_path: Path, conte
         "two objects on one line, as many objects as lines",
         "text after an object, and a torn last line",
         "an array of objects",
+        "an array before a key given twice",
         "an array",
         "a number for a string",
         "a boolean for a string",
@@ -97,9 +101,8 @@ def test_what_spark_would_take_without_a_word_is_named_by_its_line(
     # a row of each element of an array.
     jsonl, parquet = tmp_path / "writes.jsonl", tmp_path / "writes.parquet"
     jsonl.write_bytes(content)
-    with pytest.raises(HistoryError) as caught:
-        parquet_of(jsonl, frames.WRITE_SCHEMA, parquet)
-    assert str(caught.value).startswith(f"{jsonl}{message}")
+    parsed = parquet_of(jsonl, frames.WRITE_SCHEMA, parquet)
+    assert not parsed.taken and str(parsed.misread).startswith(f"{jsonl}{message}"), parsed
     assert not parquet.exists()
 
 
@@ -112,7 +115,7 @@ def test_a_file_pyarrow_takes_parses_to_the_rows_spark_parses(spark: SparkSessio
         b'"log_start":0,"high_watermark":1}\n'
         b'{"partition":null}\n'
     )
-    assert parquet_of(jsonl, READS_SOURCE.schema, parquet)
+    assert parquet_of(jsonl, READS_SOURCE.schema, parquet).taken
     from_json = spark.read.schema(READS_SOURCE.schema).json(uri(jsonl))
     from_parquet = spark.read.schema(READS_SOURCE.schema).parquet(uri(parquet))
     assert from_parquet.collect() == from_json.collect()
@@ -126,14 +129,14 @@ def test_lines_are_told_apart_across_the_chunks_a_file_is_read_in(
     monkeypatch.setattr(arrow_parse, "_CHUNK_BYTES", chunk_bytes)
     jsonl, parquet = tmp_path / "writes.jsonl", tmp_path / "writes.parquet"
     jsonl.write_bytes(WRITE + b"\n" + WRITE + b"\n")
-    assert parquet_of(jsonl, frames.WRITE_SCHEMA, parquet)
+    assert parquet_of(jsonl, frames.WRITE_SCHEMA, parquet).taken
     jsonl.write_bytes(WRITE + WRITE + b"\n" + WRITE[:40] + b"\n" + WRITE[40:] + b"\n")
-    with pytest.raises(HistoryError, match="more than one JSON object"):  # not taken as 3 rows of 3 lines
-        parquet_of(jsonl, frames.WRITE_SCHEMA, parquet)
+    # not taken as 3 rows of 3 lines
+    assert "more than one JSON object" in str(parquet_of(jsonl, frames.WRITE_SCHEMA, parquet).misread)
     lines = [WRITE, WRITE.replace(b"p-1:0", b"p-1:\xff"), b"[" + WRITE + b"]", WRITE.replace(b'"p-1"', b"1")]
     jsonl.write_bytes(b"\n".join(lines) + b"\n")
-    with pytest.raises(HistoryError, match=":3: expected a JSON object, got an array"):
-        parquet_of(jsonl, frames.WRITE_SCHEMA, parquet)
+    misread = parquet_of(jsonl, frames.WRITE_SCHEMA, parquet).misread
+    assert misread is not None and ":3: expected a JSON object, got an array" in str(misread)
     jsonl.write_bytes(b"\n".join([*lines[:2], lines[3], lines[2]]))
-    with pytest.raises(HistoryError, match=":3: field 'process' must be a string, got 1"):
-        parquet_of(jsonl, frames.WRITE_SCHEMA, parquet)
+    misread = parquet_of(jsonl, frames.WRITE_SCHEMA, parquet).misread
+    assert misread is not None and ":3: field 'process' must be a string, got 1" in str(misread)

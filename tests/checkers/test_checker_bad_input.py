@@ -91,6 +91,14 @@ BAD_INPUTS = {
         {"writes": "[" + _lines(*acked(100, "p:1", 0)).replace("}\n{", "}, {").strip() + "]\n"},
         f"{WRITES}:1: expected a JSON object, got an array",
     ),
+    "a-bad-line-before-a-misread-one": (  # the first of the two is named, whoever finds it
+        {"writes": _lines(*acked(100, "p:1", 0)) + '{"type": "invoke", "value": "p:2\n' + "[{}]\n"},
+        f"{WRITES}:3: malformed JSON (Unterminated string starting at column 29)",
+    ),
+    "a-misread-line-before-a-bad-one": (
+        {"writes": _lines(*acked(100, "p:1", 0)) + "[{}]\n" + '{"type": "invoke", "value": "p:2\n'},
+        f"{WRITES}:3: expected a JSON object, got an array",
+    ),
     "number-for-a-string": (  # Spark's parser alone would read the value "2"
         {
             "writes": _lines(*acked(100, "p:1", 0), *acked(200, "p:2", 1)).replace(
