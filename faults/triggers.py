@@ -30,7 +30,7 @@ EVENTS = {
     "controller-change": "a new controller (the controller epoch grew)",
     "isr-shrink": "a broker left the watched partition's ISR",
     "isr-expand": "a broker joined the watched partition's ISR",
-    "group-stable": "every running member of the group (or of every group) is assigned, in one generation",
+    "group-stable": "every member of the group (or of every group) runs and is assigned, in one generation",
 }
 """Event name -> what it means, for `kchaos faults` and errors."""
 PARTITION_EVENTS = ("leader-change", "isr-shrink", "isr-expand")

@@ -146,14 +146,12 @@ class MemberState:
 
 
 def stable(states: Sequence[MemberState]) -> bool:
-    """Is a group formed: is every running member assigned, all in one generation? A killed or
-    frozen member does not count: until the coordinator notices (session.timeout.ms) the others
-    stay in the generation they share with it."""
-    running = [s for s in states if s.running]
+    """Is a group whole and formed: is every member running and assigned, all in one generation?
+    (Right after a thaw, a zombie and the others may still show the generation they last shared.)"""
     return (
-        bool(running)
-        and all(s.assigned is not None for s in running)
-        and len({s.assigned for s in running}) == 1
+        bool(states)
+        and all(s.running and s.assigned is not None for s in states)
+        and len({s.assigned for s in states}) == 1
     )
 
 
