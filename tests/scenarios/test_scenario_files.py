@@ -19,6 +19,7 @@ from harness.expectation_outcomes import ExpectationOutcome
 KILL = {"name": "kill"}
 STEP = {"fault": "kill"}
 EXPECTED_BUILTINS = {
+    "auto-commit-crash",
     "baseline",
     "leader-kill",
     "controller-kill",
