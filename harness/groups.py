@@ -369,6 +369,10 @@ class ConsumerGroups:
 
 
 def _generation(assign_line: bytes) -> int:
-    """An assign event's generation; -1 when the member could not read it (an assign all the same)."""
-    generation = json.loads(assign_line).get("generation")
+    """An assign event's generation; -1 when the member could not read it (an assign all the same).
+    Never raises: the thread copying the member's events to the history must not stop."""
+    try:
+        generation = json.loads(assign_line).get("generation")
+    except ValueError:  # the history's reader names such a line
+        return -1
     return generation if isinstance(generation, int) else -1

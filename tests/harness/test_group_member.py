@@ -88,6 +88,7 @@ def test_a_member_is_assigned_from_its_last_assign_until_a_revoke(tmp_path: Path
         b'{"type":"revoke","process":"g-0","generation":1,"partitions":[]}\n',
         b'{"type":"assign","process":"g-0","generation":2,"partitions":[]}\n',
         b'{"type":"assign","process":"g-0","generation":null,"partitions":[]}\n',
+        b'{"type":"assign",\n',  # copied as it is, for the history's reader to name
     ]
     seen: list[int | None] = []
 
@@ -100,7 +101,7 @@ def test_a_member_is_assigned_from_its_last_assign_until_a_revoke(tmp_path: Path
         for end in range(1, len(lines) + 1):
             member._copy(cast(subprocess.Popen[bytes], Exited()), io.BytesIO(b"".join(lines[:end])))
             seen.append(member.state.assigned)
-    assert seen == [None, 1, None, 2, -1]  # -1: assigned, in a generation the member could not read
+    assert seen == [None, 1, None, 2, -1, -1]  # -1: assigned, in a generation the member could not read
     assert not member.state.running  # never started
 
 
