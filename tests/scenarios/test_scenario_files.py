@@ -28,6 +28,7 @@ EXPECTED_BUILTINS = {
     "halves",
     "rolling-restart",
     "slow-network",
+    "lossy-network",
     "unclean-election",
     "nemesis-mix",
     "retry-reorder",
