@@ -29,6 +29,7 @@ EXPECTED_BUILTINS = {
     "rolling-restart",
     "slow-network",
     "lossy-network",
+    "lossy-zookeeper",
     "unclean-election",
     "nemesis-mix",
     "retry-reorder",
