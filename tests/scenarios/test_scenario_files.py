@@ -23,6 +23,7 @@ EXPECTED_BUILTINS = {
     "baseline",
     "leader-kill",
     "controller-kill",
+    "controller-pause",
     "isolate-leader",
     "zk-session-pause",
     "halves",
