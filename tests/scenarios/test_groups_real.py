@@ -57,7 +57,7 @@ workload:
     - {name: g-async, commit: after-process, commit_async: true, members: 1}
 faults:
   mode: schedule
-  schedule:  # the freeze must find g-alo-0 assigned: groups have taken 4 to 13 s to form
+  schedule:  # the freeze must find g-alo-0 assigned: in one CI run the groups took 13 s to form
     - {after: {event: group-stable, delay_s: 2}, duration_s: 12, fault: freeze-member,
        params: {member: g-alo-0}}
     - {after: {event: start, delay_s: 2}, duration_s: 5, fault: leave-member, params: {member: g-amo-1}}
