@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from checkers.io.sources import WRITES_SOURCE, Source, parse, uri
+from checkers.io.sources import WRITES_SOURCE, Source, parse, partitions_of, topic_acks, uri
 from checkers.session import spark_errors
 from harness.errors import HistoryError
 
@@ -24,35 +25,60 @@ def _numbered(spark: SparkSession, path: Path) -> DataFrame:
     return spark.createDataFrame(numbered, schema)
 
 
-def raise_first_bad_line(spark: SparkSession, path: Path, source: Source, before: int | None = None) -> None:
-    """Raise a HistoryError naming the first invalid line, unless it is a torn last line or not
-    `before` that line."""
-    with spark_errors(f"locating the bad line of {source.name}", str(path)):
+def located_errors(
+    spark: SparkSession,
+    path: Path,
+    source: Source,
+    run: dict[str, Any],
+    *,
+    bad: bool,
+    unknown_topic: str | None,
+    beyond: tuple[str, int] | None,
+) -> list[HistoryError]:
+    """What the conversion observed wrong in `path`, each error at its first line, in one pass: a
+    `bad` line (not a torn last line), a line of an `unknown_topic`, one of the partition `beyond`
+    its topic's count."""
+    valid = source.is_valid()
+    conditions: dict[str, Column] = {}
+    if bad:
+        conditions["bad"] = ~valid
+    if unknown_topic is not None:
+        conditions["unknown"] = valid & (F.col("topic") == unknown_topic)
+    if beyond is not None:
+        conditions["beyond"] = valid & (F.col("topic") == beyond[0]) & (F.col("partition") == beyond[1])
+    if not conditions:
+        return []
+    with spark_errors(f"locating the bad lines of {source.name}", str(path)):
         numbered = _numbered(spark, path)
-        parsed = parse(numbered, source)
-        first_bad = parsed.where(~source.is_valid()).orderBy("line").select("line", "text").limit(1).collect()
-        line_count = numbered.count()
-    if not first_bad:
-        return
-    line, text = int(first_bad[0]["line"]), str(first_bad[0]["text"])
-    if before is not None and line >= before:
-        return
-    if line == line_count and not _ends_with_newline(path):
-        return  # a torn last line of a run killed mid-write: the format promises only a readable prefix
-    raise HistoryError(source.describe(text), str(path), line)
+        firsts = [F.min(F.when(c, F.struct("line", "text"))).alias(name) for name, c in conditions.items()]
+        found = parse(numbered, source).agg(*firsts).collect()[0]
+        line_count = numbered.count() if bad and found["bad"] is not None else 0
+    errors: list[HistoryError] = []
+    if bad and found["bad"] is not None:
+        line, text = int(found["bad"]["line"]), str(found["bad"]["text"])
+        # a torn last line of a run killed mid-write: the format promises only a readable prefix
+        if line != line_count or _ends_with_newline(path):
+            errors.append(HistoryError(source.describe(text), str(path), line))
+    if unknown_topic is not None:
+        declared = ", ".join(sorted(topic_acks(run)))
+        message = f"unknown topic {unknown_topic!r} (run.json declares: {declared})"
+        errors.append(HistoryError(message, str(path), _line(found["unknown"])))
+    if beyond is not None:
+        topic, partition = beyond
+        count = partitions_of(run)[topic]
+        message = f"partition {partition} of {topic!r}: run.json declares {count} (0 to {count - 1})"
+        errors.append(HistoryError(message, str(path), _line(found["beyond"])))
+    return errors
+
+
+def _line(found: Row | None) -> int | None:
+    return int(found["line"]) if found is not None else None
 
 
 def _ends_with_newline(path: Path) -> bool:
     with path.open("rb") as handle:
         handle.seek(-1, os.SEEK_END)
         return handle.read(1) == b"\n"
-
-
-def first_line_where(spark: SparkSession, path: Path, source: Source, condition: Column) -> int | None:
-    with spark_errors(f"locating a line of {source.name}", str(path)):
-        parsed = parse(_numbered(spark, path), source)
-        found = parsed.where(condition).agg(F.min("line").alias("line")).collect()
-    return int(found[0]["line"]) if found and found[0]["line"] is not None else None
 
 
 def offending_write_line(spark: SparkSession, path: Path, value: str, reason: str) -> int | None:

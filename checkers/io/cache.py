@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections.abc import Iterable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -27,7 +28,7 @@ from pyspark.sql import types as T
 
 from checkers import frames
 from checkers.io import arrow_parse
-from checkers.io.bad_lines import first_line_where, offending_write_line, raise_first_bad_line
+from checkers.io.bad_lines import located_errors, offending_write_line
 from checkers.io.sources import (
     CLUSTER_SCHEMA,
     CONSUME_SCHEMA,
@@ -240,7 +241,6 @@ def _convert_into(
     """
     cache = run_dir / CHECK_CACHE
     taken_by_arrow = parsed.taken_by_arrow
-    known_topics = sorted(topic_acks(run))
     problems = Observation()
     history_dir = (run_dir / WRITES).parent
     with spark_errors("converting writes.jsonl and reads.jsonl to Parquet", str(history_dir)):
@@ -261,40 +261,39 @@ def _convert_into(
     counts: dict[str, int] = {}
     for name, source in (("reads", READS_SOURCE), ("writes", WRITES_SOURCE)):
         summary, path = summaries[name], run_dir / source.name
+        beyond = summary["beyond"]
+        # What pyarrow's pass found first: on the line Spark's parser misreads, it is the more exact.
         misread = parsed.misread.get(source.name)
-        if summary["bad"]:
-            raise_first_bad_line(spark, path, source, before=misread.line if misread else None)
-        if misread is not None:
-            raise misread
+        errors = [] if misread is None else [misread]
+        errors += located_errors(
+            spark,
+            path,
+            source,
+            run,
+            bad=bool(summary["bad"]),
+            unknown_topic=summary["unknown"],
+            beyond=None if beyond is None else (str(beyond[0]), int(beyond[1])),
+        )
+        if source is WRITES_SOURCE and problems.get["count"]:
+            errors.append(_broken_write_rule(spark, run_dir))
+        if errors:  # the first line wrong, whichever way; min keeps the first of equals
+            raise min(errors, key=lambda error: error.line if error.line is not None else math.inf)
         counts[name] = int(summary["good"])
-        if summary["unknown"] is not None:
-            topic = summary["unknown"]
-            line = first_line_where(spark, path, source, F.col("topic") == topic)
-            declared = ", ".join(known_topics)
-            raise HistoryError(f"unknown topic {topic!r} (run.json declares: {declared})", str(path), line)
-        if summary["beyond"] is not None:
-            beyond_topic, partition = str(summary["beyond"][0]), int(summary["beyond"][1])
-            at = (F.col("topic") == beyond_topic) & (F.col("partition") == partition)
-            line = first_line_where(spark, path, source, at)
-            count = partitions_of(run)[beyond_topic]
-            raise HistoryError(
-                f"partition {partition} of {beyond_topic!r}: run.json declares {count} (0 to {count - 1})",
-                str(path),
-                line,
-            )
     _write_names(run_dir, {kind: summaries["writes"][kind] for kind in frames.NAME_KINDS}, run_dir / WRITES)
     ends = sorted(summaries["reads"]["ends"], key=lambda row: tuple(map(str, row)))
     write_atomic(run_dir, f"{CHECK_CACHE}/{_ENDS}", _jsonl(end.asDict() for end in ends))
-    if not problems.get["count"]:
-        return counts
-    with spark_errors("locating a broken write rule", str(run_dir / WRITES)):
-        bad_value = frames.write_problems(_read_parquet(spark, cache, _VALUES)).limit(1).collect()
-    if bad_value:
-        value, reason = bad_value[0]["value"], bad_value[0]["reason"]
-        path = run_dir / WRITES
-        line = offending_write_line(spark, path, value, reason)
-        raise HistoryError(f"{reason}: value {brief(value)}", str(path), line)
     return counts
+
+
+def _broken_write_rule(spark: SparkSession, run_dir: Path) -> HistoryError:
+    """The first broken write rule of the per-value table, which holds one (its count was observed)."""
+    path = run_dir / WRITES
+    with spark_errors("locating a broken write rule", str(path)):
+        values = _read_parquet(spark, run_dir / CHECK_CACHE, _VALUES)
+        first = frames.write_problems(values).limit(1).collect()[0]
+    value, reason = first["value"], first["reason"]
+    line = offending_write_line(spark, path, value, reason)
+    return HistoryError(f"{reason}: value {brief(value)}", str(path), line)
 
 
 def _observed(

@@ -99,6 +99,18 @@ BAD_INPUTS = {
         {"writes": _lines(*acked(100, "p:1", 0)) + "[{}]\n" + '{"type": "invoke", "value": "p:2\n'},
         f"{WRITES}:3: expected a JSON object, got an array",
     ),
+    "an-unknown-topic-before-a-bad-line": (  # the first line wrong is named, whichever way
+        {"reads": _lines(*all_ends(), record(900, "p:1", 0, topic="nope")) + '{"type": "record"\n'},
+        f"{READS}:7: unknown topic 'nope'",
+    ),
+    "a-partition-beyond-before-a-misread-line": (
+        {"writes": _lines(*acked(100, "p:1", 0), *acked(200, "p:2", 0, partition=2)) + "[{}]\n"},
+        f"{WRITES}:3: partition 2 of 't-all'",
+    ),
+    "a-broken-write-rule-before-a-bad-line": (
+        {"writes": _lines(*acked(100, "p:1", 0), write("ok", 300, "p:9", offset=4)) + '{"type": 5}\n'},
+        f"{WRITES}:3: completion with no invoke: value 'p:9'",
+    ),
     "number-for-a-string": (  # Spark's parser alone would read the value "2"
         {
             "writes": _lines(*acked(100, "p:1", 0), *acked(200, "p:2", 1)).replace(
