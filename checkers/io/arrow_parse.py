@@ -19,10 +19,10 @@ from __future__ import annotations
 import contextlib
 import json
 import re
-from collections.abc import Collection, Iterator
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.json as pa_json
@@ -98,16 +98,19 @@ def parquet_of(jsonl: Path, schema: T.StructType, parquet: Path, plain: Collecti
 def _first_misread(path: Path, schema: T.StructType, *, key_twice: bool) -> HistoryError | None:
     """The first line the passes that apply find; the slow one for a key given twice only when
     pyarrow saw one."""
-    scans = [partial(_name_a_misread_line, path, schema)]
+    found = [_found(_name_a_misread_line, path, schema)]
     if key_twice:
-        scans.append(partial(_name_a_key_given_twice, path))
-    found = []
-    for scan in scans:
-        try:
-            scan()
-        except HistoryError as exc:
-            found.append(exc)
-    return min(found, key=lambda exc: exc.line or 0, default=None)
+        found.append(_found(_name_a_key_given_twice, path))
+    return min((exc for exc in found if exc is not None), key=lambda exc: exc.line or 0, default=None)
+
+
+def _found(scan: Callable[..., None], *args: Any) -> HistoryError | None:
+    """The HistoryError a pass that raises the first it finds raised, if any."""
+    try:
+        scan(*args)
+    except HistoryError as exc:
+        return exc
+    return None
 
 
 def _name_a_key_given_twice(path: Path) -> None:

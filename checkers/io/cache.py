@@ -107,11 +107,10 @@ class ParsedFiles(NamedTuple):
     fingerprint: dict[str, Any]
     cached_counts: dict[str, int] | None
     """The valid event counts of a cache made from the files' present content; None: convert."""
-    taken_by_arrow: frozenset[str]
-    """The files pyarrow parsed to Parquet (`arrow_parse`), for a conversion to start from."""
-    misread: Mapping[str, HistoryError]
-    """Of the files pyarrow did not take, the first line found that Spark's parser would misread
-    (`arrow_parse.Parsed`): the conversion names it, or a bad line before it."""
+    sources: Mapping[str, arrow_parse.Parsed]
+    """What pyarrow made of writes.jsonl and reads.jsonl (none when the cache is there): the files it
+    parsed to Parquet are a conversion's to start from; a line it found Spark's parser would misread
+    is named by the conversion, unless a line before it is wrong."""
 
 
 @contextmanager
@@ -128,7 +127,7 @@ def parsed_files(run_dir: Path, run: dict[str, Any]) -> Iterator[ParsedFiles]:
     }
     counts = _cached_counts(run_dir / CHECK_CACHE / _FINGERPRINT, fingerprint)
     if counts is not None:
-        yield ParsedFiles(fingerprint, counts, frozenset(), {})
+        yield ParsedFiles(fingerprint, counts, {})
         return
     fresh_dir(run_dir, CHECK_CACHE)  # out with a stale cache, perhaps of another layout
     try:
@@ -146,12 +145,7 @@ def parsed_files(run_dir: Path, run: dict[str, Any]) -> Iterator[ParsedFiles]:
                 )
                 if side.misread is not None:
                     raise side.misread
-        yield ParsedFiles(
-            fingerprint,
-            None,
-            frozenset(name for name, p in parsed.items() if p.taken),
-            {name: p.misread for name, p in parsed.items() if p.misread is not None},
-        )
+        yield ParsedFiles(fingerprint, None, parsed)
     finally:
         remove_dir(run_dir, f"{CHECK_CACHE}/{_PARSED}")
 
@@ -240,7 +234,7 @@ def _convert_into(
     first, then the per-value table from them.
     """
     cache = run_dir / CHECK_CACHE
-    taken_by_arrow = parsed.taken_by_arrow
+    taken_by_arrow = frozenset(name for name, source in parsed.sources.items() if source.taken)
     problems = Observation()
     history_dir = (run_dir / WRITES).parent
     with spark_errors("converting writes.jsonl and reads.jsonl to Parquet", str(history_dir)):
@@ -263,7 +257,7 @@ def _convert_into(
         summary, path = summaries[name], run_dir / source.name
         beyond = summary["beyond"]
         # What pyarrow's pass found first: on the line Spark's parser misreads, it is the more exact.
-        misread = parsed.misread.get(source.name)
+        misread = parsed.sources[source.name].misread
         errors = [] if misread is None else [misread]
         errors += located_errors(
             spark,
