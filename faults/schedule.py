@@ -23,11 +23,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from faults.base import Fault, make_fault
-from faults.triggers import ZOOKEEPER_EVENTS, Trigger, Watched, seen, state_of
+from faults.triggers import ZOOKEEPER_EVENTS, Trigger, Watched
+from faults.watches import watch_for
 from harness.cluster import KafkaCluster
 from harness.errors import ClusterError, ConfigError, FaultError, HarnessError
 from harness.events import fault_event
-from harness.groups import MemberState, describe_states, stable
 from harness.history import HistoryWriter, RunClock
 from harness.limits import MAX_DURATION_S
 from harness.zkstate import ClusterSnapshot
@@ -279,50 +279,33 @@ class Nemesis:
         when asked to stop."""
         watched = trigger.watched(self._last_partition)
         waited: dict[str, Any] = {"waited_for": trigger.describe(watched)}
-        if trigger.event in ZOOKEEPER_EVENTS and trigger.event != "controller-change" and watched is None:
-            return waited | {"error": f"{trigger.event}: no partition to watch (give topic and partition)"}
-        if trigger.event == "group-stable" and not self._group_states(trigger.group):
-            return waited | {"error": "the workload has no consumer groups"}
-        deadline = self._now_s() + trigger.within_s
-        seen_s = self._last_start_s if trigger.event == "start" else None
-        last = before
-        while seen_s is None:
+        if trigger.event == "start":
+            seen_s = self._last_start_s
+        else:
+            try:
+                watch = watch_for(
+                    trigger,
+                    watched,
+                    active=self.active,
+                    groups=self.cluster.groups,
+                    snapshot=self._snapshot,
+                    before=before,
+                )
+            except FaultError as exc:
+                return waited | {"error": str(exc)}
             now = self._now_s()
-            if trigger.event == "healed":
-                happened = not self.active()
-            elif trigger.event == "group-stable":
-                happened = all(stable(states) for states in self._group_states(trigger.group).values())
-            else:
-                last = self._snapshot() or last
-                before = before or last
-                happened = (
-                    before is not None and last is not None and seen(trigger.event, before, last, watched)
-                )
-                before = last  # sample to sample after the first look: an ISR that left and came back counts
-            if happened:
-                seen_s = now
-            elif now >= deadline:
-                shown = (
-                    self._describe_groups(trigger.group)
-                    if trigger.event == "group-stable"
-                    else state_of(last, watched)
-                )
-                return waited | {"error": f"not seen within {trigger.within_s:g} s; last seen: {shown}"}
-            elif not self._pause_until(now + TRIGGER_POLL_S):
-                return None
+            deadline = now + trigger.within_s
+            while not watch.look():
+                if now >= deadline:
+                    shown = watch.last_seen()
+                    return waited | {"error": f"not seen within {trigger.within_s:g} s; last seen: {shown}"}
+                if not self._pause_until(now + TRIGGER_POLL_S):
+                    return None
+                now = self._now_s()
+            seen_s = now
         if not self._pause_until(seen_s + trigger.delay_s):
             return None
         return waited | {"seen_ns": self._origin_ns + int(seen_s * 1e9)}
-
-    def _group_states(self, group: str | None) -> dict[str, list[MemberState]]:
-        groups = self.cluster.groups
-        return groups.states(group) if groups is not None and groups.members else {}
-
-    def _describe_groups(self, group: str | None) -> str:
-        return "; ".join(
-            f"{name}: {describe_states(states) or 'no members'}"
-            for name, states in self._group_states(group).items()
-        )
 
     def _start(self, index: int, entry: ScheduleEntry, waited: Mapping[str, Any]) -> bool:
         """Start one step; False (recorded with its error) when it could not start."""

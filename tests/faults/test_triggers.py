@@ -237,3 +237,16 @@ def test_a_group_not_stable_in_time_or_no_groups_at_all_is_a_recorded_error(
     assert nemesis.errors == [
         "probe could not start: waited for group-stable: the workload has no consumer groups"
     ]
+
+
+def test_faults_not_healed_in_time_are_named_in_the_error(probe: type[Probe], tmp_path: Path) -> None:
+    schedule = Schedule.from_entries(
+        [
+            {"start_s": 0, "stop_s": 3.0, "fault": "probe"},
+            {"start_s": 0, "stop_s": 0.2, "fault": "probe", "after": {"event": "healed", "within_s": 0.5}},
+        ]
+    )
+    nemesis, _ = run(schedule, ScriptedZooKeeper(), tmp_path / "faults.jsonl", until=10)
+    assert nemesis.errors == [
+        "probe could not start: waited for healed: not seen within 0.5 s; last seen: in force: probe"
+    ]
