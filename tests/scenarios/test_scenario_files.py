@@ -20,6 +20,7 @@ KILL = {"name": "kill"}
 STEP = {"fault": "kill"}
 EXPECTED_BUILTINS = {
     "auto-commit-crash",
+    "bridge-and-ring",
     "baseline",
     "leader-kill",
     "controller-kill",
