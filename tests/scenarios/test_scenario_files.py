@@ -21,6 +21,7 @@ STEP = {"fault": "kill"}
 EXPECTED_BUILTINS = {
     "auto-commit-crash",
     "bridge-and-ring",
+    "clean-election",
     "baseline",
     "leader-kill",
     "controller-kill",
