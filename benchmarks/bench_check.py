@@ -172,7 +172,12 @@ def python_availability(history: _PythonHistory, run_dir: Path) -> dict[str, Any
     per_second: dict[tuple[str, int], dict[str, Any]] = {}
     by_fault: dict[tuple[str, bool], dict[str, Any]] = {}
     ok_times: dict[str, list[int]] = defaultdict(list)
+    slot_ok_times: dict[tuple[str, int], list[int]] = defaultdict(list)
+    last_invoke: dict[str, int] = {}
     for write in history.writes.values():
+        acks = acks_of[write["topic"]]
+        if write.get("invoke_ns") is not None:
+            last_invoke[acks] = max(last_invoke.get(acks, write["invoke_ns"]), write["invoke_ns"])
         counts = topics[write["topic"]]
         counts["attempted"] += 1
         counts[outcome_count[write["outcome"]]] += 1
@@ -189,6 +194,7 @@ def python_availability(history: _PythonHistory, run_dir: Path) -> dict[str, Any
                 group["latencies"].append((completed - write["invoke_ns"]) / 1_000_000)
         if ok:
             ok_times[acks].append(completed)
+            slot_ok_times[(write["topic"], write["partition"])].append(completed)
     series = [
         {"acks": acks, "t_s": t_s, "acked": g["ok"], "failed": g["fail"], "indeterminate": g["info"]}
         | _latency_stats(g["latencies"], "latency_")
@@ -202,21 +208,36 @@ def python_availability(history: _PythonHistory, run_dir: Path) -> dict[str, Any
             | _latency_stats(g["latencies"])
             | {"error_rate": g["fail"] / total, "indeterminate_rate": g["info"] / total}
         )
-    for times in ok_times.values():
+    for times in [*ok_times.values(), *slot_ok_times.values()]:
         times.sort()
+    partitions = {t["name"]: int(t["partitions"]) for t in history.run["topics"]}
     recovery = []
     for interval in intervals:
         for acks in sorted(set(acks_of.values())):
             times = ok_times[acks]
             after = bisect.bisect_left(times, interval.start_ns)
-            recovery.append(
-                {
-                    "acks": acks,
-                    "start_ns": interval.start_ns,
-                    "first_ok_ns": times[after] if after < len(times) else None,
-                }
-            )
+            entry = {
+                "acks": acks,
+                "start_ns": interval.start_ns,
+                "first_ok_ns": times[after] if after < len(times) else None,
+                "resumed_ns": None,
+                "heal_recovery_lower_bound": False,
+            }
+            healed = interval.stop_ns
+            if healed is not None and last_invoke.get(acks, -1) >= healed:
+                slots = [(t, p) for t, mode in acks_of.items() if mode == acks for p in range(partitions[t])]
+                firsts = [_first_at_or_after(slot_ok_times[slot], healed) for slot in slots]
+                if None in firsts:
+                    entry["heal_recovery_lower_bound"] = True
+                else:
+                    entry["resumed_ns"] = max(f for f in firsts if f is not None)
+            recovery.append(entry)
     return {"topics": topics, "series": series, "latency": latency, "recovery": recovery}
+
+
+def _first_at_or_after(times: list[int], start_ns: int) -> int | None:
+    after = bisect.bisect_left(times, start_ns)
+    return times[after] if after < len(times) else None
 
 
 def _peak_rss_mib() -> float:
@@ -287,7 +308,17 @@ def exact_availability(availability: dict[str, Any]) -> list[list[Any]]:
         ["series", r["acks"], r["t_s"], r["acked"], r["failed"], r["indeterminate"]]
         for r in availability["series"]
     ]
-    recovery = [["recovery", r["acks"], r["start_ns"], r["first_ok_ns"]] for r in availability["recovery"]]
+    recovery = [
+        [
+            "recovery",
+            r["acks"],
+            r["start_ns"],
+            r["first_ok_ns"],
+            r["resumed_ns"],
+            r["heal_recovery_lower_bound"],
+        ]
+        for r in availability["recovery"]
+    ]
     return sorted(series + recovery, key=str)
 
 

@@ -6,6 +6,8 @@ Spark's approximate percentiles (relative error 1/10000), counts are exact.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
@@ -84,11 +86,12 @@ def latency_by_fault(writes: DataFrame, windows: list[tuple[int, int | None]]) -
     )
 
 
-def first_ok_after(writes: DataFrame, starts_ns: list[int]) -> DataFrame:
-    """Per acks mode, the first `ok` completion at or after each fault start (`first_ok_<i>`), in one pass."""
-    acked = writes.where(F.col("outcome") == "ok")
+def firsts_after(writes: DataFrame, times_ns: Mapping[str, int]) -> DataFrame:
+    """Per (topic, partition): the first `ok` completion at or after each of `times_ns` (a column
+    each, named by its key) and the last invocation (`last_invoke_ns`), in one pass."""
+    ok = F.col("outcome") == "ok"
     firsts = [
-        F.min(F.when(F.col("complete_ns") >= F.lit(start), F.col("complete_ns"))).alias(f"first_ok_{i}")
-        for i, start in enumerate(starts_ns)
+        F.min(F.when(ok & (F.col("complete_ns") >= F.lit(time_ns)), F.col("complete_ns"))).alias(name)
+        for name, time_ns in times_ns.items()
     ]
-    return acked.groupBy("acks").agg(F.count("*").alias("acked"), *firsts)
+    return writes.groupBy("topic", "partition").agg(F.max("invoke_ns").alias("last_invoke_ns"), *firsts)

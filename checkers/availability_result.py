@@ -15,7 +15,7 @@ from pyspark.sql import Row
 
 from checkers import availability
 from checkers.evidence import merged_windows
-from checkers.io import History, topic_acks
+from checkers.io import History, partitions_of, topic_acks
 from harness.events import FaultWindow
 from harness.history import ACKS_MODES
 
@@ -26,11 +26,12 @@ def _round(value: Any) -> Any:
 
 @dataclass(frozen=True)
 class AvailabilityRows:
-    """What Spark computes for availability: per-second series, latency by fault, first oks."""
+    """What Spark computes for availability: per-second series, latency by fault, and per partition
+    the first oks after each fault's start and heal (`availability.firsts_after`)."""
 
     series: list[Row]
     latency: list[Row]
-    first_oks: dict[str, Row]
+    partitions: list[Row]
 
 
 def availability_rows(history: History, intervals: list[FaultWindow]) -> AvailabilityRows:
@@ -42,13 +43,12 @@ def availability_rows(history: History, intervals: list[FaultWindow]) -> Availab
         availability.latency_by_fault(writes, merged_windows(intervals)).collect(),
         key=lambda r: (r["acks"], r["during_fault"]),
     )
-    first_oks = {}
+    partitions = []
     if intervals:
-        first_oks = {
-            r["acks"]: r
-            for r in availability.first_ok_after(writes, [i.start_ns for i in intervals]).collect()
-        }
-    return AvailabilityRows(series, latency, first_oks)
+        times = {f"start_{i}": interval.start_ns for i, interval in enumerate(intervals)}
+        times |= {f"heal_{i}": i_.stop_ns for i, i_ in enumerate(intervals) if i_.stop_ns is not None}
+        partitions = availability.firsts_after(writes, times).collect()
+    return AvailabilityRows(series, latency, partitions)
 
 
 def availability_entry(
@@ -86,20 +86,66 @@ def availability_entry(
         }
         for row in rows.latency
     ]
-    recovery = []
-    if intervals:
-        for index, interval in enumerate(intervals):
-            for mode in sorted({*acks.values()}, key=ACKS_MODES.index):
-                first = rows.first_oks[mode][f"first_ok_{index}"] if mode in rows.first_oks else None
-                recovery.append(
-                    {
-                        "fault": interval.fault,
-                        "start_ns": interval.start_ns,
-                        "acks": mode,
-                        "first_ok_ns": first,
-                        "recovery_ms": _round((first - interval.start_ns) / 1e6)
-                        if first is not None
-                        else None,
-                    }
-                )
+    recovery = [
+        recovery_of(
+            index, interval, mode, [r for r in rows.partitions if acks.get(r["topic"]) == mode], history.run
+        )
+        for index, interval in enumerate(intervals)
+        for mode in sorted({*acks.values()}, key=ACKS_MODES.index)
+    ]
     return {"bucket_s": 1, "series": series, "latency": latency, "recovery": recovery}
+
+
+def recovery_of(
+    index: int, interval: FaultWindow, mode: str, partitions: list[Row], run: dict[str, Any]
+) -> dict[str, Any]:
+    """How acks mode `mode`'s writes came through fault `index`: the first `ok` after it started, and
+    when every partition of the mode had acknowledged a write again after its heal (`partitions`:
+    the mode's rows of `availability.firsts_after`).
+
+    A heal with no write of the mode invoked after it is not judged (`heal_recovery_ms` null). When
+    some partition acknowledged nothing between the heal and the last write, `heal_recovery_ms` is
+    the time to that last invocation, a lower bound (`heal_recovery_lower_bound`)."""
+    first = min((r[f"start_{index}"] for r in partitions if r[f"start_{index}"] is not None), default=None)
+    entry: dict[str, Any] = {
+        "fault": interval.fault,
+        "start_ns": interval.start_ns,
+        "acks": mode,
+        "first_ok_ns": first,
+        "recovery_ms": _round((first - interval.start_ns) / 1e6) if first is not None else None,
+        "healed_ns": interval.stop_ns,
+        "resumed_ns": None,
+        "heal_recovery_ms": None,
+        "heal_recovery_lower_bound": False,
+    }
+    healed = interval.stop_ns
+    last_invoke = max(
+        (r["last_invoke_ns"] for r in partitions if r["last_invoke_ns"] is not None), default=None
+    )
+    if healed is None or last_invoke is None or last_invoke < healed:
+        return entry
+    counts = partitions_of(run)
+    wanted = [(t, p) for t, mode_of in topic_acks(run).items() if mode_of == mode for p in range(counts[t])]
+    firsts = {(r["topic"], r["partition"]): r[f"heal_{index}"] for r in partitions}
+    if all(firsts.get(slot) is not None for slot in wanted):
+        resumed = max(firsts[slot] for slot in wanted)
+        return entry | {"resumed_ns": resumed, "heal_recovery_ms": _round((resumed - healed) / 1e6)}
+    return entry | {
+        "heal_recovery_ms": _round((last_invoke - healed) / 1e6),
+        "heal_recovery_lower_bound": True,
+    }
+
+
+def heal_recovery(recovery: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per acks mode, the longest `heal_recovery_ms` of the run's heals (null: none was judged) and
+    whether it is a lower bound: result.json's `acks.<mode>.heal_recovery_ms`, for expectations."""
+    per_mode: dict[str, dict[str, Any]] = {}
+    for entry in recovery:
+        if entry["heal_recovery_ms"] is None:
+            continue
+        longest = per_mode.setdefault(
+            entry["acks"], {"heal_recovery_ms": 0.0, "heal_recovery_lower_bound": False}
+        )
+        longest["heal_recovery_ms"] = max(longest["heal_recovery_ms"], entry["heal_recovery_ms"])
+        longest["heal_recovery_lower_bound"] |= entry["heal_recovery_lower_bound"]
+    return per_mode

@@ -23,7 +23,7 @@ from checkers import (
     availability,
     checks,  # noqa: F401  (the built-in checkers register themselves)
 )
-from checkers.availability_result import availability_entry, availability_rows
+from checkers.availability_result import availability_entry, availability_rows, heal_recovery
 from checkers.checker import Checker, CheckInputs, registered
 from checkers.evidence import ClientLog, ClusterTimeline, TruncationLog, active_fault_names
 from checkers.group_guarantees import judged_on_complete_reads
@@ -342,13 +342,17 @@ def _topic_rows(
     return rows
 
 
-def _per_acks(topics: list[dict[str, Any]]) -> dict[str, dict[str, int | None]]:
-    per_acks: dict[str, dict[str, int | None]] = {mode: dict.fromkeys(COUNT_KEYS, 0) for mode in ACKS_MODES}
+def _per_acks(topics: list[dict[str, Any]], recovery: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per acks mode: the counts of its topics, and the longest recovery after a heal (`heal_recovery`)."""
+    per_acks: dict[str, dict[str, Any]] = {mode: dict.fromkeys(COUNT_KEYS, 0) for mode in ACKS_MODES}
     for row in topics:
         counts = per_acks[row["acks"]]
         for name in COUNT_KEYS:
             total, more = counts[name], row[name]
             counts[name] = None if total is None or more is None else total + more
+    longest = heal_recovery(recovery)
+    for mode, counts in per_acks.items():
+        counts |= longest.get(mode, {"heal_recovery_ms": None, "heal_recovery_lower_bound": False})
     return per_acks
 
 
@@ -398,6 +402,11 @@ def build_result(history: History, checked_at: str, spark_info: dict[str, Any]) 
         {kind_id: error for kind_id, error in failed.items() if error},
     )
     unexpected = None if "unexpected-value" in failed else found["unexpected-value"].count
+    marked = {
+        "lost": found["lost-write"].per_topic_second,
+        "divergent": found["divergent-offset"].per_topic_second,
+    }
+    availability = availability_entry(history, intervals, marked, measured_availability)
     return {
         "result_format": RESULT_FORMAT,
         "run_id": run.get("run_id"),
@@ -410,20 +419,12 @@ def build_result(history: History, checked_at: str, spark_info: dict[str, Any]) 
         "complete": not incomplete,
         "unexpected": unexpected,
         "incomplete_partitions": incomplete,
-        "acks": _per_acks(topics),
+        "acks": _per_acks(topics, availability["recovery"]),
         "topics": [{k: v for k, v in row.items() if k != "unexpected"} for row in topics],
         "guarantees": guarantees,
         "anomalies": {kind.id: _anomalies_entry(found[kind.id]) for kind in KINDS},
         "errors": [{"kind": kind_id, "error": error} for kind_id, error in failed.items()],
-        "availability": availability_entry(
-            history,
-            intervals,
-            {
-                "lost": found["lost-write"].per_topic_second,
-                "divergent": found["divergent-offset"].per_topic_second,
-            },
-            measured_availability,
-        ),
+        "availability": availability,
         **({"groups": groups} if history.consumes is not None else {}),
     }
 

@@ -252,7 +252,12 @@ def _recovery_row(r: Fields) -> dict[str, Any]:
     r.time_ns("start_ns")
     r.time_ns("first_ok_ns")
     r.number("recovery_ms")
-    return r.obj
+    r.time_ns("healed_ns")
+    r.time_ns("resumed_ns")
+    r.number("heal_recovery_ms")
+    r.flag("heal_recovery_lower_bound")
+    # results from before heals were measured have none of these
+    return {"healed_ns": None, "heal_recovery_ms": None, "heal_recovery_lower_bound": False} | r.obj
 
 
 def load_result(root: Path) -> Result:

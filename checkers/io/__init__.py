@@ -14,7 +14,7 @@ Every file written under the run directory goes through `harness.history`'s no-l
 from checkers.io.cache import ParsedFiles, parsed_files
 from checkers.io.history import History, discard_result, load_history, write_result
 from checkers.io.layout import Layout, check_layout, history_bytes
-from checkers.io.sources import CONSUME_SCHEMA, topic_acks
+from checkers.io.sources import CONSUME_SCHEMA, partitions_of, topic_acks
 
 __all__ = [
     "CONSUME_SCHEMA",
@@ -26,6 +26,7 @@ __all__ = [
     "history_bytes",
     "load_history",
     "parsed_files",
+    "partitions_of",
     "topic_acks",
     "write_result",
 ]

@@ -19,6 +19,9 @@ from typing import Any
 from harness.anomaly_kinds import COUNT_KEYS, FINAL_READ_COUNTS, GROUP_COUNTS, unread_partitions
 from harness.expectation_outcomes import FAILED, HELD, UNKNOWN, ExpectationOutcome
 
+HEAL_RECOVERY = "heal_recovery_ms"
+"""Per acks mode, the longest time after a heal until every partition acknowledged a write again."""
+ACKS_METRICS = (*COUNT_KEYS, HEAL_RECOVERY)
 RUN_METRICS = ("unexpected", "valid", "complete")
 """The whole-run metrics an expectation may name without `acks=` or `group=`."""
 FLAG_METRICS = ("valid", "complete")
@@ -38,9 +41,9 @@ PATTERN = re.compile(
     r"(?P<value>\d{1,18}|true|false)\s*$"
 )
 HELP = (
-    f"expected e.g. 'acks=all lost == 0' with a metric among {', '.join(COUNT_KEYS)}, or 'unexpected == 0', "
-    f"'complete == true', 'valid == true', or 'group=<name> skipped == 0' with a metric among "
-    f"{', '.join(GROUP_COUNTS)}"
+    f"expected e.g. 'acks=all lost == 0' with a metric among {', '.join(ACKS_METRICS)}, or "
+    f"'unexpected == 0', 'complete == true', 'valid == true', or 'group=<name> skipped == 0' with a "
+    f"metric among {', '.join(GROUP_COUNTS)}"
 )
 
 
@@ -61,7 +64,7 @@ class Expectation:
             return None
         # Each count is kept per group, per acks mode or for the whole run, and is a number or a
         # flag: any other pairing could never hold, and would fail every run it is in.
-        metrics = GROUP_COUNTS if match["group"] else COUNT_KEYS if match["acks"] else RUN_METRICS
+        metrics = GROUP_COUNTS if match["group"] else ACKS_METRICS if match["acks"] else RUN_METRICS
         if match["metric"] not in metrics:
             return None
         raw = match["value"]
@@ -73,6 +76,8 @@ class Expectation:
     def evaluate(self, result: Mapping[str, Any]) -> ExpectationOutcome:
         """This expectation judged against a check/result.json."""
         observed = self._observed(result)
+        if self.metric == HEAL_RECOVERY:
+            return self._heal_recovery(result, observed)
         if observed is None:
             return ExpectationOutcome(self.text, FAILED, None, "the result has no such count")
         holds = OPERATORS[self.op](observed, self.value)
@@ -81,6 +86,22 @@ class Expectation:
             why = (
                 f"the final read of {', '.join(unread)} is incomplete: {self.metric} counts only completely "
                 f"read partitions, so the true count is {observed} or more"
+            )
+            return ExpectationOutcome(self.text, UNKNOWN, observed, why)
+        return ExpectationOutcome(self.text, HELD if holds else FAILED, observed)
+
+    def _heal_recovery(self, result: Mapping[str, Any], observed: Any) -> ExpectationOutcome:
+        """Judged like a count of an incomplete read when some partition had not acknowledged a
+        write again by the end of the writes (a lower bound); a run with no heal followed by writes
+        has nothing to recover from, and holds."""
+        if observed is None:
+            return ExpectationOutcome(self.text, HELD, None, "no heal was followed by writes to recover")
+        holds = OPERATORS[self.op](observed, self.value)
+        lower_bound = (result.get("acks") or {}).get(self.acks, {}).get("heal_recovery_lower_bound")
+        if lower_bound and not self._settled_by_lower_bound(observed):
+            why = (
+                f"after a heal, some partition of acks={self.acks} acknowledged no write again before "
+                f"the writes ended: the true time is {observed:g} ms or more"
             )
             return ExpectationOutcome(self.text, UNKNOWN, observed, why)
         return ExpectationOutcome(self.text, HELD if holds else FAILED, observed)
@@ -100,7 +121,7 @@ class Expectation:
             topics = {row.get("topic") for row in result.get("topics") or [] if row.get("acks") == self.acks}
         return unread_partitions(result.get("incomplete_partitions") or [], topics)
 
-    def _settled_by_lower_bound(self, observed: int) -> bool:
+    def _settled_by_lower_bound(self, observed: float) -> bool:
         """Whether every count at or above `observed` judges this expectation alike: a comparison
         with an integer changes its answer only around the value, so those counts and `observed`
         stand for all of them."""

@@ -5,11 +5,13 @@ from __future__ import annotations
 import dataclasses
 import time
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.table import Table
 from rich.text import Text
 
+from harness.anomaly_kinds import COUNT_KEYS
 from harness.app import options
 from harness.app.console import make_console
 from harness.app.crash import note_run_dir
@@ -65,7 +67,8 @@ def _print_outcome(outcome: RunOutcome) -> None:
         console.print(Text.assemble(f"  expect {e.text}: ", held, f" (observed {e.observed}{why})"))
     for acks, counts in result.get("acks", {}).items():
         if counts.get("attempted"):
-            console.print(f"  acks={acks}: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
+            counted = ", ".join(f"{k} {counts.get(k)}" for k in COUNT_KEYS)
+            console.print(f"  acks={acks}: {counted}{_after_heals(counts)}")
     for line in group_lines(result):
         console.print(f"  {line}")
     console.print(f"run directory: {outcome.rundir.root}")
@@ -194,3 +197,15 @@ def matrix_variant(scenario: Scenario, acks: tuple[str, ...]) -> Scenario:
 def register(app: typer.Typer) -> None:
     app.command()(run)
     app.command()(scenarios)
+
+
+def _after_heals(counts: dict[str, Any]) -> str:
+    """How soon every partition of an acks mode took writes again after the run's heals."""
+    longest = counts.get("heal_recovery_ms")
+    if longest is None:
+        return ""
+    if counts.get("heal_recovery_lower_bound"):
+        return (
+            f"; after a heal, a partition took no write again before the writes ended, {longest:.0f} ms later"
+        )
+    return f"; every partition took writes again within {longest:.0f} ms of each heal"

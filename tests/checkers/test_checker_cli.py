@@ -10,6 +10,7 @@ import pytest
 from checker_rundirs import (
     FAULT,
     SAMPLE,
+    TOPICS,
     acked,
     all_ends,
     clean_run,
@@ -57,6 +58,8 @@ def test_clean_run_is_valid_and_rechecks_from_the_parquet_cache(
         "reordered": 0,
         "read_lost": 0,
         "replica_divergent": 0,
+        "heal_recovery_ms": None,  # its fault is never healed
+        "heal_recovery_lower_bound": False,
     }
     assert {g["verdict"] for g in result["guarantees"] if g["promised"]} == {"held"}
     fingerprint = (run_dir / "check/parquet/fingerprint.json").stat().st_mtime_ns
@@ -149,6 +152,10 @@ def test_lost_acked_write_violates_the_acks_all_guarantee_with_evidence(
         "acks": "all",
         "first_ok_ns": 210,
         "recovery_ms": 0.0,
+        "healed_ns": None,  # in force until the history ends
+        "resumed_ns": None,
+        "heal_recovery_ms": None,
+        "heal_recovery_lower_bound": False,
     }
 
 
@@ -315,3 +322,41 @@ def test_incomplete_final_read_is_reported_and_not_valid(
         g for g in result["guarantees"] if g["id"] == "no-lost-acked-writes" and g["topic"] == "t-all"
     )
     assert loss["verdict"] == "unknown"
+
+
+def test_a_partition_that_takes_no_write_after_a_heal_makes_the_recovery_a_lower_bound(
+    spark: SparkSession, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    ms = 1_000_000
+    writes = [
+        *acked(100 * ms, "p:1", 0),
+        *acked(110 * ms, "p:2", 0, partition=1),
+        *acked(300 * ms, "p:3", 1),  # t-all/0 takes a write 50 ms after the heal at 250 ms
+        write("invoke", 400 * ms, "p:4", partition=1),  # t-all/1 takes none before the writes end
+        write("fail", 410 * ms, "p:4", partition=1, error="_UNKNOWN_TOPIC"),
+    ]
+    reads = [record(900 * ms, "p:1", 0), record(900 * ms, "p:2", 0, partition=1), record(900 * ms, "p:3", 1)]
+    watermarks = {("t-all", 0): 2, ("t-all", 1): 1}
+    ends = [end(10_000 * ms, t["name"], p, watermarks.get((t["name"], p), 0)) for t in TOPICS for p in (0, 1)]
+    healed = {**FAULT, "time_ns": 250 * ms, "phase": "stop"}
+    run_dir = make_run(tmp_path / "run", writes, [*reads, *ends], [{**FAULT, "time_ns": 150 * ms}, healed])
+    code, text = kchaos_check(capfd, run_dir)
+    assert code == 0, text
+    result = json.loads((run_dir / RESULT).read_text())
+    (recovery,) = [r for r in result["availability"]["recovery"] if r["acks"] == "all"]
+    assert recovery == {
+        "fault": "kill-leader",
+        "start_ns": 150 * ms,
+        "acks": "all",
+        "first_ok_ns": 300 * ms + 10,  # p:3's ok
+        "recovery_ms": 150.0,
+        "healed_ns": 250 * ms,
+        "resumed_ns": None,
+        "heal_recovery_ms": 150.0,  # to p:4's invoke at 400 ms, at least
+        "heal_recovery_lower_bound": True,
+    }
+    assert {mode: result["acks"][mode]["heal_recovery_ms"] for mode in ("all", "1", "0")} == {
+        "all": 150.0,
+        "1": None,  # no write of acks=1 at all: nothing to judge
+        "0": None,
+    }

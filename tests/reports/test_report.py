@@ -271,3 +271,28 @@ def test_a_failed_checker_shows_as_not_judged(failing_run: Path) -> None:
     cells = page.find("td", data_count="reordered")
     assert cells and all(c.attrs["data-value"] == "None" and "?" in "".join(c.text) for c in cells)
     assert all("bad" in c.classes for c in cells)
+
+
+def test_recovery_after_each_heal_is_shown_and_one_not_reached_is_marked(passing_run: Path) -> None:
+    result_path = passing_run / "check/result.json"
+    result = json.loads(result_path.read_text())
+    (row,) = result["availability"]["recovery"]  # as results written before heals were measured
+    healed = {"healed_ns": 30 * S, "resumed_ns": None, "heal_recovery_ms": 25244.0}
+    result["availability"]["recovery"] = [
+        row,
+        {**row, **healed, "acks": "1", "heal_recovery_lower_bound": True},
+        {
+            **row,
+            **healed,
+            "resumed_ns": 31 * S,
+            "heal_recovery_ms": 1000.0,
+            "heal_recovery_lower_bound": False,
+        },
+    ]
+    result_path.write_text(json.dumps(result))
+    page, _, _ = render(passing_run)
+    cells = [" ".join(el.text) for el in page.find("td")]
+    assert "not by the writes' end, 25244 ms later" in cells
+    assert "1000 ms" in cells
+    (marked,) = [el for el in page.find("td", "bad") if el.text and "writes' end" in el.text[0]]
+    assert marked.text == ["not by the writes' end, 25244 ms later"]

@@ -331,6 +331,44 @@ def test_an_expectation_on_a_count_over_an_incomplete_final_read_is_judged_only_
         assert outcome.why is not None and "chaos-acks-1 partition 0 is incomplete" in outcome.why
 
 
+@pytest.mark.parametrize(
+    ("text", "acks", "verdict"),
+    [
+        ("acks=all heal_recovery_ms <= 10000", {"heal_recovery_ms": 2500.0}, "held"),
+        ("acks=all heal_recovery_ms <= 2000", {"heal_recovery_ms": 2500.0}, "failed"),
+        # some partition took no write before the writes ended: 25 s or more after the heal
+        (
+            "acks=all heal_recovery_ms <= 10000",
+            {"heal_recovery_ms": 25200.0, "heal_recovery_lower_bound": True},
+            "failed",
+        ),
+        (
+            "acks=all heal_recovery_ms <= 30000",
+            {"heal_recovery_ms": 25200.0, "heal_recovery_lower_bound": True},
+            "unknown",
+        ),
+        (
+            "acks=all heal_recovery_ms > 20000",
+            {"heal_recovery_ms": 25200.0, "heal_recovery_lower_bound": True},
+            "held",
+        ),
+        (
+            "acks=all heal_recovery_ms <= 10000",
+            {"heal_recovery_ms": None},
+            "held",
+        ),  # no heal followed by writes
+    ],
+)
+def test_an_expectation_on_the_recovery_after_heals_is_judged_like_a_lower_bound_when_it_is_one(
+    text: str, acks: dict[str, Any], verdict: str
+) -> None:
+    (expectation,) = parse_scenario({"expect": [text]}, "inline").expectations
+    outcome = expectation.evaluate({"acks": {"all": acks}})
+    assert outcome.verdict == verdict, outcome
+    if verdict == "unknown":
+        assert outcome.why is not None and "the true time is 25200 ms or more" in outcome.why
+
+
 BOMB = b"a: &a [x, x, x, x, x, x, x, x, x, x]\n" + b"".join(
     f"{n}: &{n} [{', '.join([f'*{p}'] * 10)}]\n".encode() for p, n in zip("abcdefg", "bcdefgh", strict=True)
 )
