@@ -7,6 +7,7 @@ summary, the page) and by `kchaos replay`/`shrink` (what a run broke).
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -67,8 +68,9 @@ def read_expectations(root: Path) -> list[ExpectationOutcome]:
         if verdict not in VERDICTS:
             raise entry.fail("verdict", f"one of {', '.join(VERDICTS)}", verdict)
         observed = entry.obj.get("observed")
-        if observed is not None and not isinstance(observed, int):  # a count, or a flag (bool is an int)
-            raise entry.fail("observed", "an integer, true, false or null", observed)
+        # a count, a flag (bool is an int) or milliseconds (heal_recovery_ms)
+        if observed is not None and (not isinstance(observed, int | float) or not math.isfinite(observed)):
+            raise entry.fail("observed", "a number, true, false or null", observed)
         text = entry.text("text", required=True, longest=MAX_TEXT) or ""
         outcomes.append(ExpectationOutcome(text, verdict, observed, entry.text("why", longest=MAX_TEXT)))
     return outcomes

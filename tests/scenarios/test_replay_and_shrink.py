@@ -62,6 +62,7 @@ def test_breakages_are_violated_guarantees_then_failed_expectations(tmp_path: Pa
         # a count over an incomplete final read: nothing a replay could show again
         {"text": "acks=0 lost == 0", "held": False, "verdict": "unknown", "observed": 0, "why": "incomplete"},
         {"text": "acks=all lost == 0", "held": False, "verdict": "failed", "observed": 1},
+        {"text": "acks=1 heal_recovery_ms <= 20000", "held": False, "verdict": "failed", "observed": 29227.7},
     ]
     (tmp_path / "check").mkdir()
     (tmp_path / EXPECTATIONS).write_text(json.dumps(recorded))
@@ -69,6 +70,7 @@ def test_breakages_are_violated_guarantees_then_failed_expectations(tmp_path: Pa
         Breakage("t-all per-partition-order", "3 reordered"),
         Breakage("expect acks=1 lost == 0", "observed 5"),
         Breakage("expect acks=all lost == 0", "observed 1"),
+        Breakage("expect acks=1 heal_recovery_ms <= 20000", "observed 29227.7"),
     ]
 
 
@@ -81,7 +83,7 @@ def test_breakages_are_violated_guarantees_then_failed_expectations(tmp_path: Pa
             [{"text": "x", "held": False, "verdict": "broken"}],
             "field '[0].verdict': expected one of held, failed",
         ),
-        ([{"text": "x", "held": True, "observed": "0"}], "field '[0].observed': expected an integer, true"),
+        ([{"text": "x", "held": True, "observed": "0"}], "field '[0].observed': expected a number, true"),
         ([{"held": True}], "field '[0].text'"),
     ],
 )
