@@ -30,7 +30,8 @@ class ExpectationOutcome:
     observed: Any
     """The count or flag the result held (None when it held none)."""
     why: str | None = None
-    """Why the verdict is `unknown` (or why nothing was observed); None otherwise."""
+    """Why the verdict is `unknown`, or what qualifies the observed value (nothing observed, or only a
+    lower bound); None otherwise."""
 
     @property
     def held(self) -> bool:

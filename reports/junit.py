@@ -93,7 +93,8 @@ def render_junit(run: Run) -> str:
         counts["tests"] += 1
         if e.verdict == "failed":
             counts["failures"] += 1
-            ET.SubElement(case, "failure", message=f"observed {e.observed}", type="failed")
+            why = f"; {e.why}" if e.why else ""
+            ET.SubElement(case, "failure", message=f"observed {e.observed}{why}", type="failed")
         elif e.verdict != "held":
             counts["errors"] += 1
             ET.SubElement(case, "error", message=e.why or f"observed {e.observed}", type=e.verdict)

@@ -98,13 +98,14 @@ class Expectation:
             return ExpectationOutcome(self.text, HELD, None, "no heal was followed by writes to recover")
         holds = OPERATORS[self.op](observed, self.value)
         lower_bound = (result.get("acks") or {}).get(self.acks, {}).get("heal_recovery_lower_bound")
-        if lower_bound and not self._settled_by_lower_bound(observed):
-            why = (
-                f"after a heal, some partition of acks={self.acks} acknowledged no write again before "
-                f"the writes ended: the true time is {observed:g} ms or more"
-            )
-            return ExpectationOutcome(self.text, UNKNOWN, observed, why)
-        return ExpectationOutcome(self.text, HELD if holds else FAILED, observed)
+        if not lower_bound:
+            return ExpectationOutcome(self.text, HELD if holds else FAILED, observed)
+        why = (
+            f"after a heal, some partition of acks={self.acks} acknowledged no write again by the "
+            f"writes' end: the true time is {observed:g} ms or more"
+        )
+        verdict = (HELD if holds else FAILED) if self._settled_by_lower_bound(observed) else UNKNOWN
+        return ExpectationOutcome(self.text, verdict, observed, why)
 
     def _observed(self, result: Mapping[str, Any]) -> Any:
         if self.group is not None:

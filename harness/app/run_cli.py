@@ -205,7 +205,5 @@ def _after_heals(counts: dict[str, Any]) -> str:
     if longest is None:
         return ""
     if counts.get("heal_recovery_lower_bound"):
-        return (
-            f"; after a heal, a partition took no write again before the writes ended, {longest:.0f} ms later"
-        )
+        return f"; after a heal, a partition took no write again by the writes' end, {longest:.0f} ms later"
     return f"; every partition took writes again within {longest:.0f} ms of each heal"
