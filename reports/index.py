@@ -174,10 +174,19 @@ def _p99(summary: dict[str, Any], mode: str) -> float | None:
     return None if value is None else float(value)
 
 
+def _heal_recovery_s(summary: dict[str, Any], mode: str) -> float | None:
+    value = summary.get("heal_recovery_ms", {}).get(mode)
+    return None if value is None else float(value) / 1000
+
+
 def _trends(runs: list[RunEntry]) -> list[Markup]:
-    """A scenario's trends: the writes' per acks mode, then its consumer groups', if it ran any."""
+    """A scenario's trends: the writes' per acks mode (and their recovery after heals, for scenarios
+    with any), then its consumer groups', if it ran any."""
     trends = [_trend(title, runs, _acks_lines(runs, _count(metric))) for metric, title in TREND_METRICS]
     trends.append(_trend("p99 ack latency (ms)", runs, _acks_lines(runs, _p99)))
+    if any(r.summary.get("heal_recovery_ms") for r in runs if r.summary):
+        title = "longest time after a heal until every partition took writes (s)"
+        trends.append(_trend(title, runs, _acks_lines(runs, _heal_recovery_s)))
     if any(r.summary.get("groups") for r in runs if r.summary):
         trends += [_trend(title, runs, _group_lines(runs, metric)) for metric, title in GROUP_TREND_METRICS]
     return trends

@@ -26,6 +26,18 @@ def p99_by_acks(result: Result) -> dict[str, float]:
     return out
 
 
+def heal_recovery_by_acks(result: Result) -> dict[str, float]:
+    """Per acks mode, the longest time after a heal until every partition took writes again (from
+    result.json's recovery rows; a lower bound where one took none before the writes ended)."""
+    out: dict[str, float] = {}
+    for row in result.recovery:
+        ms = row.get("heal_recovery_ms")
+        if isinstance(ms, int | float) and not isinstance(ms, bool):
+            acks = str(row.get("acks"))
+            out[acks] = max(out.get(acks, 0.0), float(ms))
+    return out
+
+
 def _broken(guarantees: Iterable[Guarantee]) -> set[str]:
     return {g.id for g in guarantees if g.promised and g.verdict != "held"}
 
@@ -77,5 +89,6 @@ def build_summary(
         "acks": result.acks,
         "anomalies": {a.kind: a.count for a in result.anomalies if a.kind in KIND_IDS},
         "p99_ack_latency_ms": p99_by_acks(result),
+        "heal_recovery_ms": heal_recovery_by_acks(result),
         "groups": {group.name: _group(group) for group in result.groups},
     }

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import typer
 import xmlschema
-from report_runs import make_failing, make_passing
+from report_runs import S, make_failing, make_passing
 from reportpage import parse
 from typer.testing import CliRunner
 
@@ -141,6 +141,7 @@ def test_summary_json(failing_run: Path) -> None:
     assert summary["acks"] == result["acks"]
     assert summary["anomalies"] == {k: a["count"] for k, a in result["anomalies"].items()}
     assert summary["p99_ack_latency_ms"] == {"all": 41.0, "1": 41.0, "0": 41.0}
+    assert summary["heal_recovery_ms"] == {}  # a result from before heals were measured
     assert (summary["scenario"], summary["seed"], summary["kafka_version"]) == ("leader-kill", 7, "0.9.0.1")
 
 
@@ -248,3 +249,19 @@ def test_index_of_missing_directory_is_an_input_error(tmp_path: Path) -> None:
 
     with pytest.raises(InputError):
         write_index(tmp_path / "nope")
+
+
+def test_index_charts_the_recovery_after_heals_where_runs_measured_it(tmp_path: Path) -> None:
+    for name, ms in (("n1-leader-kill", 2000.0), ("n2-leader-kill", 29500.0)):
+        run = make_passing(tmp_path / "runs" / name)
+        result = json.loads((run / "check/result.json").read_text())
+        (row,) = result["availability"]["recovery"]
+        healed = {"healed_ns": 30 * S, "heal_recovery_ms": ms, "heal_recovery_lower_bound": ms > 20000}
+        result["availability"]["recovery"] = [row | healed]
+        (run / "check/result.json").write_text(json.dumps(result))
+    page = parse(write_index(tmp_path / "runs").read_text(encoding="utf-8"))
+    tips = [
+        c.attrs["data-tip"] for c in page.find("circle", "acks-all") if "after a heal" in c.attrs["data-tip"]
+    ]
+    assert [t.split(" ")[0] for t in tips] == ["n1-leader-kill", "n2-leader-kill"]
+    assert tips[0].endswith("took writes (s) 2") and tips[1].endswith("took writes (s) 29.5"), tips
