@@ -9,13 +9,14 @@ import os
 from pathlib import Path
 from typing import Any
 
-from pyspark.sql import Column, DataFrame, Row, SparkSession
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from checkers.io.sources import WRITES_SOURCE, Source, parse, partitions_of, topic_acks, uri
 from checkers.session import spark_errors
 from harness.errors import HistoryError
+from harness.limits import brief
 
 
 def _numbered(spark: SparkSession, path: Path) -> DataFrame:
@@ -32,47 +33,48 @@ def located_errors(
     run: dict[str, Any],
     *,
     bad: bool,
-    unknown_topic: str | None,
-    beyond: tuple[str, int] | None,
+    unknown_topic: bool,
+    beyond: bool,
 ) -> list[HistoryError]:
-    """What the conversion observed wrong in `path`, each error at its first line, in one pass: a
-    `bad` line (not a torn last line), a line of an `unknown_topic`, one of the partition `beyond`
-    its topic's count."""
-    valid = source.is_valid()
+    """What the conversion observed wrong in `path`, each kind at its first line: a `bad` line (not
+    a torn last line), a line of a topic run.json does not declare (`unknown_topic`), one of a
+    partition beyond its topic's count (`beyond`). One pass over the numbered file, and a count of
+    its lines when there is a bad one."""
+    valid, counts = source.is_valid(), partitions_of(run)
+    known = F.col("topic").isin(*counts)
+    declared = F.create_map(*[F.lit(v) for topic, n in sorted(counts.items()) for v in (topic, n)])
     conditions: dict[str, Column] = {}
     if bad:
         conditions["bad"] = ~valid
-    if unknown_topic is not None:
-        conditions["unknown"] = valid & (F.col("topic") == unknown_topic)
-    if beyond is not None:
-        conditions["beyond"] = valid & (F.col("topic") == beyond[0]) & (F.col("partition") == beyond[1])
+    if unknown_topic:
+        conditions["unknown"] = valid & ~known
+    if beyond:
+        conditions["beyond"] = valid & known & (F.col("partition") >= declared[F.col("topic")])
     if not conditions:
         return []
     with spark_errors(f"locating the bad lines of {source.name}", str(path)):
         numbered = _numbered(spark, path)
-        firsts = [F.min(F.when(c, F.struct("line", "text"))).alias(name) for name, c in conditions.items()]
-        found = parse(numbered, source).agg(*firsts).collect()[0]
-        line_count = numbered.count() if bad and found["bad"] is not None else 0
+        at = F.struct("line", "text", "topic", "partition")
+        found = parse(numbered, source).agg(*[F.min(F.when(c, at)).alias(k) for k, c in conditions.items()])
+        first = found.collect()[0]
+        line_count = numbered.count() if bad and first["bad"] is not None else 0
     errors: list[HistoryError] = []
-    if bad and found["bad"] is not None:
-        line, text = int(found["bad"]["line"]), str(found["bad"]["text"])
+    if bad and first["bad"] is not None:
+        line, text = int(first["bad"]["line"]), str(first["bad"]["text"])
         # a torn last line of a run killed mid-write: the format promises only a readable prefix
         if line != line_count or _ends_with_newline(path):
             errors.append(HistoryError(source.describe(text), str(path), line))
-    if unknown_topic is not None:
-        declared = ", ".join(sorted(topic_acks(run)))
-        message = f"unknown topic {unknown_topic!r} (run.json declares: {declared})"
-        errors.append(HistoryError(message, str(path), _line(found["unknown"])))
-    if beyond is not None:
-        topic, partition = beyond
-        count = partitions_of(run)[topic]
+    if unknown_topic and first["unknown"] is not None:
+        row = first["unknown"]
+        names = ", ".join(sorted(topic_acks(run)))
+        message = f"unknown topic {row['topic']!r} (run.json declares: {names})"
+        errors.append(HistoryError(message, str(path), int(row["line"])))
+    if beyond and first["beyond"] is not None:
+        row = first["beyond"]
+        topic, partition, count = row["topic"], int(row["partition"]), counts[row["topic"]]
         message = f"partition {partition} of {topic!r}: run.json declares {count} (0 to {count - 1})"
-        errors.append(HistoryError(message, str(path), _line(found["beyond"])))
+        errors.append(HistoryError(message, str(path), int(row["line"])))
     return errors
-
-
-def _line(found: Row | None) -> int | None:
-    return int(found["line"]) if found is not None else None
 
 
 def _ends_with_newline(path: Path) -> bool:
@@ -81,17 +83,24 @@ def _ends_with_newline(path: Path) -> bool:
         return handle.read(1) == b"\n"
 
 
-def offending_write_line(spark: SparkSession, path: Path, value: str, reason: str) -> int | None:
-    """The line that breaks the rule: the orphan completion, or the second invoke or completion."""
-    with spark_errors("locating a line of writes.jsonl", str(path)):
-        parsed = parse(_numbered(spark, path), WRITES_SOURCE)
-        lines = (
-            parsed.where(F.col("value") == value).orderBy("line").select("line", "type").limit(10).collect()
+def first_broken_write(spark: SparkSession, path: Path, problems: DataFrame) -> HistoryError:
+    """The first line of writes.jsonl that breaks the one-invoke-at-most-one-completion rule, of the
+    values in `problems` (`frames.write_problems`: value, reason): a completion with no invoke, or a
+    value's second invoke or second completion."""
+    with spark_errors("locating a broken write rule", str(path)):
+        events = parse(_numbered(spark, path), WRITES_SOURCE).join(problems, "value")
+        lines = events.groupBy("value", "reason").agg(
+            F.sort_array(F.collect_list(F.when(F.col("type") == "invoke", F.col("line")))).alias("invokes"),
+            F.sort_array(F.collect_list(F.when(F.col("type") != "invoke", F.col("line")))).alias(
+                "completions"
+            ),
         )
-    invokes = [int(row["line"]) for row in lines if row["type"] == "invoke"]
-    completions = [int(row["line"]) for row in lines if row["type"] != "invoke"]
-    if "invoked" in reason and len(invokes) > 1:
-        return invokes[1]
-    if "completed" in reason and len(completions) > 1:
-        return completions[1]
-    return completions[0] if completions else None
+        second = F.when(F.col("reason").contains("invoked"), F.try_element_at("invokes", F.lit(2))).when(
+            F.col("reason").contains("completed"), F.try_element_at("completions", F.lit(2))
+        )
+        line = F.coalesce(second, F.try_element_at("completions", F.lit(1))).alias("line")
+        first = (
+            lines.select("value", "reason", line).orderBy(F.col("line").asc_nulls_last()).limit(1).collect()
+        )
+    value, reason, number = first[0]["value"], first[0]["reason"], first[0]["line"]
+    return HistoryError(f"{reason}: value {brief(value)}", str(path), None if number is None else int(number))

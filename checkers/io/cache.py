@@ -28,7 +28,7 @@ from pyspark.sql import types as T
 
 from checkers import frames
 from checkers.io import arrow_parse
-from checkers.io.bad_lines import located_errors, offending_write_line
+from checkers.io.bad_lines import first_broken_write, located_errors
 from checkers.io.sources import (
     CLUSTER_SCHEMA,
     CONSUME_SCHEMA,
@@ -56,7 +56,6 @@ from harness.history import (
     remove_dir,
     write_atomic,
 )
-from harness.limits import brief
 
 CACHE_VERSION = 13
 _FINGERPRINT = "fingerprint.json"
@@ -255,7 +254,6 @@ def _convert_into(
     counts: dict[str, int] = {}
     for name, source in (("reads", READS_SOURCE), ("writes", WRITES_SOURCE)):
         summary, path = summaries[name], run_dir / source.name
-        beyond = summary["beyond"]
         # What pyarrow's pass found first: on the line Spark's parser misreads, it is the more exact.
         misread = parsed.sources[source.name].misread
         errors = [] if misread is None else [misread]
@@ -265,11 +263,12 @@ def _convert_into(
             source,
             run,
             bad=bool(summary["bad"]),
-            unknown_topic=summary["unknown"],
-            beyond=None if beyond is None else (str(beyond[0]), int(beyond[1])),
+            unknown_topic=bool(summary["unknown"]),
+            beyond=bool(summary["beyond"]),
         )
         if source is WRITES_SOURCE and problems.get["count"]:
-            errors.append(_broken_write_rule(spark, run_dir))
+            broken = frames.write_problems(_read_parquet(spark, cache, _VALUES))
+            errors.append(first_broken_write(spark, path, broken))
         if errors:  # the first line wrong, whichever way; min keeps the first of equals
             raise min(errors, key=lambda error: error.line if error.line is not None else math.inf)
         counts[name] = int(summary["good"])
@@ -277,17 +276,6 @@ def _convert_into(
     ends = sorted(summaries["reads"]["ends"], key=lambda row: tuple(map(str, row)))
     write_atomic(run_dir, f"{CHECK_CACHE}/{_ENDS}", _jsonl(end.asDict() for end in ends))
     return counts
-
-
-def _broken_write_rule(spark: SparkSession, run_dir: Path) -> HistoryError:
-    """The first broken write rule of the per-value table, which holds one (its count was observed)."""
-    path = run_dir / WRITES
-    with spark_errors("locating a broken write rule", str(path)):
-        values = _read_parquet(spark, run_dir / CHECK_CACHE, _VALUES)
-        first = frames.write_problems(values).limit(1).collect()[0]
-    value, reason = first["value"], first["reason"]
-    line = offending_write_line(spark, path, value, reason)
-    return HistoryError(f"{reason}: value {brief(value)}", str(path), line)
 
 
 def _observed(

@@ -111,6 +111,25 @@ BAD_INPUTS = {
         {"writes": _lines(*acked(100, "p:1", 0), write("ok", 300, "p:9", offset=4)) + '{"type": 5}\n'},
         f"{WRITES}:3: completion with no invoke: value 'p:9'",
     ),
+    "the-first-of-two-unknown-topics": (  # not the first by name
+        {"reads": _lines(*all_ends(), record(900, "p:1", 0, topic="zz"), record(901, "p:2", 0, topic="aa"))},
+        f"{READS}:7: unknown topic 'zz'",
+    ),
+    "the-first-of-two-partitions-beyond": (
+        {"writes": _lines(*acked(100, "p:1", 0, partition=3), *acked(200, "p:2", 0, partition=2))},
+        f"{WRITES}:1: partition 3 of 't-all'",
+    ),
+    "the-first-of-two-broken-write-rules": (
+        {
+            "writes": _lines(
+                *acked(100, "p:1", 0),
+                write("ok", 300, "b:9", offset=4),
+                *[write("ok", 310 + n, f"q:{n}", offset=5 + n) for n in range(20)],
+            )
+            + '{"type": 5}\n'
+        },
+        f"{WRITES}:3: completion with no invoke: value 'b:9'",
+    ),
     "number-for-a-string": (  # Spark's parser alone would read the value "2"
         {
             "writes": _lines(*acked(100, "p:1", 0), *acked(200, "p:2", 1)).replace(
