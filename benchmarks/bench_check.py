@@ -173,11 +173,11 @@ def python_availability(history: _PythonHistory, run_dir: Path) -> dict[str, Any
     by_fault: dict[tuple[str, bool], dict[str, Any]] = {}
     ok_times: dict[str, list[int]] = defaultdict(list)
     slot_ok_times: dict[tuple[str, int], list[int]] = defaultdict(list)
-    last_invoke: dict[str, int] = {}
+    slot_last_invoke: dict[tuple[str, int], int] = {}
     for write in history.writes.values():
-        acks = acks_of[write["topic"]]
-        if write.get("invoke_ns") is not None:
-            last_invoke[acks] = max(last_invoke.get(acks, write["invoke_ns"]), write["invoke_ns"])
+        slot, invoked = (write["topic"], write["partition"]), write.get("invoke_ns")
+        if invoked is not None:
+            slot_last_invoke[slot] = max(slot_last_invoke.get(slot, invoked), invoked)
         counts = topics[write["topic"]]
         counts["attempted"] += 1
         counts[outcome_count[write["outcome"]]] += 1
@@ -194,7 +194,7 @@ def python_availability(history: _PythonHistory, run_dir: Path) -> dict[str, Any
                 group["latencies"].append((completed - write["invoke_ns"]) / 1_000_000)
         if ok:
             ok_times[acks].append(completed)
-            slot_ok_times[(write["topic"], write["partition"])].append(completed)
+            slot_ok_times[slot].append(completed)
     series = [
         {"acks": acks, "t_s": t_s, "acked": g["ok"], "failed": g["fail"], "indeterminate": g["info"]}
         | _latency_stats(g["latencies"], "latency_")
@@ -221,16 +221,27 @@ def python_availability(history: _PythonHistory, run_dir: Path) -> dict[str, Any
                 "start_ns": interval.start_ns,
                 "first_ok_ns": times[after] if after < len(times) else None,
                 "resumed_ns": None,
+                "heal_recovery_ms": None,
                 "heal_recovery_lower_bound": False,
             }
-            healed = interval.stop_ns
-            if healed is not None and last_invoke.get(acks, -1) >= healed:
-                slots = [(t, p) for t, mode in acks_of.items() if mode == acks for p in range(partitions[t])]
-                firsts = [_first_at_or_after(slot_ok_times[slot], healed) for slot in slots]
-                if None in firsts:
+            # measured from when no fault was in force any more: the end of its merged window
+            healed = next(
+                stop
+                for start, stop in windows
+                if start <= interval.start_ns and (stop is None or interval.start_ns < stop)
+            )
+            slots = [(t, p) for t, mode in acks_of.items() if mode == acks for p in range(partitions[t])]
+            written = [s for s in slots if healed is not None and slot_last_invoke.get(s, -1) >= healed]
+            if healed is not None and written:
+                firsts = {s: _first_at_or_after(slot_ok_times[s], healed) for s in written}
+                waiting = [slot_last_invoke[s] for s, first in firsts.items() if first is None]
+                if waiting:
+                    entry["heal_recovery_ms"] = round((max(waiting) - healed) / 1e6, 3)
                     entry["heal_recovery_lower_bound"] = True
                 else:
-                    entry["resumed_ns"] = max(f for f in firsts if f is not None)
+                    resumed = max(f for f in firsts.values() if f is not None)
+                    entry["resumed_ns"] = resumed
+                    entry["heal_recovery_ms"] = round((resumed - healed) / 1e6, 3)
             recovery.append(entry)
     return {"topics": topics, "series": series, "latency": latency, "recovery": recovery}
 
@@ -315,6 +326,7 @@ def exact_availability(availability: dict[str, Any]) -> list[list[Any]]:
             r["start_ns"],
             r["first_ok_ns"],
             r["resumed_ns"],
+            r["heal_recovery_ms"],
             r["heal_recovery_lower_bound"],
         ]
         for r in availability["recovery"]

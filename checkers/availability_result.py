@@ -46,9 +46,22 @@ def availability_rows(history: History, intervals: list[FaultWindow]) -> Availab
     partitions = []
     if intervals:
         times = {f"start_{i}": interval.start_ns for i, interval in enumerate(intervals)}
-        times |= {f"heal_{i}": i_.stop_ns for i, i_ in enumerate(intervals) if i_.stop_ns is not None}
+        times |= {
+            f"heal_{i}": healed for i, healed in enumerate(whole_again(intervals)) if healed is not None
+        }
         partitions = availability.firsts_after(writes, times).collect()
     return AvailabilityRows(series, latency, partitions)
+
+
+def whole_again(intervals: list[FaultWindow]) -> list[int | None]:
+    """For each fault, when no fault was in force any more after it: its heal, or the last heal of
+    the faults overlapping it (None: some fault was still in force when the history ended). What a
+    recovery after its heal is measured from, so that it does not count another fault's outage."""
+    windows = merged_windows(intervals)
+    return [
+        next(stop for start, stop in windows if start <= i.start_ns and (stop is None or i.start_ns < stop))
+        for i in intervals
+    ]
 
 
 def availability_entry(
@@ -86,9 +99,15 @@ def availability_entry(
         }
         for row in rows.latency
     ]
+    healed = whole_again(intervals)
     recovery = [
         recovery_of(
-            index, interval, mode, [r for r in rows.partitions if acks.get(r["topic"]) == mode], history.run
+            index,
+            interval,
+            healed[index],
+            mode,
+            [r for r in rows.partitions if acks.get(r["topic"]) == mode],
+            history.run,
         )
         for index, interval in enumerate(intervals)
         for mode in sorted({*acks.values()}, key=ACKS_MODES.index)
@@ -97,15 +116,20 @@ def availability_entry(
 
 
 def recovery_of(
-    index: int, interval: FaultWindow, mode: str, partitions: list[Row], run: dict[str, Any]
+    index: int,
+    interval: FaultWindow,
+    healed: int | None,
+    mode: str,
+    partitions: list[Row],
+    run: dict[str, Any],
 ) -> dict[str, Any]:
     """How acks mode `mode`'s writes came through fault `index`: the first `ok` after it started, and
-    when every partition of the mode had acknowledged a write again after its heal (`partitions`:
-    the mode's rows of `availability.firsts_after`).
+    when every partition of the mode written to after `healed` (`whole_again`) had acknowledged a
+    write again (`partitions`: the mode's rows of `availability.firsts_after`).
 
-    A heal with no write of the mode invoked after it is not judged (`heal_recovery_ms` null). When
-    some partition acknowledged nothing between the heal and the last write, `heal_recovery_ms` is
-    the time to that last invocation, a lower bound (`heal_recovery_lower_bound`)."""
+    With no write of the mode invoked after `healed`, the heal is not judged (`heal_recovery_ms`
+    null). When a partition acknowledged nothing between `healed` and its last invocation,
+    `heal_recovery_ms` is the time to that invocation, a lower bound (`heal_recovery_lower_bound`)."""
     first = min((r[f"start_{index}"] for r in partitions if r[f"start_{index}"] is not None), default=None)
     entry: dict[str, Any] = {
         "fault": interval.fault,
@@ -113,27 +137,31 @@ def recovery_of(
         "acks": mode,
         "first_ok_ns": first,
         "recovery_ms": _round((first - interval.start_ns) / 1e6) if first is not None else None,
-        "healed_ns": interval.stop_ns,
+        "healed_ns": healed,
         "resumed_ns": None,
         "heal_recovery_ms": None,
         "heal_recovery_lower_bound": False,
     }
-    healed = interval.stop_ns
-    last_invoke = max(
-        (r["last_invoke_ns"] for r in partitions if r["last_invoke_ns"] is not None), default=None
-    )
-    if healed is None or last_invoke is None or last_invoke < healed:
+    if healed is None:
         return entry
-    counts = partitions_of(run)
-    wanted = [(t, p) for t, mode_of in topic_acks(run).items() if mode_of == mode for p in range(counts[t])]
-    firsts = {(r["topic"], r["partition"]): r[f"heal_{index}"] for r in partitions}
-    if all(firsts.get(slot) is not None for slot in wanted):
-        resumed = max(firsts[slot] for slot in wanted)
-        return entry | {"resumed_ns": resumed, "heal_recovery_ms": _round((resumed - healed) / 1e6)}
-    return entry | {
-        "heal_recovery_ms": _round((last_invoke - healed) / 1e6),
-        "heal_recovery_lower_bound": True,
-    }
+    declared = {(t, p) for t, count in partitions_of(run).items() for p in range(count)}
+    written = [
+        r
+        for r in partitions
+        if (r["topic"], r["partition"]) in declared
+        and r["last_invoke_ns"] is not None
+        and r["last_invoke_ns"] >= healed
+    ]
+    if not written:
+        return entry
+    waiting = [r["last_invoke_ns"] for r in written if r[f"heal_{index}"] is None]
+    if waiting:
+        return entry | {
+            "heal_recovery_ms": _round((max(waiting) - healed) / 1e6),
+            "heal_recovery_lower_bound": True,
+        }
+    resumed = max(r[f"heal_{index}"] for r in written)
+    return entry | {"resumed_ns": resumed, "heal_recovery_ms": _round((resumed - healed) / 1e6)}
 
 
 def heal_recovery(recovery: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:

@@ -1,6 +1,6 @@
 """What a schedule step timed by an event (`faults.triggers`) looks at while it waits: one watch per
 kind of event. Each look says whether the event has happened; on a timeout, `last_seen` says what
-the last look saw."""
+was seen last."""
 
 from __future__ import annotations
 
@@ -19,7 +19,8 @@ class Watch(Protocol):
         ...
 
     def last_seen(self) -> str:
-        """What the last look saw, for the error of a step whose event never came."""
+        """What the watched state is (for ZooKeeper, what the last look read), for the error of a
+        step whose event never came."""
         ...
 
 

@@ -28,7 +28,7 @@ class ExpectationOutcome:
     text: str
     verdict: str
     observed: Any
-    """The count or flag the result held (None when it held none)."""
+    """The count, flag or milliseconds the result held (None when it held none)."""
     why: str | None = None
     """Why the verdict is `unknown`, or what qualifies the observed value (nothing observed, or only a
     lower bound); None otherwise."""

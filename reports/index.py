@@ -97,14 +97,15 @@ def _entry(run_dir: Path) -> RunEntry | None:
     return entry
 
 
-Line = tuple[str, str, Callable[[dict[str, Any]], float | None]]
-"""A trend's line: its CSS class, its name in the tips, and its value in a run's summary (None: none)."""
+Line = tuple[str, str, Callable[[dict[str, Any]], float | None], Callable[[dict[str, Any]], str]]
+"""A trend's line: its CSS class, its name in the tips, its value in a run's summary (None: none) and
+what qualifies that value in the tip ("" when nothing does)."""
 
 
 def _trend(title: str, runs: list[RunEntry], lines: list[Line]) -> Markup:
     """A small chart of one metric across the scenario's checked runs, one line each of `lines`."""
     checked = [r for r in runs if r.summary]
-    series = {(css, name): [value(r.summary) for r in checked] for css, name, value in lines}
+    series = {(css, name, said): [value(r.summary) for r in checked] for css, name, value, said in lines}
     vmax = max((v for vs in series.values() for v in vs if v is not None), default=0.0)
     top = svg.nice_step(vmax, 1) if vmax > 0 else 1.0
     n = max(len(checked) - 1, 1)
@@ -122,12 +123,13 @@ def _trend(title: str, runs: list[RunEntry], lines: list[Line]) -> Markup:
         out.append(
             f'<text class="tick" x="{TL - 4}" y="{y}" dy="4" text-anchor="end">{svg.fmt_num(tick)}</text>'
         )
-    for (css, name), values in series.items():
+    for (css, name, said), values in series.items():
         out.append(svg.path((xy(i, v) for i, v in enumerate(values)), f"line {css}"))
         for i, v in enumerate(values):
             if v is not None:
                 x, y = xy(i, v)
-                tip = f"{checked[i].name} ({checked[i].started_at}): {name} {title} {svg.fmt_num(v)}"
+                run = checked[i]
+                tip = f"{run.name} ({run.started_at}): {name} {title} {svg.fmt_num(v)}{said(run.summary)}"
                 out.append(
                     f'<circle class="{css}" cx="{svg.fmt(x)}" cy="{svg.fmt(y or 0)}" r="3"'
                     f"{svg.attrs(data_tip=tip)}><title>{svg.esc(tip)}</title></circle>"
@@ -135,12 +137,16 @@ def _trend(title: str, runs: list[RunEntry], lines: list[Line]) -> Markup:
     return Markup("".join(out) + "</svg>")
 
 
-def _acks_lines(runs: list[RunEntry], value: Callable[[dict[str, Any], str], float | None]) -> list[Line]:
+def _acks_lines(
+    runs: list[RunEntry],
+    value: Callable[[dict[str, Any], str], float | None],
+    said: Callable[[dict[str, Any], str], str] = lambda summary, mode: "",
+) -> list[Line]:
     """A line per acks mode the scenario's checked runs wrote under."""
     modes = [m for m in ACKS_ORDER if any(_wrote(r.summary, m) for r in runs if r.summary)]
 
     def line(mode: str) -> Line:
-        return f"acks-{mode}", f"acks={mode}", lambda summary: value(summary, mode)
+        return f"acks-{mode}", f"acks={mode}", lambda s: value(s, mode), lambda s: said(s, mode)
 
     return [line(m) for m in modes]
 
@@ -150,7 +156,7 @@ def _group_lines(runs: list[RunEntry], metric: str) -> list[Line]:
     names = sorted({g for r in runs if r.summary for g in r.summary.get("groups", {})})
 
     def line(i: int, name: str) -> Line:
-        return f"g{i % GROUP_COLOURS}", f"group {name}", lambda summary: _group_count(summary, name, metric)
+        return f"g{i % GROUP_COLOURS}", f"group {name}", lambda s: _group_count(s, name, metric), lambda s: ""
 
     return [line(i, name) for i, name in enumerate(names)]
 
@@ -179,6 +185,15 @@ def _heal_recovery_s(summary: dict[str, Any], mode: str) -> float | None:
     return None if value is None else float(value) / 1000
 
 
+def _or_more(summary: dict[str, Any], mode: str) -> str:
+    """A lower bound's tip: some partition took no write again by the writes' end."""
+    return (
+        " or more (not reached by the writes' end)"
+        if summary.get("heal_recovery_lower_bound", {}).get(mode)
+        else ""
+    )
+
+
 def _trends(runs: list[RunEntry]) -> list[Markup]:
     """A scenario's trends: the writes' per acks mode (and their recovery after heals, for scenarios
     with any), then its consumer groups', if it ran any."""
@@ -186,7 +201,7 @@ def _trends(runs: list[RunEntry]) -> list[Markup]:
     trends.append(_trend("p99 ack latency (ms)", runs, _acks_lines(runs, _p99)))
     if any(r.summary.get("heal_recovery_ms") for r in runs if r.summary):
         title = "longest time after a heal until every partition took writes (s)"
-        trends.append(_trend(title, runs, _acks_lines(runs, _heal_recovery_s)))
+        trends.append(_trend(title, runs, _acks_lines(runs, _heal_recovery_s, _or_more)))
     if any(r.summary.get("groups") for r in runs if r.summary):
         trends += [_trend(title, runs, _group_lines(runs, metric)) for metric, title in GROUP_TREND_METRICS]
     return trends

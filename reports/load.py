@@ -254,10 +254,16 @@ def _recovery_row(r: Fields) -> dict[str, Any]:
     r.number("recovery_ms")
     r.time_ns("healed_ns")
     r.time_ns("resumed_ns")
-    r.number("heal_recovery_ms")
-    r.flag("heal_recovery_lower_bound")
+    lower_bound = r.flag("heal_recovery_lower_bound")
+    r.number("heal_recovery_ms", required=bool(lower_bound))
     # results from before heals were measured have none of these
-    return {"healed_ns": None, "heal_recovery_ms": None, "heal_recovery_lower_bound": False} | r.obj
+    measured = {
+        "healed_ns": None,
+        "resumed_ns": None,
+        "heal_recovery_ms": None,
+        "heal_recovery_lower_bound": False,
+    }
+    return measured | r.obj
 
 
 def load_result(root: Path) -> Result:

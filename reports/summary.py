@@ -26,16 +26,19 @@ def p99_by_acks(result: Result) -> dict[str, float]:
     return out
 
 
-def heal_recovery_by_acks(result: Result) -> dict[str, float]:
-    """Per acks mode, the longest time after a heal until every partition took writes again (from
-    result.json's recovery rows; a lower bound where one took none before the writes ended)."""
-    out: dict[str, float] = {}
+def heal_recovery_by_acks(result: Result) -> tuple[dict[str, float], dict[str, bool]]:
+    """Per acks mode, the longest time after a heal until every partition took writes again, and
+    whether it is a lower bound (some partition took none by the writes' end), from result.json's
+    recovery rows."""
+    longest: dict[str, float] = {}
+    lower_bound: dict[str, bool] = {}
     for row in result.recovery:
         ms = row.get("heal_recovery_ms")
         if isinstance(ms, int | float) and not isinstance(ms, bool):
             acks = str(row.get("acks"))
-            out[acks] = max(out.get(acks, 0.0), float(ms))
-    return out
+            longest[acks] = max(longest.get(acks, 0.0), float(ms))
+            lower_bound[acks] = lower_bound.get(acks, False) or bool(row.get("heal_recovery_lower_bound"))
+    return longest, lower_bound
 
 
 def _broken(guarantees: Iterable[Guarantee]) -> set[str]:
@@ -67,6 +70,7 @@ def build_summary(
     info: RunInfo, result: Result, expectations: Sequence[ExpectationOutcome] = ()
 ) -> dict[str, Any]:
     guarantees = [{**_verdict(g), "topic": g.topic, "acks": g.acks} for g in result.guarantees]
+    heal_recovery, heal_recovery_lower_bound = heal_recovery_by_acks(result)
     return {
         "summary_format": SUMMARY_FORMAT,
         "run_id": info.run_id,
@@ -89,6 +93,7 @@ def build_summary(
         "acks": result.acks,
         "anomalies": {a.kind: a.count for a in result.anomalies if a.kind in KIND_IDS},
         "p99_ack_latency_ms": p99_by_acks(result),
-        "heal_recovery_ms": heal_recovery_by_acks(result),
+        "heal_recovery_ms": heal_recovery,
+        "heal_recovery_lower_bound": heal_recovery_lower_bound,
         "groups": {group.name: _group(group) for group in result.groups},
     }

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import re
 from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass
@@ -101,7 +102,9 @@ def _first_misread(path: Path, schema: T.StructType, *, key_twice: bool) -> Hist
     found = [_found(_name_a_misread_line, path, schema)]
     if key_twice:
         found.append(_found(_name_a_key_given_twice, path))
-    return min((exc for exc in found if exc is not None), key=lambda exc: exc.line or 0, default=None)
+    # each names its line; one without would be the least exact, so it sorts last
+    lines = (exc for exc in found if exc is not None)
+    return min(lines, key=lambda exc: exc.line if exc.line is not None else math.inf, default=None)
 
 
 def _found(scan: Callable[..., None], *args: Any) -> HistoryError | None:

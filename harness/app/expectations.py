@@ -10,6 +10,7 @@ does not pass: the run's exit code is 1, as for an unknown promised guarantee.
 
 from __future__ import annotations
 
+import math
 import operator
 import re
 from collections.abc import Callable, Mapping
@@ -94,6 +95,8 @@ class Expectation:
         """Judged like a count of an incomplete read when some partition had not acknowledged a
         write again by the end of the writes (a lower bound); a run with no heal followed by writes
         has nothing to recover from, and holds."""
+        if HEAL_RECOVERY not in (result.get("acks") or {}).get(self.acks, {}):
+            return ExpectationOutcome(self.text, FAILED, None, "the result has no such count")
         if observed is None:
             return ExpectationOutcome(self.text, HELD, None, "no heal was followed by writes to recover")
         holds = OPERATORS[self.op](observed, self.value)
@@ -102,7 +105,7 @@ class Expectation:
             return ExpectationOutcome(self.text, HELD if holds else FAILED, observed)
         why = (
             f"after a heal, some partition of acks={self.acks} acknowledged no write again by the "
-            f"writes' end: the true time is {observed:g} ms or more"
+            f"writes' end: the true time is {math.floor(observed)} ms or more"
         )
         verdict = (HELD if holds else FAILED) if self._settled_by_lower_bound(observed) else UNKNOWN
         return ExpectationOutcome(self.text, verdict, observed, why)

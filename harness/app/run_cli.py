@@ -83,6 +83,16 @@ def _print_outcome(outcome: RunOutcome) -> None:
         console.print(line, soft_wrap=True)
 
 
+def _after_heals(counts: dict[str, Any]) -> str:
+    """How soon every partition of an acks mode took writes again after the run's heals."""
+    longest = counts.get("heal_recovery_ms")
+    if longest is None:
+        return ""
+    if counts.get("heal_recovery_lower_bound"):
+        return f"; after a heal, a partition took no write again by the writes' end, {longest:.0f} ms later"
+    return f"; every partition took writes again within {longest:.0f} ms of each heal"
+
+
 def run(
     scenario: str = typer.Argument(
         ...,
@@ -197,13 +207,3 @@ def matrix_variant(scenario: Scenario, acks: tuple[str, ...]) -> Scenario:
 def register(app: typer.Typer) -> None:
     app.command()(run)
     app.command()(scenarios)
-
-
-def _after_heals(counts: dict[str, Any]) -> str:
-    """How soon every partition of an acks mode took writes again after the run's heals."""
-    longest = counts.get("heal_recovery_ms")
-    if longest is None:
-        return ""
-    if counts.get("heal_recovery_lower_bound"):
-        return f"; after a heal, a partition took no write again by the writes' end, {longest:.0f} ms later"
-    return f"; every partition took writes again within {longest:.0f} ms of each heal"

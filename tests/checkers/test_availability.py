@@ -10,7 +10,7 @@ from pyspark.sql import Row, SparkSession
 from pyspark.testing import assertDataFrameEqual
 
 from checkers.availability import firsts_after
-from checkers.availability_result import heal_recovery, recovery_of
+from checkers.availability_result import heal_recovery, recovery_of, whole_again
 from harness.events import FaultWindow
 
 
@@ -44,7 +44,8 @@ def _partition(
 
 def _recovery(stop_ns: int | None, *partitions: Row) -> dict[str, object]:
     interval = FaultWindow("kill", ("kafka-1",), 1_000_000_000, stop_ns, {})
-    return recovery_of(0, interval, "all", list(partitions), RUN)
+    (healed,) = whole_again([interval])
+    return recovery_of(0, interval, healed, "all", list(partitions), RUN)
 
 
 def test_a_heal_is_recovered_from_when_every_partition_of_the_mode_took_a_write_again() -> None:
@@ -66,14 +67,38 @@ def test_a_heal_is_recovered_from_when_every_partition_of_the_mode_took_a_write_
     }
 
 
-def test_a_partition_that_took_no_write_after_the_heal_makes_the_time_a_lower_bound() -> None:
-    # t-all/1 has no row at all: it never acknowledged anything.
-    entry = _recovery(5_000_000_000, _partition("t-all", 0, 9_000_000_000, 1_200_000_000, 5_100_000_000))
+def test_a_partition_written_to_after_the_heal_that_took_nothing_makes_the_time_a_lower_bound() -> None:
+    entry = _recovery(
+        5_000_000_000,
+        _partition("t-all", 0, 9_000_000_000, 1_200_000_000, 5_100_000_000),
+        _partition("t-all", 1, 8_000_000_000, None, None),  # invoked until 8 s, never acknowledged
+    )
     assert (entry["resumed_ns"], entry["heal_recovery_ms"], entry["heal_recovery_lower_bound"]) == (
         None,
-        4000.0,
+        3000.0,
         True,
     )
+
+
+def test_a_partition_not_written_to_after_the_heal_is_not_waited_for() -> None:
+    entry = _recovery(
+        5_000_000_000,
+        _partition("t-all", 0, 9_000_000_000, 1_200_000_000, 5_100_000_000),
+        _partition("t-all", 1, 4_000_000_000, 1_300_000_000, None),  # its writes ended before the heal
+    )
+    assert (entry["resumed_ns"], entry["heal_recovery_ms"], entry["heal_recovery_lower_bound"]) == (
+        5_100_000_000,
+        100.0,
+        False,
+    )
+
+
+def test_recovery_is_measured_from_when_no_fault_was_in_force_any_more() -> None:
+    kill = FaultWindow("kill", ("kafka-1",), 10, 30, {})
+    partition = FaultWindow("partition", ("kafka-1",), 5, 40, {})  # overlaps the kill, heals later
+    later = FaultWindow("pause", ("kafka-2",), 50, 60, {})
+    never = FaultWindow("slow", ("kafka-3",), 70, None, {})
+    assert whole_again([kill, partition, later, never]) == [40, 40, 60, None]
 
 
 @pytest.mark.parametrize(

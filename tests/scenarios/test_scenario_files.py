@@ -357,6 +357,7 @@ def test_an_expectation_on_a_count_over_an_incomplete_final_read_is_judged_only_
             {"heal_recovery_ms": None},
             "held",
         ),  # no heal followed by writes
+        ("acks=all heal_recovery_ms <= 10000", {}, "failed"),  # a result with no such count cannot hold it
     ],
 )
 def test_an_expectation_on_the_recovery_after_heals_is_judged_like_a_lower_bound_when_it_is_one(
