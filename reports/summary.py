@@ -15,29 +15,31 @@ from reports.load import GroupResult, Guarantee, Result, RunInfo, passed
 SUMMARY_FORMAT = 1
 
 
+def _largest_by_acks(rows: Sequence[dict[str, Any]], key: str) -> dict[str, float]:
+    """Per acks mode, the largest number `key` of its rows holds."""
+    out: dict[str, float] = {}
+    for row in rows:
+        value = row.get(key)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            acks = str(row.get("acks"))
+            out[acks] = max(out.get(acks, 0.0), float(value))
+    return out
+
+
 def p99_by_acks(result: Result) -> dict[str, float]:
     """Per acks mode, the worst p99 ack latency of the steady-state and under-fault periods."""
-    out: dict[str, float] = {}
-    for row in result.latency:
-        p99 = row.get("p99_ms")
-        if isinstance(p99, int | float) and not isinstance(p99, bool):
-            acks = str(row.get("acks"))
-            out[acks] = max(out.get(acks, 0.0), float(p99))
-    return out
+    return _largest_by_acks(result.latency, "p99_ms")
 
 
 def heal_recovery_by_acks(result: Result) -> tuple[dict[str, float], dict[str, bool]]:
     """Per acks mode, the longest time after a heal until every partition took writes again, and
     whether it is a lower bound (some partition took none by the writes' end), from result.json's
     recovery rows."""
-    longest: dict[str, float] = {}
-    lower_bound: dict[str, bool] = {}
-    for row in result.recovery:
-        ms = row.get("heal_recovery_ms")
-        if isinstance(ms, int | float) and not isinstance(ms, bool):
-            acks = str(row.get("acks"))
-            longest[acks] = max(longest.get(acks, 0.0), float(ms))
-            lower_bound[acks] = lower_bound.get(acks, False) or bool(row.get("heal_recovery_lower_bound"))
+    longest = _largest_by_acks(result.recovery, "heal_recovery_ms")
+    lower_bound = {
+        acks: any(r.get("heal_recovery_lower_bound") for r in result.recovery if str(r.get("acks")) == acks)
+        for acks in longest
+    }
     return longest, lower_bound
 
 
