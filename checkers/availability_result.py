@@ -27,11 +27,13 @@ def _round(value: Any) -> Any:
 @dataclass(frozen=True)
 class AvailabilityRows:
     """What Spark computes for availability: per-second series, latency by fault, and per partition
-    the first oks after each fault's start and heal (`availability.firsts_after`)."""
+    the first oks after each fault's start and heal (`availability.firsts_after`), with when each
+    fault's heal left the cluster whole (`whole_again`)."""
 
     series: list[Row]
     latency: list[Row]
     partitions: list[Row]
+    healed: list[int | None]
 
 
 def availability_rows(history: History, intervals: list[FaultWindow]) -> AvailabilityRows:
@@ -44,13 +46,12 @@ def availability_rows(history: History, intervals: list[FaultWindow]) -> Availab
         key=lambda r: (r["acks"], r["during_fault"]),
     )
     partitions = []
+    healed = whole_again(intervals)
     if intervals:
         times = {f"start_{i}": interval.start_ns for i, interval in enumerate(intervals)}
-        times |= {
-            f"heal_{i}": healed for i, healed in enumerate(whole_again(intervals)) if healed is not None
-        }
+        times |= {f"heal_{i}": at for i, at in enumerate(healed) if at is not None}
         partitions = availability.firsts_after(writes, times).collect()
-    return AvailabilityRows(series, latency, partitions)
+    return AvailabilityRows(series, latency, partitions, healed)
 
 
 def whole_again(intervals: list[FaultWindow]) -> list[int | None]:
@@ -99,12 +100,11 @@ def availability_entry(
         }
         for row in rows.latency
     ]
-    healed = whole_again(intervals)
     recovery = [
         recovery_of(
             index,
             interval,
-            healed[index],
+            rows.healed[index],
             mode,
             [r for r in rows.partitions if acks.get(r["topic"]) == mode],
             history.run,

@@ -139,6 +139,9 @@ class Result:
     series: tuple[SeriesRow, ...]
     latency: tuple[dict[str, Any], ...]
     recovery: tuple[dict[str, Any], ...]
+    heal_recovery: dict[str, tuple[float, bool]]
+    """Per acks mode with a judged heal: the longest recovery after one (ms), and whether it is a
+    lower bound (result.json's `acks.<mode>.heal_recovery_ms`)."""
     errors: tuple[tuple[str, str], ...] = ()  # (kind, error) of each checker that failed
     groups: tuple[GroupResult, ...] = ()
 
@@ -292,6 +295,12 @@ def load_result(root: Path) -> Result:
         if mode not in ACKS_MODES:
             raise acks_fields.fail(mode, f"acks modes {', '.join(ACKS_MODES)} only", mode)
     acks = {mode: _counts(acks_fields.child(mode, required=True)) for mode in acks_fields.obj}
+    heal_recovery: dict[str, tuple[float, bool]] = {}
+    for mode in acks_fields.obj:
+        fields = acks_fields.child(mode)
+        longest = fields.number("heal_recovery_ms")
+        if longest is not None:
+            heal_recovery[mode] = (longest, bool(fields.flag("heal_recovery_lower_bound")))
     guarantees = _guarantees(top)
     anomalies = _anomalies(top.child("anomalies"), KIND_IDS)
     avail = top.child("availability")
@@ -311,6 +320,7 @@ def load_result(root: Path) -> Result:
         series=tuple(_series_row(r) for r in avail.children("series")),
         latency=tuple(_latency_row(r) for r in avail.children("latency")),
         recovery=tuple(_recovery_row(r) for r in avail.children("recovery")),
+        heal_recovery=heal_recovery,
         errors=tuple(
             (e.text("kind", required=True) or "", e.text("error", required=True) or "")
             for e in top.children("errors")

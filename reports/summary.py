@@ -15,32 +15,15 @@ from reports.load import GroupResult, Guarantee, Result, RunInfo, passed
 SUMMARY_FORMAT = 1
 
 
-def _largest_by_acks(rows: Sequence[dict[str, Any]], key: str) -> dict[str, float]:
-    """Per acks mode, the largest number `key` of its rows holds."""
-    out: dict[str, float] = {}
-    for row in rows:
-        value = row.get(key)
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            acks = str(row.get("acks"))
-            out[acks] = max(out.get(acks, 0.0), float(value))
-    return out
-
-
 def p99_by_acks(result: Result) -> dict[str, float]:
     """Per acks mode, the worst p99 ack latency of the steady-state and under-fault periods."""
-    return _largest_by_acks(result.latency, "p99_ms")
-
-
-def heal_recovery_by_acks(result: Result) -> tuple[dict[str, float], dict[str, bool]]:
-    """Per acks mode, the longest time after a heal until every partition took writes again, and
-    whether it is a lower bound (some partition took none by the writes' end), from result.json's
-    recovery rows."""
-    longest = _largest_by_acks(result.recovery, "heal_recovery_ms")
-    lower_bound = {
-        acks: any(r.get("heal_recovery_lower_bound") for r in result.recovery if str(r.get("acks")) == acks)
-        for acks in longest
-    }
-    return longest, lower_bound
+    out: dict[str, float] = {}
+    for row in result.latency:
+        p99 = row.get("p99_ms")
+        if isinstance(p99, int | float) and not isinstance(p99, bool):
+            acks = str(row.get("acks"))
+            out[acks] = max(out.get(acks, 0.0), float(p99))
+    return out
 
 
 def _broken(guarantees: Iterable[Guarantee]) -> set[str]:
@@ -72,7 +55,6 @@ def build_summary(
     info: RunInfo, result: Result, expectations: Sequence[ExpectationOutcome] = ()
 ) -> dict[str, Any]:
     guarantees = [{**_verdict(g), "topic": g.topic, "acks": g.acks} for g in result.guarantees]
-    heal_recovery, heal_recovery_lower_bound = heal_recovery_by_acks(result)
     return {
         "summary_format": SUMMARY_FORMAT,
         "run_id": info.run_id,
@@ -95,7 +77,7 @@ def build_summary(
         "acks": result.acks,
         "anomalies": {a.kind: a.count for a in result.anomalies if a.kind in KIND_IDS},
         "p99_ack_latency_ms": p99_by_acks(result),
-        "heal_recovery_ms": heal_recovery,
-        "heal_recovery_lower_bound": heal_recovery_lower_bound,
+        "heal_recovery_ms": {mode: ms for mode, (ms, _) in result.heal_recovery.items()},
+        "heal_recovery_lower_bound": {mode: lower for mode, (_, lower) in result.heal_recovery.items()},
         "groups": {group.name: _group(group) for group in result.groups},
     }

@@ -13,7 +13,16 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from checkers.io.sources import WRITES_SOURCE, Source, parse, partitions_of, topic_acks, uri
+from checkers.io.sources import (
+    WRITES_SOURCE,
+    Source,
+    beyond_declared_partitions,
+    parse,
+    partitions_of,
+    topic_acks,
+    undeclared_topic,
+    uri,
+)
 from checkers.session import spark_errors
 from harness.errors import HistoryError
 from harness.limits import brief
@@ -41,15 +50,13 @@ def located_errors(
     partition beyond its topic's count (`beyond`). One pass over the numbered file, and a count of
     its lines when there is a bad one."""
     valid, counts = source.is_valid(), partitions_of(run)
-    known = F.col("topic").isin(*counts)
-    declared = F.create_map(*[F.lit(v) for topic, n in sorted(counts.items()) for v in (topic, n)])
     conditions: dict[str, Column] = {}
     if bad:
         conditions["bad"] = ~valid
     if unknown_topic:
-        conditions["unknown"] = valid & ~known
+        conditions["unknown"] = valid & undeclared_topic(run)
     if beyond:
-        conditions["beyond"] = valid & known & (F.col("partition") >= declared[F.col("topic")])
+        conditions["beyond"] = valid & beyond_declared_partitions(run)
     if not conditions:
         return []
     with spark_errors(f"locating the bad lines of {source.name}", str(path)):

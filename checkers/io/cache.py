@@ -38,8 +38,9 @@ from checkers.io.sources import (
     SOURCES,
     WRITES_SOURCE,
     Source,
-    partitions_of,
+    beyond_declared_partitions,
     topic_acks,
+    undeclared_topic,
     uri,
     with_corrupt,
 )
@@ -300,9 +301,6 @@ def _observed(
         events = spark.read.schema(with_corrupt(source.schema)).json(uri(path), **JSON_OPTIONS)
     events = events.withColumn(_VALID, source.is_valid()).drop(frames.CORRUPT)
     valid, observation = F.col(_VALID), Observation()
-    partitions = partitions_of(run)
-    counts = F.create_map(*[F.lit(v) for topic, n in sorted(partitions.items()) for v in (topic, n)])
-    beyond = F.col("partition") >= counts[F.col("topic")]
     if source is WRITES_SOURCE:
         found = [F.collect_set(F.when(valid, frames.name_and_id(k))).alias(k) for k in frames.NAME_KINDS]
     else:
@@ -312,8 +310,8 @@ def _observed(
         observation,
         F.count(F.when(~valid, 1)).alias("bad"),
         F.count(F.when(valid, 1)).alias("good"),
-        F.min(F.when(valid & ~F.col("topic").isin(*partitions), F.col("topic"))).alias("unknown"),
-        F.min(F.when(valid & beyond, F.struct("topic", "partition"))).alias("beyond"),
+        F.count(F.when(valid & undeclared_topic(run), 1)).alias("unknown"),
+        F.count(F.when(valid & beyond_declared_partitions(run), 1)).alias("beyond"),
         *found,
     )
     return observed, observation

@@ -90,6 +90,18 @@ def partitions_of(run: dict[str, Any]) -> dict[str, int]:
     return {str(topic["name"]): int(topic["partitions"]) for topic in run["topics"]}
 
 
+def undeclared_topic(run: dict[str, Any]) -> Column:
+    """True for an event of a topic run.json does not declare."""
+    return ~F.col("topic").isin(*partitions_of(run))
+
+
+def beyond_declared_partitions(run: dict[str, Any]) -> Column:
+    """True for an event of a partition beyond its topic's declared count (null: undeclared topic)."""
+    counts = partitions_of(run)
+    declared = F.create_map(*[F.lit(v) for topic, n in sorted(counts.items()) for v in (topic, n)])
+    return F.col("partition") >= declared[F.col("topic")]
+
+
 def uri(path: Path) -> str:
     """`path` as Spark and Hadoop take it: `file://` and the path unquoted (Hadoop quotes it itself;
     `Path.as_uri`'s `my%20runs` would name another directory)."""

@@ -256,8 +256,9 @@ def test_index_charts_the_recovery_after_heals_where_runs_measured_it(tmp_path: 
         run = make_passing(tmp_path / "runs" / name)
         result = json.loads((run / "check/result.json").read_text())
         (row,) = result["availability"]["recovery"]
-        healed = {"healed_ns": 30 * S, "heal_recovery_ms": ms, "heal_recovery_lower_bound": ms > 20000}
-        result["availability"]["recovery"] = [row | healed]
+        longest = {"heal_recovery_ms": ms, "heal_recovery_lower_bound": ms > 20000}
+        result["availability"]["recovery"] = [row | longest | {"healed_ns": 30 * S}]
+        result["acks"]["all"] |= longest  # as the checker sums up the recovery rows
         (run / "check/result.json").write_text(json.dumps(result))
     page = parse(write_index(tmp_path / "runs").read_text(encoding="utf-8"))
     tips = [
