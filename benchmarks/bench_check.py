@@ -211,8 +211,16 @@ def python_availability(history: _PythonHistory, run_dir: Path) -> dict[str, Any
     for times in [*ok_times.values(), *slot_ok_times.values()]:
         times.sort()
     partitions = {t["name"]: int(t["partitions"]) for t in history.run["topics"]}
-    recovery = []
+    recovery, heals = [], []
     for interval in intervals:
+        # measured from when no fault was in force any more: the end of its merged window
+        heals.append(
+            next(
+                stop
+                for start, stop in windows
+                if start <= interval.start_ns and (stop is None or interval.start_ns < stop)
+            )
+        )
         for acks in sorted(set(acks_of.values())):
             times = ok_times[acks]
             after = bisect.bisect_left(times, interval.start_ns)
@@ -224,12 +232,7 @@ def python_availability(history: _PythonHistory, run_dir: Path) -> dict[str, Any
                 "heal_recovery_ms": None,
                 "heal_recovery_lower_bound": False,
             }
-            # measured from when no fault was in force any more: the end of its merged window
-            healed = next(
-                stop
-                for start, stop in windows
-                if start <= interval.start_ns and (stop is None or interval.start_ns < stop)
-            )
+            healed = heals[-1]
             slots = [(t, p) for t, mode in acks_of.items() if mode == acks for p in range(partitions[t])]
             written = [s for s in slots if healed is not None and slot_last_invoke.get(s, -1) >= healed]
             if healed is not None and written:
@@ -243,7 +246,15 @@ def python_availability(history: _PythonHistory, run_dir: Path) -> dict[str, Any
                     entry["resumed_ns"] = resumed
                     entry["heal_recovery_ms"] = round((resumed - healed) / 1e6, 3)
             recovery.append(entry)
-    return {"topics": topics, "series": series, "latency": latency, "recovery": recovery}
+    # with what the groups' recovery is found from (`side_files_reference.python_group_recovery`)
+    return {
+        "topics": topics,
+        "series": series,
+        "latency": latency,
+        "recovery": recovery,
+        "healed": heals,
+        "ok_times": slot_ok_times,
+    }
 
 
 def _first_at_or_after(times: list[int], start_ns: int) -> int | None:

@@ -9,8 +9,8 @@ checkers/synthetic.py, cached under --dir), side by side in this one run:
     `kchaos run --matrix` or `kchaos check A B C` check them, on the process's one Spark session);
   - the single-process Python check of bench_check.py and side_files_reference.py, whose anomaly,
     write and consumer-group counts and exact availability numbers (per-second counts, recovery
-    times) must be the same as every Spark check's (for a run with groups it reads reads.jsonl once
-    more, for the final read's offsets);
+    times, the groups' recovery after heals) must be the same as every Spark check's (for a run
+    with groups it reads reads.jsonl once more, for the final read's offsets);
   - Spark's floor on this machine: the least a Spark check of the same files could do, one query
     (parse writes.jsonl and reads.jsonl with their schemas, as the check does: by pyarrow into
     Parquet, read by Spark; join the acknowledged writes to the records read, count per topic),
@@ -41,8 +41,10 @@ from typing import Any
 from bench_check import exact_availability, python_availability, python_counts, python_read
 from side_files_reference import (
     checked_group_counts,
+    checked_group_recovery,
     final_offsets,
     python_group_counts,
+    python_group_recovery,
     python_side_counts,
 )
 
@@ -60,6 +62,7 @@ def _counts(result: dict[str, Any]) -> dict[str, Any]:
         "counts": {kind: result["anomalies"][kind]["count"] for kind in KIND_IDS},
         "write_counts": {row["topic"]: {k: row[k] for k in WRITE_COUNTS} for row in result["topics"]},
         "groups": checked_group_counts(result),
+        "group_recovery": checked_group_recovery(result),
         "exact_availability": exact_availability(result["availability"]),
     }
 
@@ -135,13 +138,20 @@ def _python_child(run_dir: Path) -> dict[str, Any]:
     history = python_read(run_dir)
     counts = {**python_counts(history), **python_side_counts(run_dir)}
     availability = python_availability(history, run_dir)
-    groups = python_group_counts(run_dir, final_offsets(run_dir)) if history.run.get("groups") else {}
+    with_groups = bool(history.run.get("groups"))
+    groups = python_group_counts(run_dir, final_offsets(run_dir)) if with_groups else {}
+    recovery = (
+        python_group_recovery(run_dir, availability["ok_times"], availability["healed"])
+        if with_groups
+        else {}
+    )
     return {
         "seconds": time.monotonic() - started,
         "counts": {
             "counts": counts,
             "write_counts": availability["topics"],
             "groups": groups,
+            "group_recovery": recovery,
             "exact_availability": exact_availability(availability),
         },
     }

@@ -13,7 +13,7 @@ import bisect
 import json
 import sys
 from collections import Counter, defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -100,6 +100,57 @@ def python_group_counts(run_dir: Path, final: dict[Partition, list[int]]) -> dic
 def checked_group_counts(result: dict[str, Any]) -> dict[str, dict[str, int]]:
     """Each group's counts as a check's result.json gives them, to set beside `python_group_counts`."""
     return {name: {k: group[k] for k in GROUP_COUNTS} for name, group in result.get("groups", {}).items()}
+
+
+def python_group_recovery(
+    run_dir: Path, ok_times: Mapping[Partition, list[int]], healed: list[int | None]
+) -> dict[str, list[list[Any]]]:
+    """Each declared group's recovery after each heal (docs/RESULT_FORMAT.md, `groups.<name>.recovery`)
+    as [resumed_ns, heal_recovery_ms, heal_recovery_lower_bound]: `ok_times`, each partition's `ok`
+    completion times, sorted; `healed`, when each fault's heal left the cluster whole."""
+    run = json.loads((run_dir / "run.json").read_text())
+    counts = {t["name"]: int(t["partitions"]) for t in run["topics"] if t["acks"] != "0"}
+    polled: dict[tuple[str, Partition], list[int]] = defaultdict(list)
+    last: dict[str, int] = {}
+    for event in _events(run_dir / "history/consumes.jsonl"):
+        last[event["group"]] = max(last.get(event["group"], event["time_ns"]), event["time_ns"])
+        if event["type"] == "poll":
+            polled[(event["group"], (event["topic"], event["partition"]))].append(event["time_ns"])
+    for times in polled.values():
+        times.sort()
+    recovery: dict[str, list[list[Any]]] = {}
+    for group in run.get("groups") or []:
+        name, rows = group["name"], []
+        mine = [(t, p) for t in group["topics"] if t in counts for p in range(counts[t])]
+        for heal in healed:
+            written = [w for w in mine if heal is not None and _at_or_after(ok_times.get(w, []), heal)]
+            if heal is None or not written:
+                rows.append([None, None, False])
+                continue
+            firsts = [_at_or_after(polled[(name, w)], heal) for w in written]
+            if None in firsts:
+                rows.append([None, round(max(last.get(name, heal) - heal, 0) / 1e6, 3), True])
+            else:
+                resumed = max(f for f in firsts if f is not None)
+                rows.append([resumed, round((resumed - heal) / 1e6, 3), False])
+        recovery[name] = rows
+    return recovery
+
+
+def checked_group_recovery(result: dict[str, Any]) -> dict[str, list[list[Any]]]:
+    """Each group's recovery as a check's result.json gives it, to set beside `python_group_recovery`."""
+    return {
+        name: [
+            [r["resumed_ns"], r["heal_recovery_ms"], r["heal_recovery_lower_bound"]]
+            for r in group["recovery"]
+        ]
+        for name, group in result.get("groups", {}).items()
+    }
+
+
+def _at_or_after(times: list[int], start_ns: int) -> int | None:
+    at = bisect.bisect_left(times, start_ns)
+    return times[at] if at < len(times) else None
 
 
 def python_side_counts(run_dir: Path) -> dict[str, int]:

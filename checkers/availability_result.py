@@ -20,23 +20,36 @@ from harness.events import FaultWindow
 from harness.history import ACKS_MODES
 
 
-def _round(value: Any) -> Any:
+def rounded(value: Any) -> Any:
+    """A time in milliseconds or a rate as result.json holds it: to three decimals (null stays null)."""
     return round(float(value), 3) if value is not None else None
+
+
+def heal_column(index: int) -> str:
+    """The column of fault `index`'s heal in `availability.firsts_after` and `groups.firsts_polled_after`."""
+    return f"heal_{index}"
+
+
+def heal_times(healed: list[int | None]) -> dict[str, int]:
+    """The heals to find the firsts after (`whole_again`), by their columns; none for a fault never healed."""
+    return {heal_column(i): at for i, at in enumerate(healed) if at is not None}
 
 
 @dataclass(frozen=True)
 class AvailabilityRows:
     """What Spark computes for availability: per-second series, latency by fault, and per partition
-    the first oks after each fault's start and heal (`availability.firsts_after`), with when each
-    fault's heal left the cluster whole (`whole_again`)."""
+    the first oks after each fault's start and after each heal (`availability.firsts_after`)."""
 
     series: list[Row]
     latency: list[Row]
     partitions: list[Row]
-    healed: list[int | None]
 
 
-def availability_rows(history: History, intervals: list[FaultWindow]) -> AvailabilityRows:
+def availability_rows(
+    history: History, intervals: list[FaultWindow], healed: list[int | None]
+) -> AvailabilityRows:
+    """The rows of `availability_entry`; `healed`: when each fault's heal left the cluster whole
+    (`whole_again`)."""
     writes = history.writes
     # Sorted here, not by Spark: a few thousand rows at most, and a global sort would cost a job to
     # sample the rows, a shuffle and another plan.
@@ -46,12 +59,10 @@ def availability_rows(history: History, intervals: list[FaultWindow]) -> Availab
         key=lambda r: (r["acks"], r["during_fault"]),
     )
     partitions = []
-    healed = whole_again(intervals)
     if intervals:
         times = {f"start_{i}": interval.start_ns for i, interval in enumerate(intervals)}
-        times |= {f"heal_{i}": at for i, at in enumerate(healed) if at is not None}
-        partitions = availability.firsts_after(writes, times).collect()
-    return AvailabilityRows(series, latency, partitions, healed)
+        partitions = availability.firsts_after(writes, times | heal_times(healed)).collect()
+    return AvailabilityRows(series, latency, partitions)
 
 
 def whole_again(intervals: list[FaultWindow]) -> list[int | None]:
@@ -68,11 +79,13 @@ def whole_again(intervals: list[FaultWindow]) -> list[int | None]:
 def availability_entry(
     history: History,
     intervals: list[FaultWindow],
+    healed: list[int | None],
     marked: Mapping[str, Mapping[tuple[str, int | None], int]],
     rows: AvailabilityRows,
 ) -> dict[str, Any]:
-    """result.json's `availability`; `marked` holds the `lost` and `divergent` counts per (topic,
-    second of the ack) that each second of the series is marked with."""
+    """result.json's `availability`, of `availability_rows(history, intervals, healed)`; `marked`
+    holds the `lost` and `divergent` counts per (topic, second of the ack) that each second of the
+    series is marked with."""
     acks = topic_acks(history.run)
     marks: dict[tuple[str, int | None], dict[str, int]] = defaultdict(lambda: {"lost": 0, "divergent": 0})
     for name, per_topic_second in marked.items():
@@ -88,23 +101,18 @@ def availability_entry(
                 "failed": int(row["failed"]),
                 "indeterminate": int(row["indeterminate"]),
                 **marks.get((row["acks"], row["t_s"]), {"lost": 0, "divergent": 0}),
-                "latency_p50_ms": _round(row["latency_p50_ms"]),
-                "latency_p99_ms": _round(row["latency_p99_ms"]),
-                "latency_max_ms": _round(row["latency_max_ms"]),
+                "latency_p50_ms": rounded(row["latency_p50_ms"]),
+                "latency_p99_ms": rounded(row["latency_p99_ms"]),
+                "latency_max_ms": rounded(row["latency_max_ms"]),
             }
         )
-    latency = [
-        {
-            **row.asDict(),
-            **{k: _round(row[k]) for k in ("p50_ms", "p99_ms", "max_ms", "error_rate", "indeterminate_rate")},
-        }
-        for row in rows.latency
-    ]
+    measured = ("p50_ms", "p99_ms", "max_ms", "error_rate", "indeterminate_rate")
+    latency = [{**row.asDict(), **{k: rounded(row[k]) for k in measured}} for row in rows.latency]
     recovery = [
         recovery_of(
             index,
             interval,
-            rows.healed[index],
+            healed[index],
             mode,
             [r for r in rows.partitions if acks.get(r["topic"]) == mode],
             history.run,
@@ -136,7 +144,7 @@ def recovery_of(
         "start_ns": interval.start_ns,
         "acks": mode,
         "first_ok_ns": first,
-        "recovery_ms": _round((first - interval.start_ns) / 1e6) if first is not None else None,
+        "recovery_ms": rounded((first - interval.start_ns) / 1e6) if first is not None else None,
         "healed_ns": healed,
         "resumed_ns": None,
         "heal_recovery_ms": None,
@@ -157,23 +165,19 @@ def recovery_of(
     waiting = [r["last_invoke_ns"] for r in written if r[f"heal_{index}"] is None]
     if waiting:
         return entry | {
-            "heal_recovery_ms": _round((max(waiting) - healed) / 1e6),
+            "heal_recovery_ms": rounded((max(waiting) - healed) / 1e6),
             "heal_recovery_lower_bound": True,
         }
     resumed = max(r[f"heal_{index}"] for r in written)
-    return entry | {"resumed_ns": resumed, "heal_recovery_ms": _round((resumed - healed) / 1e6)}
+    return entry | {"resumed_ns": resumed, "heal_recovery_ms": rounded((resumed - healed) / 1e6)}
 
 
-def heal_recovery(recovery: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Per acks mode, the longest `heal_recovery_ms` of the run's heals (null: none was judged) and
-    whether it is a lower bound: result.json's `acks.<mode>.heal_recovery_ms`, for expectations."""
-    per_mode: dict[str, dict[str, Any]] = {}
-    for entry in recovery:
-        if entry["heal_recovery_ms"] is None:
-            continue
-        longest = per_mode.setdefault(
-            entry["acks"], {"heal_recovery_ms": 0.0, "heal_recovery_lower_bound": False}
-        )
-        longest["heal_recovery_ms"] = max(longest["heal_recovery_ms"], entry["heal_recovery_ms"])
-        longest["heal_recovery_lower_bound"] |= entry["heal_recovery_lower_bound"]
-    return per_mode
+def longest_heal_recovery(recovery: list[dict[str, Any]]) -> dict[str, Any]:
+    """The longest `heal_recovery_ms` of `recovery`'s rows (null: none was judged) and whether one of
+    them was a lower bound: result.json's `acks.<mode>.heal_recovery_ms` of the mode's rows, and
+    `groups.<name>.heal_recovery_ms` of the group's, which expectations judge."""
+    judged = [entry for entry in recovery if entry["heal_recovery_ms"] is not None]
+    return {
+        "heal_recovery_ms": max((entry["heal_recovery_ms"] for entry in judged), default=None),
+        "heal_recovery_lower_bound": any(entry["heal_recovery_lower_bound"] for entry in judged),
+    }

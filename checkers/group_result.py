@@ -14,11 +14,12 @@ from dataclasses import dataclass
 from functools import reduce
 from typing import Any
 
-from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import Column, DataFrame, Row, Window
 from pyspark.sql import functions as F
 from pyspark.util import inheritable_thread_target
 
 from checkers import groups as g
+from checkers.availability_result import heal_times
 from checkers.evidence import ClusterTimeline, active_fault_names
 from checkers.group_guarantees import group_guarantees
 from checkers.io import History
@@ -103,11 +104,24 @@ def _first_and_count(frames: dict[str, DataFrame], *, in_one_task: bool) -> Foun
     return found
 
 
-def group_results(history: History, faults: list[FaultWindow]) -> dict[str, dict[str, Any]]:
-    """result.json's `groups` for a history with consumes.jsonl (empty without)."""
+@dataclass(frozen=True)
+class GroupResults:
+    """result.json's `groups` but for their recovery after heals (`group_recovery.with_recovery`,
+    once the writes' side is known), and what that is found from."""
+
+    entries: dict[str, dict[str, Any]]
+    polled_after_heals: list[Row]
+    """`groups.firsts_polled_after` each heal."""
+    last_ns: dict[str, int]
+    """Each group's last event."""
+
+
+def group_results(history: History, faults: list[FaultWindow], healed: list[int | None]) -> GroupResults:
+    """result.json's `groups` for a history with consumes.jsonl (empty without); `healed`: when each
+    fault's heal left the cluster whole (`availability_result.whole_again`)."""
     declared = history.run.get("groups") or []
     if history.consumes is None or not declared:
-        return {}
+        return GroupResults({}, [], {})
     small = history.event_counts.get("consumes", 0) < ONE_PARTITION_EVENTS
     # parsed once, read by every query below
     consumes = kept(history.consumes.coalesce(1) if small else history.consumes)
@@ -116,7 +130,7 @@ def group_results(history: History, faults: list[FaultWindow]) -> dict[str, dict
         # thread's scheduler pool (the groups are a check's longest part; its other parts leave
         # cores idle).
         measuring_activity = pool.submit(
-            inheritable_thread_target(consumes.sparkSession)(_activity), history, consumes, declared
+            inheritable_thread_target(consumes.sparkSession)(_activity), history, consumes, declared, healed
         )
         found = _first_and_count(_anomalies(history, consumes), in_one_task=small)
         activity = measuring_activity.result()
@@ -146,24 +160,30 @@ def group_results(history: History, faults: list[FaultWindow]) -> dict[str, dict
         entry["guarantees"] = group_guarantees(history.run, group, entry, {w.fault for w in faults})
         entry["series"] = activity.series[name]
         results[name] = entry
-    return results
+    return GroupResults(results, activity.polled_after_heals, activity.last_ns)
 
 
 @dataclass(frozen=True)
 class _Activity:
     """What each group did: `series`, a row for every second of the run; `polled`, its polls on
-    complete partitions; `commits`, its commit events per phase."""
+    complete partitions; `commits`, its commit events per phase; `last_ns`, its last event;
+    `polled_after_heals`, see `GroupResults`."""
 
     series: dict[str, list[dict[str, Any]]]
     polled: dict[str, int]
     commits: dict[str, dict[str, int]]
+    last_ns: dict[str, int]
+    polled_after_heals: list[Row]
 
 
-def _activity(history: History, consumes: DataFrame, declared: list[dict[str, Any]]) -> _Activity:
+def _activity(
+    history: History, consumes: DataFrame, declared: list[dict[str, Any]], healed: list[int | None]
+) -> _Activity:
     """Per group, a row for every second of the run: what it did then (`groups.per_second`, zeros
     when nothing) and its commit lag (`groups.lag_changes`, carried over the seconds it did not
-    change), in one job; its polls and commits are those seconds' sums. A row per group and second
-    with any change: few."""
+    change), in one job; its polls, commits and last event are those seconds' sums and maximum. A
+    row per group and second with any change: few. Then, if a fault was healed, its first poll of
+    each partition after each heal."""
     topic_groups: dict[str, list[str]] = {}
     for group in declared:
         for topic in group["topics"]:
@@ -173,10 +193,12 @@ def _activity(history: History, consumes: DataFrame, declared: list[dict[str, An
     changes: dict[tuple[str, int], dict[str, Any]] = {}
     polled: dict[str, int] = {}
     commits: dict[str, dict[str, int]] = {}
+    last_ns: dict[str, int] = {}
     for row in per_second.join(lag_rows, ["group", "t_s"], "full").collect():
         change = changes[(row["group"], row["t_s"])] = row.asDict()
         if change["polled"] is None:  # a change of lag alone
             continue
+        last_ns[row["group"]] = max(last_ns.get(row["group"], 0), change["last_ns"])
         change["commits_failed"] = change["commits_fail"] + change["commits_info"]
         polled[row["group"]] = polled.get(row["group"], 0) + change["polled_complete"]
         phases = commits.setdefault(row["group"], dict.fromkeys(COMMIT_PHASES, 0))
@@ -193,7 +215,9 @@ def _activity(history: History, consumes: DataFrame, declared: list[dict[str, An
             done = {k: change[k] for k in quiet if change.get(k) is not None}
             rows.append({**quiet, **done, "t_s": t, "lag": lag})
         series[group["name"]] = rows
-    return _Activity(series, polled, commits)
+    heals = heal_times(healed)
+    polled_after_heals = g.firsts_polled_after(consumes, heals).collect() if heals else []
+    return _Activity(series, polled, commits, last_ns, polled_after_heals)
 
 
 def _example(row: dict[str, Any], kind_id: str, evidence: _GroupEvidence) -> dict[str, Any]:

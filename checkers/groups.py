@@ -8,6 +8,8 @@ partition, offset, value). Every count is over partitions whose final read is co
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
@@ -148,7 +150,7 @@ def per_second(consumes: DataFrame, complete: Partitions) -> DataFrame:
     """What each group did each whole second of run time (seconds with any event): group, t_s,
     polled (on any partition), polled_complete (on one of `complete`), its commit events of each
     phase (commits_invoke, commits_ok, commits_fail, commits_info), assigns (rebalances seen by its
-    members), generation (the highest seen)."""
+    members), generation (the highest seen), last_ns (its last event's time)."""
     kind, phase = F.col("type"), F.col("phase")
     polls = kind == "poll"
     commits = [
@@ -163,8 +165,19 @@ def per_second(consumes: DataFrame, complete: Partitions) -> DataFrame:
             *commits,
             F.count(F.when(kind == "assign", 1)).alias("assigns"),
             F.max("generation").alias("generation"),
+            F.max("time_ns").alias("last_ns"),
         )
     )
+
+
+def firsts_polled_after(consumes: DataFrame, times_ns: Mapping[str, int]) -> DataFrame:
+    """Per (group, topic, partition) polled: the first poll at or after each of `times_ns` (a column
+    each, named by its key), in one pass."""
+    firsts = [
+        F.min(F.when(F.col("time_ns") >= F.lit(time_ns), F.col("time_ns"))).alias(name)
+        for name, time_ns in times_ns.items()
+    ]
+    return consumes.where(F.col("type") == "poll").groupBy("group", *PARTITION).agg(*firsts)
 
 
 def lag_changes(writes: DataFrame, commits: DataFrame, topic_groups: dict[str, list[str]]) -> DataFrame:

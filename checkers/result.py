@@ -23,10 +23,16 @@ from checkers import (
     availability,
     checks,  # noqa: F401  (the built-in checkers register themselves)
 )
-from checkers.availability_result import availability_entry, availability_rows, heal_recovery
+from checkers.availability_result import (
+    availability_entry,
+    availability_rows,
+    longest_heal_recovery,
+    whole_again,
+)
 from checkers.checker import Checker, CheckInputs, registered
 from checkers.evidence import ClientLog, ClusterTimeline, TruncationLog, active_fault_names
 from checkers.group_guarantees import judged_on_complete_reads
+from checkers.group_recovery import with_recovery
 from checkers.group_result import group_results
 from checkers.guarantees import derive_guarantees, is_valid, unjudged
 from checkers.io import History, topic_acks
@@ -343,16 +349,15 @@ def _topic_rows(
 
 
 def _per_acks(topics: list[dict[str, Any]], recovery: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Per acks mode: the counts of its topics, and the longest recovery after a heal (`heal_recovery`)."""
+    """Per acks mode: the counts of its topics, and the longest recovery after a heal."""
     per_acks: dict[str, dict[str, Any]] = {mode: dict.fromkeys(COUNT_KEYS, 0) for mode in ACKS_MODES}
     for row in topics:
         counts = per_acks[row["acks"]]
         for name in COUNT_KEYS:
             total, more = counts[name], row[name]
             counts[name] = None if total is None or more is None else total + more
-    longest = heal_recovery(recovery)
     for mode, counts in per_acks.items():
-        counts |= longest.get(mode, {"heal_recovery_ms": None, "heal_recovery_lower_bound": False})
+        counts |= longest_heal_recovery([entry for entry in recovery if entry["acks"] == mode])
     return per_acks
 
 
@@ -375,15 +380,27 @@ def build_result(history: History, checked_at: str, spark_info: dict[str, Any]) 
         kept_until_done(context),
         ThreadPoolExecutor(max_workers=8, thread_name_prefix="kchaos-check") as pool,
     ):
-        measuring_availability = _submit(pool, context, "availability", availability_rows, history, intervals)
-        measuring_groups = _submit(pool, context, "groups", group_results, history, intervals)
+        healed = whole_again(intervals)
+        measuring_availability = _submit(
+            pool, context, "availability", availability_rows, history, intervals, healed
+        )
+        measuring_groups = _submit(pool, context, "groups", group_results, history, intervals, healed)
         counting_writes = _submit(pool, context, "writes", _write_counts, history)
         found = _run_checkers(history, evidence, pool)
         write_counts, written, unplaced = counting_writes.result()
         measured_availability = measuring_availability.result()
         groups = measuring_groups.result()
+    with_recovery(
+        groups.entries,
+        intervals,
+        healed,
+        measured_availability.partitions,
+        groups.polled_after_heals,
+        groups.last_ns,
+        topic_acks(run),
+    )
     incomplete = _incomplete_partitions(history, written, unplaced)
-    for group in groups.values():
+    for group in groups.entries.values():
         unread = unread_partitions(incomplete, group["topics"])
         group["guarantees"] = judged_on_complete_reads(group["guarantees"], unread)
     topics = _topic_rows(history, found, write_counts, incomplete)
@@ -406,7 +423,7 @@ def build_result(history: History, checked_at: str, spark_info: dict[str, Any]) 
         "lost": found["lost-write"].per_topic_second,
         "divergent": found["divergent-offset"].per_topic_second,
     }
-    availability = availability_entry(history, intervals, marked, measured_availability)
+    availability = availability_entry(history, intervals, healed, marked, measured_availability)
     return {
         "result_format": RESULT_FORMAT,
         "run_id": run.get("run_id"),
@@ -414,7 +431,8 @@ def build_result(history: History, checked_at: str, spark_info: dict[str, Any]) 
         "spark": spark_info,
         "events": history.event_counts,
         "valid": is_valid(
-            [*guarantees, *(row for group in groups.values() for row in group["guarantees"])], unexpected
+            [*guarantees, *(row for group in groups.entries.values() for row in group["guarantees"])],
+            unexpected,
         ),
         "complete": not incomplete,
         "unexpected": unexpected,
@@ -425,7 +443,7 @@ def build_result(history: History, checked_at: str, spark_info: dict[str, Any]) 
         "anomalies": {kind.id: _anomalies_entry(found[kind.id]) for kind in KINDS},
         "errors": [{"kind": kind_id, "error": error} for kind_id, error in failed.items()],
         "availability": availability,
-        **({"groups": groups} if history.consumes is not None else {}),
+        **({"groups": groups.entries} if history.consumes is not None else {}),
     }
 
 

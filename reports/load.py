@@ -95,6 +95,9 @@ class GroupResult:
     guarantees: tuple[Guarantee, ...]
     anomalies: tuple[Anomalies, ...]
     series: tuple[GroupSecond, ...] = ()
+    heal_recovery: tuple[float, bool] | None = None
+    """The longest time after a heal until the group polled every partition written to again, and
+    whether it is a lower bound (result.json's `groups.<name>.heal_recovery_ms`); None: not judged."""
 
 
 @dataclass(frozen=True)
@@ -295,12 +298,7 @@ def load_result(root: Path) -> Result:
         if mode not in ACKS_MODES:
             raise acks_fields.fail(mode, f"acks modes {', '.join(ACKS_MODES)} only", mode)
     acks = {mode: _counts(acks_fields.child(mode, required=True)) for mode in acks_fields.obj}
-    heal_recovery: dict[str, tuple[float, bool]] = {}
-    for mode in acks_fields.obj:
-        fields = acks_fields.child(mode)
-        longest = fields.number("heal_recovery_ms")
-        if longest is not None:
-            heal_recovery[mode] = (longest, bool(fields.flag("heal_recovery_lower_bound")))
+    longest = {mode: _heal_recovery(acks_fields.child(mode)) for mode in acks_fields.obj}
     guarantees = _guarantees(top)
     anomalies = _anomalies(top.child("anomalies"), KIND_IDS)
     avail = top.child("availability")
@@ -320,7 +318,7 @@ def load_result(root: Path) -> Result:
         series=tuple(_series_row(r) for r in avail.children("series")),
         latency=tuple(_latency_row(r) for r in avail.children("latency")),
         recovery=tuple(_recovery_row(r) for r in avail.children("recovery")),
-        heal_recovery=heal_recovery,
+        heal_recovery={mode: judged for mode, judged in longest.items() if judged is not None},
         errors=tuple(
             (e.text("kind", required=True) or "", e.text("error", required=True) or "")
             for e in top.children("errors")
@@ -358,6 +356,13 @@ def _anomalies(fields: Fields, kinds: tuple[str, ...]) -> tuple[Anomalies, ...]:
     return tuple(anomalies)
 
 
+def _heal_recovery(fields: Fields) -> tuple[float, bool] | None:
+    """An acks mode's or a group's longest recovery after a heal and whether it is a lower bound;
+    None when none was judged (or measured, in results from before)."""
+    longest = fields.number("heal_recovery_ms")
+    return None if longest is None else (longest, bool(fields.flag("heal_recovery_lower_bound")))
+
+
 def _groups(fields: Fields) -> tuple[GroupResult, ...]:
     groups = []
     for name in fields.obj:
@@ -385,6 +390,7 @@ def _groups(fields: Fields) -> tuple[GroupResult, ...]:
                     )
                     for r in group.children("series")
                 ),
+                heal_recovery=_heal_recovery(group),
             )
         )
     return tuple(groups)

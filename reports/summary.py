@@ -41,13 +41,16 @@ def _verdict(g: Guarantee) -> dict[str, Any]:
 
 
 def _group(group: GroupResult) -> dict[str, Any]:
-    """A consumer group: its commit mode, counts, commit outcomes and guarantees."""
+    """A consumer group: its commit mode, counts, commit outcomes, guarantees, and its longest recovery
+    after a heal (null when none was judged) with whether that is a lower bound."""
     return {
         "commit": group.commit,
         **group.counts,
         "commits": group.commits,
         "violated": sorted(_broken(group.guarantees)),
         "guarantees": [_verdict(g) for g in group.guarantees],
+        "heal_recovery_ms": group.heal_recovery[0] if group.heal_recovery else None,
+        "heal_recovery_lower_bound": bool(group.heal_recovery and group.heal_recovery[1]),
     }
 
 

@@ -21,8 +21,10 @@ from harness.anomaly_kinds import COUNT_KEYS, FINAL_READ_COUNTS, GROUP_COUNTS, u
 from harness.expectation_outcomes import FAILED, HELD, UNKNOWN, ExpectationOutcome
 
 HEAL_RECOVERY = "heal_recovery_ms"
-"""Per acks mode, the longest time after a heal until every partition acknowledged a write again."""
+"""Per acks mode, the longest time after a heal until every partition acknowledged a write again;
+per group, until it had polled every partition that acknowledged a write after the heal."""
 ACKS_METRICS = (*COUNT_KEYS, HEAL_RECOVERY)
+GROUP_METRICS = (*GROUP_COUNTS, HEAL_RECOVERY)
 RUN_METRICS = ("unexpected", "valid", "complete")
 """The whole-run metrics an expectation may name without `acks=` or `group=`."""
 FLAG_METRICS = ("valid", "complete")
@@ -44,7 +46,7 @@ PATTERN = re.compile(
 HELP = (
     f"expected e.g. 'acks=all lost == 0' with a metric among {', '.join(ACKS_METRICS)}, or "
     f"'unexpected == 0', 'complete == true', 'valid == true', or 'group=<name> skipped == 0' with a "
-    f"metric among {', '.join(GROUP_COUNTS)}"
+    f"metric among {', '.join(GROUP_METRICS)}"
 )
 
 
@@ -65,7 +67,7 @@ class Expectation:
             return None
         # Each count is kept per group, per acks mode or for the whole run, and is a number or a
         # flag: any other pairing could never hold, and would fail every run it is in.
-        metrics = GROUP_COUNTS if match["group"] else ACKS_METRICS if match["acks"] else RUN_METRICS
+        metrics = GROUP_METRICS if match["group"] else ACKS_METRICS if match["acks"] else RUN_METRICS
         if match["metric"] not in metrics:
             return None
         raw = match["value"]
@@ -93,29 +95,35 @@ class Expectation:
 
     def _heal_recovery(self, result: Mapping[str, Any], observed: Any) -> ExpectationOutcome:
         """Judged like a count of an incomplete read when some partition had not acknowledged a
-        write again by the end of the writes (a lower bound); a run with no heal followed by writes
-        has nothing to recover from, and holds."""
-        if HEAL_RECOVERY not in (result.get("acks") or {}).get(self.acks, {}):
+        write (or been polled by the group) again by the end of the writes (of the group's events):
+        a lower bound; a run with no heal followed by writes has nothing to recover from, and holds."""
+        scope = self._scope(result)
+        if HEAL_RECOVERY not in scope:
             return ExpectationOutcome(self.text, FAILED, None, "the result has no such count")
         if observed is None:
             return ExpectationOutcome(self.text, HELD, None, "no heal was followed by writes to recover")
         holds = OPERATORS[self.op](observed, self.value)
-        lower_bound = (result.get("acks") or {}).get(self.acks, {}).get("heal_recovery_lower_bound")
-        if not lower_bound:
+        if not scope.get("heal_recovery_lower_bound"):
             return ExpectationOutcome(self.text, HELD if holds else FAILED, observed)
-        why = (
-            f"after a heal, some partition of acks={self.acks} acknowledged no write again by the "
-            f"writes' end: the true time is {math.floor(observed)} ms or more"
+        not_again = (
+            f"group {self.group} polled no record again of some partition written to, by its last event"
+            if self.group is not None
+            else f"some partition of acks={self.acks} acknowledged no write again by the writes' end"
         )
+        why = f"after a heal, {not_again}: the true time is {math.floor(observed)} ms or more"
         verdict = (HELD if holds else FAILED) if self._settled_by_lower_bound(observed) else UNKNOWN
         return ExpectationOutcome(self.text, verdict, observed, why)
 
     def _observed(self, result: Mapping[str, Any]) -> Any:
+        return self._scope(result).get(self.metric)
+
+    def _scope(self, result: Mapping[str, Any]) -> Mapping[str, Any]:
+        """What this expectation's metric is one of: the group's entry, the acks mode's, or the run's."""
         if self.group is not None:
-            return (result.get("groups") or {}).get(self.group, {}).get(self.metric)
+            return (result.get("groups") or {}).get(self.group) or {}
         if self.acks is not None:
-            return result.get("acks", {}).get(self.acks, {}).get(self.metric)
-        return result.get(self.metric)
+            return (result.get("acks") or {}).get(self.acks) or {}
+        return result
 
     def _incomplete(self, result: Mapping[str, Any]) -> list[str]:
         """The incompletely read partitions ("topic partition N") this expectation's count covers."""

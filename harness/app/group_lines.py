@@ -1,5 +1,6 @@
 """A check's consumer groups in a terminal, for `kchaos check` and `kchaos run`: each group's counts
-in one line, and its guarantee rows beside the topics'."""
+in one line, and its guarantee rows beside the topics'; and how the recovery after heals of a group
+or an acks mode reads there."""
 
 from __future__ import annotations
 
@@ -21,8 +22,21 @@ def group_lines(result: Mapping[str, Any]) -> list[str]:
         lines.append(
             f"group {name} ({how}): {counts}; commits {commits.get('invoke', 0)} sent: "
             f"{commits.get('ok', 0)} ok, {commits.get('fail', 0)} failed, {commits.get('info', 0)} unknown"
+            + after_heals(group, "was read again", "was not read again by the group's last event")
         )
     return lines
+
+
+def after_heals(entry: Mapping[str, Any], again: str, not_again: str) -> str:
+    """How soon after the run's heals every partition of an acks mode or a group's `entry` of
+    result.json `again` (its longest `heal_recovery_ms`), or that one `not_again` (a lower bound);
+    '' when no heal was judged."""
+    longest = entry.get("heal_recovery_ms")
+    if longest is None:
+        return ""
+    if entry.get("heal_recovery_lower_bound"):
+        return f"; after a heal, a partition {not_again}, {longest:.0f} ms later"
+    return f"; every partition {again} within {longest:.0f} ms of each heal"
 
 
 def every_guarantee(result: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import time
 from pathlib import Path
-from typing import Any
 
 import typer
 from rich.table import Table
@@ -15,7 +14,7 @@ from harness.anomaly_kinds import COUNT_KEYS
 from harness.app import options
 from harness.app.console import make_console
 from harness.app.crash import note_run_dir
-from harness.app.group_lines import every_guarantee, group_lines
+from harness.app.group_lines import after_heals, every_guarantee, group_lines
 from harness.app.plain_summary import plain_summary
 from harness.app.progress import run_ticker
 from harness.app.runner import RunOutcome, run_scenario
@@ -68,7 +67,8 @@ def _print_outcome(outcome: RunOutcome) -> None:
     for acks, counts in result.get("acks", {}).items():
         if counts.get("attempted"):
             counted = ", ".join(f"{k} {counts.get(k)}" for k in COUNT_KEYS)
-            console.print(f"  acks={acks}: {counted}{_after_heals(counts)}")
+            heals = after_heals(counts, "took writes again", "took no write again by the writes' end")
+            console.print(f"  acks={acks}: {counted}{heals}")
     for line in group_lines(result):
         console.print(f"  {line}")
     console.print(f"run directory: {outcome.rundir.root}")
@@ -81,16 +81,6 @@ def _print_outcome(outcome: RunOutcome) -> None:
     windows = fault_windows(iter_fault_events(outcome.rundir.root), str(faults_path))
     for line in plain_summary(result, windows, outcome.exit_code):
         console.print(line, soft_wrap=True)
-
-
-def _after_heals(counts: dict[str, Any]) -> str:
-    """How soon every partition of an acks mode took writes again after the run's heals."""
-    longest = counts.get("heal_recovery_ms")
-    if longest is None:
-        return ""
-    if counts.get("heal_recovery_lower_bound"):
-        return f"; after a heal, a partition took no write again by the writes' end, {longest:.0f} ms later"
-    return f"; every partition took writes again within {longest:.0f} ms of each heal"
 
 
 def run(

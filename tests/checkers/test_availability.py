@@ -10,7 +10,7 @@ from pyspark.sql import Row, SparkSession
 from pyspark.testing import assertDataFrameEqual
 
 from checkers.availability import firsts_after
-from checkers.availability_result import heal_recovery, recovery_of, whole_again
+from checkers.availability_result import longest_heal_recovery, recovery_of, whole_again
 from harness.events import FaultWindow
 
 
@@ -113,14 +113,15 @@ def test_a_heal_not_followed_by_writes_is_not_judged(stop_ns: int | None) -> Non
     )
 
 
-def test_the_longest_heal_recovery_per_mode_is_a_lower_bound_if_any_was() -> None:
+def test_the_longest_heal_recovery_is_a_lower_bound_if_any_judged_was() -> None:
     entries = [
-        {"acks": "all", "heal_recovery_ms": 2500.0, "heal_recovery_lower_bound": False},
-        {"acks": "all", "heal_recovery_ms": 900.0, "heal_recovery_lower_bound": True},
-        {"acks": "1", "heal_recovery_ms": 40.0, "heal_recovery_lower_bound": False},
-        {"acks": "0", "heal_recovery_ms": None, "heal_recovery_lower_bound": False},
+        {"heal_recovery_ms": 2500.0, "heal_recovery_lower_bound": False},
+        {"heal_recovery_ms": 900.0, "heal_recovery_lower_bound": True},
+        {"heal_recovery_ms": None, "heal_recovery_lower_bound": False},
     ]
-    assert heal_recovery(entries) == {
-        "all": {"heal_recovery_ms": 2500.0, "heal_recovery_lower_bound": True},
-        "1": {"heal_recovery_ms": 40.0, "heal_recovery_lower_bound": False},
+    assert longest_heal_recovery(entries) == {"heal_recovery_ms": 2500.0, "heal_recovery_lower_bound": True}
+    assert longest_heal_recovery(entries[2:]) == {
+        "heal_recovery_ms": None,
+        "heal_recovery_lower_bound": False,
     }
+    assert longest_heal_recovery([]) == {"heal_recovery_ms": None, "heal_recovery_lower_bound": False}

@@ -135,8 +135,22 @@ def test_per_second_counts_polls_on_any_and_on_complete_partitions_and_commits_b
     per_second = g.per_second(consumes_frame(spark, [*CONSUMES_G, *CONSUMES_H]), COMPLETE)
     counts = ("polled", "polled_complete", "commits_invoke", "commits_ok", "commits_fail", "commits_info")
     expected = [  # every handwritten time falls in second 0
-        Row(group="g", t_s=0, **dict(zip(counts, (8, 6, 4, 3, 1, 0), strict=True)), assigns=3, generation=4),
-        Row(group="h", t_s=0, **dict(zip(counts, (6, 6, 1, 1, 0, 0), strict=True)), assigns=1, generation=1),
+        Row(
+            group="g",
+            t_s=0,
+            **dict(zip(counts, (8, 6, 4, 3, 1, 0), strict=True)),
+            assigns=3,
+            generation=4,
+            last_ns=390,
+        ),
+        Row(
+            group="h",
+            t_s=0,
+            **dict(zip(counts, (6, 6, 1, 1, 0, 0), strict=True)),
+            assigns=1,
+            generation=1,
+            last_ns=445,
+        ),
     ]
     assertDataFrameEqual(per_second, expected)
 

@@ -61,6 +61,26 @@ def test_a_group_s_counts_and_commits_in_one_line() -> None:
     assert group_lines({"groups": {}}) == []
 
 
+@pytest.mark.parametrize(
+    ("recovery", "said"),
+    [
+        (
+            {"heal_recovery_ms": 4520.4, "heal_recovery_lower_bound": False},
+            "; every partition was read again within 4520 ms of each heal",
+        ),
+        (
+            {"heal_recovery_ms": 9000.0, "heal_recovery_lower_bound": True},
+            "; after a heal, a partition was not read again by the group's last event, 9000 ms later",
+        ),
+        ({"heal_recovery_ms": None, "heal_recovery_lower_bound": False}, ""),
+    ],
+)
+def test_a_group_s_line_says_how_soon_it_read_again_after_heals(recovery: dict[str, Any], said: str) -> None:
+    result = a_result()
+    result["groups"]["g-amo"] = {**GROUP, **recovery}
+    assert group_lines(result) == [group_lines(a_result())[0] + said]
+
+
 def test_kchaos_check_prints_each_group_and_its_broken_promises(tmp_path: Path) -> None:
     lines = _summary(a_result(), tmp_path).splitlines()
     assert lines[2:5] == [

@@ -188,6 +188,23 @@ def test_the_consumer_section_shows_each_groups_counts_verdicts_and_examples(tmp
     assert group["series"][0]["lag"] == 4 and group["series"][3]["polled"] == 11  # 4 writes in 0 s
     page = parse(write_report(run_dir).read_text())
     assert len(page.find("tr", "group-score", data_group="g-alo")) == 1
+    # Its member's last event is at 4 s, before kafka-1's heal at 24 s, and the partition it reads
+    # acknowledged writes after that: not read again, a lower bound.
+    assert group["recovery"] == [
+        {
+            "fault": "kill",
+            "start_ns": 19 * S,
+            "healed_ns": 24 * S,
+            "resumed_ns": None,
+            "heal_recovery_ms": 0.0,
+            "heal_recovery_lower_bound": True,
+        }
+    ]
+    (healed,) = [c for c in page.find("td") if "data-heal-recovery" in c.attrs]
+    assert healed.attrs["data-heal-recovery"] == "0.0" and "bad" in healed.classes
+    assert healed.text == ["not by its last event, 0 ms later"]
+    summary = json.loads((run_dir / "report/summary.json").read_text())["groups"]["g-alo"]
+    assert (summary["heal_recovery_ms"], summary["heal_recovery_lower_bound"]) == (0.0, True)
     section = page.find("section", id="consumer-groups")[0]
     shown = {
         c.attrs["data-count"]: int(c.attrs["data-value"])

@@ -370,6 +370,37 @@ def test_an_expectation_on_the_recovery_after_heals_is_judged_like_a_lower_bound
         assert outcome.why is not None and "the true time is 25200 ms or more" in outcome.why
 
 
+@pytest.mark.parametrize(
+    ("group", "verdict", "why"),
+    [
+        ({"heal_recovery_ms": 4500.0, "heal_recovery_lower_bound": False}, "held", None),
+        ({"heal_recovery_ms": 12000.0, "heal_recovery_lower_bound": False}, "failed", None),
+        (
+            {"heal_recovery_ms": 12000.0, "heal_recovery_lower_bound": True},
+            "failed",
+            "group g-alo polled no record again of some partition written to, by its last event: "
+            "the true time is 12000 ms or more",
+        ),
+        ({"heal_recovery_ms": 8000.0, "heal_recovery_lower_bound": True}, "unknown", "8000 ms or more"),
+        ({"heal_recovery_ms": None, "heal_recovery_lower_bound": False}, "held", "no heal"),
+        ({"skipped": 0}, "failed", "no such count"),  # a result from before groups' recovery
+    ],
+)
+def test_a_groups_recovery_after_heals_is_judged_in_the_groups_entry(
+    group: dict[str, Any], verdict: str, why: str | None
+) -> None:
+    scenario = {
+        "workload": {"groups": [{"name": "g-alo"}]},
+        "expect": ["group=g-alo heal_recovery_ms <= 10000"],
+    }
+    (expectation,) = parse_scenario(scenario, "inline").expectations
+    # the acks modes' recovery is not the group's
+    result = {"acks": {"all": {"heal_recovery_ms": 1.0}}, "groups": {"g-alo": group}}
+    outcome = expectation.evaluate(result)
+    assert outcome.verdict == verdict, outcome
+    assert (outcome.why is None) if why is None else (outcome.why is not None and why in outcome.why), outcome
+
+
 BOMB = b"a: &a [x, x, x, x, x, x, x, x, x, x]\n" + b"".join(
     f"{n}: &{n} [{', '.join([f'*{p}'] * 10)}]\n".encode() for p, n in zip("abcdefg", "bcdefgh", strict=True)
 )

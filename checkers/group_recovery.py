@@ -1,0 +1,76 @@
+"""How long each consumer group took to read again after each heal: result.json's
+`groups.<name>.recovery` and `groups.<name>.heal_recovery_ms` (docs/RESULT_FORMAT.md).
+
+A group has recovered from a heal when it has polled, at or after the heal, every partition of its
+topics that acknowledged a write after it: from the writes' side nothing stops it then. End to end,
+so a slow producer shows too; acks=0 partitions are left out, their writes may never be in the log.
+What reaches the driver is small: a row per (group, partition) polled, one per partition written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pyspark.sql import Row
+
+from checkers.availability_result import heal_column, longest_heal_recovery, rounded
+from harness.events import FaultWindow
+
+
+def with_recovery(
+    entries: Mapping[str, dict[str, Any]],
+    intervals: list[FaultWindow],
+    healed: list[int | None],
+    acknowledged: list[Row],
+    polled: list[Row],
+    last_ns: Mapping[str, int],
+    acks: Mapping[str, str],
+) -> None:
+    """Add `recovery` (a row per fault) and the longest of them to each group's entry: `acknowledged`
+    holds per partition its first ok after each heal (`availability.firsts_after`), `polled` per
+    (group, partition) its first poll after each heal (`groups.firsts_polled_after`), `last_ns` each
+    group's last event, `acks` each topic's acks mode."""
+    for name, entry in entries.items():
+        topics = {t for t in entry["topics"] if acks.get(t) not in (None, "0")}
+        written = [r for r in acknowledged if r["topic"] in topics]
+        mine = {(r["topic"], r["partition"]): r for r in polled if r["group"] == name}
+        recovery = [
+            recovery_of(interval, at, heal_column(i), written, mine, last_ns.get(name))
+            for i, (interval, at) in enumerate(zip(intervals, healed, strict=True))
+        ]
+        entry["recovery"] = recovery
+        entry |= longest_heal_recovery(recovery)
+
+
+def recovery_of(
+    interval: FaultWindow,
+    healed: int | None,
+    column: str,
+    written: list[Row],
+    polled: Mapping[tuple[str, int], Row],
+    last_ns: int | None,
+) -> dict[str, Any]:
+    """One fault's row for a group: when it had polled every partition of `written` that acknowledged
+    a write at or after `healed` (`column` of both), and how long after `healed` that was. Not judged
+    (null) without a heal or a write acknowledged after it; when a partition was not polled again by
+    the group's last event, the time to that event, a lower bound (never below 0)."""
+    entry: dict[str, Any] = {
+        "fault": interval.fault,
+        "start_ns": interval.start_ns,
+        "healed_ns": healed,
+        "resumed_ns": None,
+        "heal_recovery_ms": None,
+        "heal_recovery_lower_bound": False,
+    }
+    if healed is None:
+        return entry
+    again = [(r["topic"], r["partition"]) for r in written if r[column] is not None]
+    if not again:
+        return entry
+    firsts = [polled[p][column] if p in polled else None for p in again]
+    if None in firsts:
+        waited = max((last_ns or healed) - healed, 0)
+        return entry | {"heal_recovery_ms": rounded(waited / 1e6), "heal_recovery_lower_bound": True}
+    resumed = max(t for t in firsts if t is not None)
+    return entry | {"resumed_ns": resumed, "heal_recovery_ms": rounded((resumed - healed) / 1e6)}

@@ -1,0 +1,189 @@
+"""A consumer group's recovery after heals: its first poll of each partition after each heal (Spark),
+how long until it had polled every partition that acknowledged a write after the heal (pure), and
+both through `kchaos check`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from checker_rundirs import (
+    FAULT,
+    GROUP,
+    TOPICS,
+    acked,
+    commit,
+    end,
+    kchaos_check,
+    make_run,
+    poll,
+    record,
+    run_json,
+)
+from pyspark.sql import Row, SparkSession
+from pyspark.testing import assertDataFrameEqual
+from test_group_checks import consumes_frame
+
+from checkers import groups as g
+from checkers.group_recovery import recovery_of, with_recovery
+from harness.events import FaultWindow
+from harness.history import RESULT
+
+MS = 1_000_000
+
+
+@pytest.mark.spark
+def test_firsts_polled_after_gives_each_groups_partition_its_first_poll_after_each_time(
+    spark: SparkSession,
+) -> None:
+    consumes = [
+        poll(100, "g-0", 0),
+        poll(300, "g-1", 1),
+        poll(200, "g-0", 0, partition=1),
+        poll(260, "h-0", 4),  # at the time itself counts
+        commit(900, "h-0", "ok", 1, 5),  # not a poll
+    ]
+    found = g.firsts_polled_after(consumes_frame(spark, consumes), {"heal_0": 150, "heal_2": 260})
+    expected = spark.createDataFrame(
+        [("g", "t-all", 0, 300, 300), ("g", "t-all", 1, 200, None), ("h", "t-all", 0, 260, 260)],
+        "group string, topic string, partition int, heal_0 long, heal_2 long",
+    )
+    assertDataFrameEqual(found, expected)
+
+
+KILL = FaultWindow("kill", ("kafka-1",), 1_000 * MS, 2_000 * MS, {})
+
+
+def _acknowledged(partition: int, first_after_heal: int | None) -> Row:
+    return Row(topic="t-all", partition=partition, last_invoke_ns=9_000 * MS, heal_0=first_after_heal)
+
+
+def _polled(partition: int, first_after_heal: int | None, group: str = "g") -> Row:
+    return Row(group=group, topic="t-all", partition=partition, heal_0=first_after_heal)
+
+
+def _recovery(written: list[Row], polled: list[Row], last_ns: int | None = 9_500 * MS) -> dict[str, object]:
+    return recovery_of(
+        KILL, KILL.stop_ns, "heal_0", written, {(r.topic, r.partition): r for r in polled}, last_ns
+    )
+
+
+def test_a_group_recovers_when_it_polled_every_partition_acknowledged_after_the_heal() -> None:
+    entry = _recovery(
+        [_acknowledged(0, 2_100 * MS), _acknowledged(1, 2_200 * MS)],
+        [_polled(0, 2_400 * MS), _polled(1, 3_500 * MS)],
+    )
+    assert entry == {
+        "fault": "kill",
+        "start_ns": 1_000 * MS,
+        "healed_ns": 2_000 * MS,
+        "resumed_ns": 3_500 * MS,
+        "heal_recovery_ms": 1_500.0,
+        "heal_recovery_lower_bound": False,
+    }
+
+
+def test_a_partition_acknowledged_after_the_heal_but_never_polled_again_makes_a_lower_bound() -> None:
+    entry = _recovery([_acknowledged(0, 2_100 * MS), _acknowledged(1, 2_200 * MS)], [_polled(0, 2_400 * MS)])
+    assert (entry["resumed_ns"], entry["heal_recovery_ms"], entry["heal_recovery_lower_bound"]) == (
+        None,
+        7_500.0,  # to the group's last event, at least
+        True,
+    )
+    ended_before_the_heal = _recovery([_acknowledged(0, 2_100 * MS)], [], last_ns=1_500 * MS)
+    assert (
+        ended_before_the_heal["heal_recovery_ms"],
+        ended_before_the_heal["heal_recovery_lower_bound"],
+    ) == (
+        0.0,
+        True,
+    )
+
+
+def test_partitions_without_a_write_acknowledged_after_the_heal_are_not_waited_for() -> None:
+    entry = _recovery([_acknowledged(0, 2_100 * MS), _acknowledged(1, None)], [_polled(0, 2_050 * MS)])
+    assert (entry["resumed_ns"], entry["heal_recovery_ms"]) == (2_050 * MS, 50.0)
+    nothing_written = _recovery([_acknowledged(0, None)], [_polled(0, 2_050 * MS)])
+    assert (nothing_written["heal_recovery_ms"], nothing_written["heal_recovery_lower_bound"]) == (
+        None,
+        False,
+    )
+
+
+def test_a_fault_never_healed_is_not_judged() -> None:
+    never = FaultWindow("slow", ("kafka-3",), 1_000 * MS, None, {})
+    entry = recovery_of(never, None, "heal_0", [_acknowledged(0, None)], {}, 9_500 * MS)
+    assert (entry["healed_ns"], entry["heal_recovery_ms"], entry["heal_recovery_lower_bound"]) == (
+        None,
+        None,
+        False,
+    )
+
+
+def test_each_group_waits_only_for_its_own_topics_with_offsets() -> None:
+    entries = {"g": {"topics": ["t-all", "t-0"]}, "h": {"topics": ["t-1"]}}
+    acknowledged = [
+        _acknowledged(0, 2_100 * MS),
+        Row(topic="t-0", partition=0, last_invoke_ns=9_000 * MS, heal_0=2_100 * MS),  # acks=0: no offsets
+        Row(topic="t-1", partition=1, last_invoke_ns=9_000 * MS, heal_0=2_300 * MS),
+    ]
+    polled = [_polled(0, 2_600 * MS), Row(group="h", topic="t-1", partition=1, heal_0=4_000 * MS)]
+    acks = {"t-all": "all", "t-1": "1", "t-0": "0"}
+    with_recovery(entries, [KILL], [KILL.stop_ns], acknowledged, polled, {"g": 9 * MS, "h": 9 * MS}, acks)
+    assert {name: (e["heal_recovery_ms"], e["heal_recovery_lower_bound"]) for name, e in entries.items()} == {
+        "g": (600.0, False),
+        "h": (2_000.0, False),
+    }
+    assert [r["resumed_ns"] for r in entries["g"]["recovery"]] == [2_600 * MS]
+
+
+@pytest.mark.spark
+def test_kchaos_check_gives_each_group_its_recovery_after_a_heal_as_the_benchmarks_reference_does(
+    spark: SparkSession, tmp_path: Path, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    writes = [*acked(100 * MS, "p:0", 0), *acked(300 * MS, "p:1", 1)]  # p:1 acknowledged after the heal
+    reads = [record(900 * MS, "p:0", 0), record(900 * MS, "p:1", 1)]
+    ends = [
+        end(10_000 * MS, t["name"], p, 2 if t["name"] == "t-all" and p == 0 else 0)
+        for t in TOPICS
+        for p in (0, 1)
+    ]
+    consumes = [
+        poll(120 * MS, "g-0", 0),
+        poll(700 * MS, "g-0", 1),  # 450 ms after the heal at 250 ms
+        poll(130 * MS, "h-0", 0),
+        commit(790 * MS, "h-0", "invoke", 1, 1),
+        commit(800 * MS, "h-0", "ok", 1, 1),  # h never polls p:1: at least 550 ms
+    ]
+    groups = [GROUP, {"name": "h", "topics": ["t-all"], "commit": "before-process", "members": 1}]
+    faults = [{**FAULT, "time_ns": 150 * MS}, {**FAULT, "time_ns": 250 * MS, "phase": "stop"}]
+    run = run_json(groups=groups)
+    run_dir = make_run(tmp_path / "run", writes, [*reads, *ends], faults, run=run, consumes=consumes)
+    code, text = kchaos_check(capfd, run_dir)
+    assert code == 0, text
+    result = json.loads((run_dir / RESULT).read_text())
+    g_entry, h_entry = result["groups"]["g"], result["groups"]["h"]
+    assert g_entry["recovery"] == [
+        {
+            "fault": "kill-leader",
+            "start_ns": 150 * MS,
+            "healed_ns": 250 * MS,
+            "resumed_ns": 700 * MS,
+            "heal_recovery_ms": 450.0,
+            "heal_recovery_lower_bound": False,
+        }
+    ]
+    assert (g_entry["heal_recovery_ms"], g_entry["heal_recovery_lower_bound"]) == (450.0, False)
+    assert (h_entry["heal_recovery_ms"], h_entry["heal_recovery_lower_bound"]) == (550.0, True)
+    monkeypatch.syspath_prepend(str(Path(__file__).parents[2] / "benchmarks"))
+    from bench_check import python_availability, python_read
+    from side_files_reference import checked_group_recovery, python_group_recovery
+
+    availability = python_availability(python_read(run_dir), run_dir)
+    reference = python_group_recovery(run_dir, availability["ok_times"], availability["healed"])
+    assert (
+        reference
+        == checked_group_recovery(result)
+        == {"g": [[700 * MS, 450.0, False]], "h": [[None, 550.0, True]]}
+    )
