@@ -213,14 +213,15 @@ def python_availability(history: _PythonHistory, run_dir: Path) -> dict[str, Any
     partitions = {t["name"]: int(t["partitions"]) for t in history.run["topics"]}
     recovery, heals = [], []
     for interval in intervals:
-        # measured from when no fault was in force any more: the end of its merged window
-        heals.append(
-            next(
-                stop
-                for start, stop in windows
-                if start <= interval.start_ns and (stop is None or interval.start_ns < stop)
-            )
+        # measured from when no fault was in force any more, the end of its merged window, and seen
+        # until the next window starts (or forever)
+        at = next(
+            i
+            for i, (start, stop) in enumerate(windows)
+            if start <= interval.start_ns and (stop is None or interval.start_ns < stop)
         )
+        following = windows[at + 1][0] if at + 1 < len(windows) else math.inf
+        heals.append((windows[at][1], following))
         for acks in sorted(set(acks_of.values())):
             times = ok_times[acks]
             after = bisect.bisect_left(times, interval.start_ns)
@@ -232,12 +233,16 @@ def python_availability(history: _PythonHistory, run_dir: Path) -> dict[str, Any
                 "heal_recovery_ms": None,
                 "heal_recovery_lower_bound": False,
             }
-            healed = heals[-1]
+            healed, following = heals[-1]
             slots = [(t, p) for t, mode in acks_of.items() if mode == acks for p in range(partitions[t])]
             written = [s for s in slots if healed is not None and slot_last_invoke.get(s, -1) >= healed]
             if healed is not None and written:
                 firsts = {s: _first_at_or_after(slot_ok_times[s], healed) for s in written}
-                waiting = [slot_last_invoke[s] for s, first in firsts.items() if first is None]
+                waiting = [
+                    min(slot_last_invoke[s], following)
+                    for s, first in firsts.items()
+                    if first is None or first > following
+                ]
                 if waiting:
                     entry["heal_recovery_ms"] = round((max(waiting) - healed) / 1e6, 3)
                     entry["heal_recovery_lower_bound"] = True

@@ -23,8 +23,8 @@ from pathlib import Path
 
 from side_files_reference import checked_group_counts, final_offsets, python_group_counts
 
-from checkers.availability_result import whole_again
 from checkers.group_result import group_results
+from checkers.heals import heals
 from checkers.io import load_history
 from checkers.session import get_spark, kept_until_done
 from harness.history import CONSUMES, RESULT, RUN_JSON
@@ -89,7 +89,7 @@ def main() -> None:
         with kept_until_done(spark.sparkContext):
             history = load_history(spark, with_groups)
             started = time.monotonic()
-            group_results(history, history.faults, whole_again(history.faults))
+            group_results(history, history.faults, heals(history.faults))
             warm.append(time.monotonic() - started)
     median = {k: statistics.median(v) for k, v in cold.items()}
     print(f"{args.run_dir.name}: {lines} consumes.jsonl lines, {len(history.run.get('groups') or [])} groups")

@@ -15,6 +15,7 @@ from pyspark.sql import Row
 
 from checkers import availability
 from checkers.evidence import merged_windows
+from checkers.heals import Heal, heal_column, heal_times
 from checkers.io import History, partitions_of, topic_acks
 from harness.events import FaultWindow
 from harness.history import ACKS_MODES
@@ -23,16 +24,6 @@ from harness.history import ACKS_MODES
 def rounded(value: Any) -> Any:
     """A time in milliseconds or a rate as result.json holds it: to three decimals (null stays null)."""
     return round(float(value), 3) if value is not None else None
-
-
-def heal_column(index: int) -> str:
-    """The column of fault `index`'s heal in `availability.firsts_after` and `groups.firsts_polled_after`."""
-    return f"heal_{index}"
-
-
-def heal_times(healed: list[int | None]) -> dict[str, int]:
-    """The heals to find the firsts after (`whole_again`), by their columns; none for a fault never healed."""
-    return {heal_column(i): at for i, at in enumerate(healed) if at is not None}
 
 
 @dataclass(frozen=True)
@@ -46,10 +37,9 @@ class AvailabilityRows:
 
 
 def availability_rows(
-    history: History, intervals: list[FaultWindow], healed: list[int | None]
+    history: History, intervals: list[FaultWindow], healed: list[Heal | None]
 ) -> AvailabilityRows:
-    """The rows of `availability_entry`; `healed`: when each fault's heal left the cluster whole
-    (`whole_again`)."""
+    """The rows of `availability_entry`; `healed`: each fault's `heals.Heal`."""
     writes = history.writes
     # Sorted here, not by Spark: a few thousand rows at most, and a global sort would cost a job to
     # sample the rows, a shuffle and another plan.
@@ -65,21 +55,10 @@ def availability_rows(
     return AvailabilityRows(series, latency, partitions)
 
 
-def whole_again(intervals: list[FaultWindow]) -> list[int | None]:
-    """For each fault, when no fault was in force any more after it: its heal, or the last heal of
-    the faults overlapping it (None: some fault was still in force when the history ended). What a
-    recovery after its heal is measured from, so that it does not count another fault's outage."""
-    windows = merged_windows(intervals)
-    return [
-        next(stop for start, stop in windows if start <= i.start_ns and (stop is None or i.start_ns < stop))
-        for i in intervals
-    ]
-
-
 def availability_entry(
     history: History,
     intervals: list[FaultWindow],
-    healed: list[int | None],
+    healed: list[Heal | None],
     marked: Mapping[str, Mapping[tuple[str, int | None], int]],
     rows: AvailabilityRows,
 ) -> dict[str, Any]:
@@ -126,18 +105,19 @@ def availability_entry(
 def recovery_of(
     index: int,
     interval: FaultWindow,
-    healed: int | None,
+    heal: Heal | None,
     mode: str,
     partitions: list[Row],
     run: dict[str, Any],
 ) -> dict[str, Any]:
     """How acks mode `mode`'s writes came through fault `index`: the first `ok` after it started, and
-    when every partition of the mode written to after `healed` (`whole_again`) had acknowledged a
-    write again (`partitions`: the mode's rows of `availability.firsts_after`).
+    when every partition of the mode written to after its `heal` had acknowledged a write again
+    (`partitions`: the mode's rows of `availability.firsts_after`).
 
-    With no write of the mode invoked after `healed`, the heal is not judged (`heal_recovery_ms`
-    null). When a partition acknowledged nothing between `healed` and its last invocation,
-    `heal_recovery_ms` is the time to that invocation, a lower bound (`heal_recovery_lower_bound`)."""
+    With no write of the mode invoked after the heal, it is not judged (`heal_recovery_ms` null).
+    When a partition acknowledged nothing between the heal and its last invocation, or the next
+    fault's start if sooner, `heal_recovery_ms` is the time to then, a lower bound
+    (`heal_recovery_lower_bound`)."""
     first = min((r[f"start_{index}"] for r in partitions if r[f"start_{index}"] is not None), default=None)
     entry: dict[str, Any] = {
         "fault": interval.fault,
@@ -145,12 +125,12 @@ def recovery_of(
         "acks": mode,
         "first_ok_ns": first,
         "recovery_ms": rounded((first - interval.start_ns) / 1e6) if first is not None else None,
-        "healed_ns": healed,
+        "healed_ns": heal.at_ns if heal is not None else None,
         "resumed_ns": None,
         "heal_recovery_ms": None,
         "heal_recovery_lower_bound": False,
     }
-    if healed is None:
+    if heal is None:
         return entry
     declared = {(t, p) for t, count in partitions_of(run).items() for p in range(count)}
     written = [
@@ -158,26 +138,16 @@ def recovery_of(
         for r in partitions
         if (r["topic"], r["partition"]) in declared
         and r["last_invoke_ns"] is not None
-        and r["last_invoke_ns"] >= healed
+        and r["last_invoke_ns"] >= heal.at_ns
     ]
     if not written:
         return entry
-    waiting = [r["last_invoke_ns"] for r in written if r[f"heal_{index}"] is None]
+    column = heal_column(index)
+    waiting = [heal.observed_until(r["last_invoke_ns"]) for r in written if not heal.resumed_by(r[column])]
     if waiting:
         return entry | {
-            "heal_recovery_ms": rounded((max(waiting) - healed) / 1e6),
+            "heal_recovery_ms": rounded((max(waiting) - heal.at_ns) / 1e6),
             "heal_recovery_lower_bound": True,
         }
-    resumed = max(r[f"heal_{index}"] for r in written)
-    return entry | {"resumed_ns": resumed, "heal_recovery_ms": rounded((resumed - healed) / 1e6)}
-
-
-def longest_heal_recovery(recovery: list[dict[str, Any]]) -> dict[str, Any]:
-    """The longest `heal_recovery_ms` of `recovery`'s rows (null: none was judged) and whether one of
-    them was a lower bound: result.json's `acks.<mode>.heal_recovery_ms` of the mode's rows, and
-    `groups.<name>.heal_recovery_ms` of the group's, which expectations judge."""
-    judged = [entry for entry in recovery if entry["heal_recovery_ms"] is not None]
-    return {
-        "heal_recovery_ms": max((entry["heal_recovery_ms"] for entry in judged), default=None),
-        "heal_recovery_lower_bound": any(entry["heal_recovery_lower_bound"] for entry in judged),
-    }
+    resumed = max(r[column] for r in written)
+    return entry | {"resumed_ns": resumed, "heal_recovery_ms": rounded((resumed - heal.at_ns) / 1e6)}

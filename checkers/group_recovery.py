@@ -14,14 +14,15 @@ from typing import Any
 
 from pyspark.sql import Row
 
-from checkers.availability_result import heal_column, longest_heal_recovery, rounded
+from checkers.availability_result import rounded
+from checkers.heals import Heal, heal_column, longest_heal_recovery
 from harness.events import FaultWindow
 
 
 def with_recovery(
     entries: Mapping[str, dict[str, Any]],
     intervals: list[FaultWindow],
-    healed: list[int | None],
+    healed: list[Heal | None],
     acknowledged: list[Row],
     polled: list[Row],
     last_ns: Mapping[str, int],
@@ -36,8 +37,8 @@ def with_recovery(
         written = [r for r in acknowledged if r["topic"] in topics]
         mine = {(r["topic"], r["partition"]): r for r in polled if r["group"] == name}
         recovery = [
-            recovery_of(interval, at, heal_column(i), written, mine, last_ns.get(name))
-            for i, (interval, at) in enumerate(zip(intervals, healed, strict=True))
+            recovery_of(interval, heal, heal_column(i), written, mine, last_ns.get(name))
+            for i, (interval, heal) in enumerate(zip(intervals, healed, strict=True))
         ]
         entry["recovery"] = recovery
         entry |= longest_heal_recovery(recovery)
@@ -45,32 +46,33 @@ def with_recovery(
 
 def recovery_of(
     interval: FaultWindow,
-    healed: int | None,
+    heal: Heal | None,
     column: str,
     written: list[Row],
     polled: Mapping[tuple[str, int], Row],
     last_ns: int | None,
 ) -> dict[str, Any]:
     """One fault's row for a group: when it had polled every partition of `written` that acknowledged
-    a write at or after `healed` (`column` of both), and how long after `healed` that was. Not judged
-    (null) without a heal or a write acknowledged after it; when a partition was not polled again by
-    the group's last event, the time to that event, a lower bound (never below 0)."""
+    a write at or after its `heal` (`column` of both), and how long after the heal that was. Not
+    judged (null) without a heal or a write acknowledged after it; when a partition was not polled
+    again by the group's last event, or the next fault's start if sooner, the time to then, a lower
+    bound (never below 0)."""
     entry: dict[str, Any] = {
         "fault": interval.fault,
         "start_ns": interval.start_ns,
-        "healed_ns": healed,
+        "healed_ns": heal.at_ns if heal is not None else None,
         "resumed_ns": None,
         "heal_recovery_ms": None,
         "heal_recovery_lower_bound": False,
     }
-    if healed is None:
+    if heal is None:
         return entry
     again = [(r["topic"], r["partition"]) for r in written if r[column] is not None]
     if not again:
         return entry
     firsts = [polled[p][column] if p in polled else None for p in again]
-    if None in firsts:
-        waited = max((last_ns or healed) - healed, 0)
+    if not all(heal.resumed_by(first) for first in firsts):
+        waited = max(heal.observed_until(last_ns or heal.at_ns) - heal.at_ns, 0)
         return entry | {"heal_recovery_ms": rounded(waited / 1e6), "heal_recovery_lower_bound": True}
     resumed = max(t for t in firsts if t is not None)
-    return entry | {"resumed_ns": resumed, "heal_recovery_ms": rounded((resumed - healed) / 1e6)}
+    return entry | {"resumed_ns": resumed, "heal_recovery_ms": rounded((resumed - heal.at_ns) / 1e6)}

@@ -19,9 +19,9 @@ from pyspark.sql import functions as F
 from pyspark.util import inheritable_thread_target
 
 from checkers import groups as g
-from checkers.availability_result import heal_times
 from checkers.evidence import ClusterTimeline, active_fault_names
 from checkers.group_guarantees import group_guarantees
+from checkers.heals import Heal, heal_times
 from checkers.io import History
 from checkers.session import kept
 from harness.anomaly_kinds import GROUP_BY_ID, GROUP_KINDS
@@ -116,9 +116,9 @@ class GroupResults:
     """Each group's last event."""
 
 
-def group_results(history: History, faults: list[FaultWindow], healed: list[int | None]) -> GroupResults:
-    """result.json's `groups` for a history with consumes.jsonl (empty without); `healed`: when each
-    fault's heal left the cluster whole (`availability_result.whole_again`)."""
+def group_results(history: History, faults: list[FaultWindow], healed: list[Heal | None]) -> GroupResults:
+    """result.json's `groups` for a history with consumes.jsonl (empty without); `healed`: each
+    fault's `heals.Heal`."""
     declared = history.run.get("groups") or []
     if history.consumes is None or not declared:
         return GroupResults({}, [], {})
@@ -177,7 +177,7 @@ class _Activity:
 
 
 def _activity(
-    history: History, consumes: DataFrame, declared: list[dict[str, Any]], healed: list[int | None]
+    history: History, consumes: DataFrame, declared: list[dict[str, Any]], healed: list[Heal | None]
 ) -> _Activity:
     """Per group, a row for every second of the run: what it did then (`groups.per_second`, zeros
     when nothing) and its commit lag (`groups.lag_changes`, carried over the seconds it did not

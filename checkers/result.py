@@ -23,18 +23,14 @@ from checkers import (
     availability,
     checks,  # noqa: F401  (the built-in checkers register themselves)
 )
-from checkers.availability_result import (
-    availability_entry,
-    availability_rows,
-    longest_heal_recovery,
-    whole_again,
-)
+from checkers.availability_result import availability_entry, availability_rows
 from checkers.checker import Checker, CheckInputs, registered
 from checkers.evidence import ClientLog, ClusterTimeline, TruncationLog, active_fault_names
 from checkers.group_guarantees import judged_on_complete_reads
 from checkers.group_recovery import with_recovery
 from checkers.group_result import group_results
 from checkers.guarantees import derive_guarantees, is_valid, unjudged
+from checkers.heals import heals, longest_heal_recovery
 from checkers.io import History, topic_acks
 from checkers.session import kept, kept_until_done
 from harness.anomaly_kinds import COUNT_KEYS, KINDS, WRITE_COUNTS, unread_partitions
@@ -380,7 +376,7 @@ def build_result(history: History, checked_at: str, spark_info: dict[str, Any]) 
         kept_until_done(context),
         ThreadPoolExecutor(max_workers=8, thread_name_prefix="kchaos-check") as pool,
     ):
-        healed = whole_again(intervals)
+        healed = heals(intervals)
         measuring_availability = _submit(
             pool, context, "availability", availability_rows, history, intervals, healed
         )

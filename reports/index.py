@@ -186,9 +186,9 @@ def _heal_recovery_s(summary: dict[str, Any], mode: str) -> float | None:
 
 
 def _or_more(summary: dict[str, Any], mode: str) -> str:
-    """A lower bound's tip: some partition took no write again by the writes' end."""
+    """A lower bound's tip: some partition took no write again by the writes' end or the next fault."""
     return (
-        " or more (not reached by the writes' end)"
+        " or more (not reached by the writes' end or the next fault)"
         if summary.get("heal_recovery_lower_bound", {}).get(mode)
         else ""
     )

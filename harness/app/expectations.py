@@ -110,7 +110,9 @@ class Expectation:
             if self.group is not None
             else f"some partition of acks={self.acks} acknowledged no write again by the writes' end"
         )
-        why = f"after a heal, {not_again}: the true time is {math.floor(observed)} ms or more"
+        why = (
+            f"after a heal, {not_again} or the next fault: the true time is {math.floor(observed)} ms or more"
+        )
         verdict = (HELD if holds else FAILED) if self._settled_by_lower_bound(observed) else UNKNOWN
         return ExpectationOutcome(self.text, verdict, observed, why)
 

@@ -22,7 +22,9 @@ def group_lines(result: Mapping[str, Any]) -> list[str]:
         lines.append(
             f"group {name} ({how}): {counts}; commits {commits.get('invoke', 0)} sent: "
             f"{commits.get('ok', 0)} ok, {commits.get('fail', 0)} failed, {commits.get('info', 0)} unknown"
-            + after_heals(group, "was read again", "was not read again by the group's last event")
+            + after_heals(
+                group, "was read again", "was not read again by the group's last event or the next fault"
+            )
         )
     return lines
 

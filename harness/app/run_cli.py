@@ -67,7 +67,9 @@ def _print_outcome(outcome: RunOutcome) -> None:
     for acks, counts in result.get("acks", {}).items():
         if counts.get("attempted"):
             counted = ", ".join(f"{k} {counts.get(k)}" for k in COUNT_KEYS)
-            heals = after_heals(counts, "took writes again", "took no write again by the writes' end")
+            heals = after_heals(
+                counts, "took writes again", "took no write again by the writes' end or the next fault"
+            )
             console.print(f"  acks={acks}: {counted}{heals}")
     for line in group_lines(result):
         console.print(f"  {line}")

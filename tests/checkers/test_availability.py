@@ -10,7 +10,8 @@ from pyspark.sql import Row, SparkSession
 from pyspark.testing import assertDataFrameEqual
 
 from checkers.availability import firsts_after
-from checkers.availability_result import longest_heal_recovery, recovery_of, whole_again
+from checkers.availability_result import recovery_of
+from checkers.heals import Heal, heals, longest_heal_recovery
 from harness.events import FaultWindow
 
 
@@ -42,10 +43,10 @@ def _partition(
     return Row(topic=topic, partition=partition, last_invoke_ns=last_invoke, start_0=start, heal_0=heal)
 
 
-def _recovery(stop_ns: int | None, *partitions: Row) -> dict[str, object]:
+def _recovery(stop_ns: int | None, *partitions: Row, next_fault_ns: int | None = None) -> dict[str, object]:
     interval = FaultWindow("kill", ("kafka-1",), 1_000_000_000, stop_ns, {})
-    (healed,) = whole_again([interval])
-    return recovery_of(0, interval, healed, "all", list(partitions), RUN)
+    heal = None if stop_ns is None else Heal(stop_ns, next_fault_ns)
+    return recovery_of(0, interval, heal, "all", list(partitions), RUN)
 
 
 def test_a_heal_is_recovered_from_when_every_partition_of_the_mode_took_a_write_again() -> None:
@@ -80,6 +81,31 @@ def test_a_partition_written_to_after_the_heal_that_took_nothing_makes_the_time_
     )
 
 
+def test_a_partition_acknowledged_again_only_after_the_next_fault_started_makes_a_lower_bound_to_then() -> (
+    None
+):
+    partitions = (
+        _partition("t-all", 0, 9_000_000_000, 1_200_000_000, 5_100_000_000),
+        _partition("t-all", 1, 9_000_000_000, None, 7_500_000_000),
+    )
+    entry = _recovery(5_000_000_000, *partitions, next_fault_ns=6_000_000_000)
+    assert (entry["resumed_ns"], entry["heal_recovery_ms"], entry["heal_recovery_lower_bound"]) == (
+        None,
+        1000.0,  # the next fault's outage is not this heal's: at least until it started
+        True,
+    )
+    after_the_next_start = _recovery(5_000_000_000, *partitions, next_fault_ns=8_000_000_000)
+    assert (after_the_next_start["resumed_ns"], after_the_next_start["heal_recovery_ms"]) == (
+        7_500_000_000,
+        2500.0,
+    )
+
+
+def test_the_last_write_acknowledged_after_its_invocation_is_a_recovery() -> None:
+    entry = _recovery(5_000_000_000, _partition("t-all", 0, 6_000_000_000, None, 6_000_000_040))
+    assert (entry["resumed_ns"], entry["heal_recovery_lower_bound"]) == (6_000_000_040, False)
+
+
 def test_a_partition_not_written_to_after_the_heal_is_not_waited_for() -> None:
     entry = _recovery(
         5_000_000_000,
@@ -93,12 +119,13 @@ def test_a_partition_not_written_to_after_the_heal_is_not_waited_for() -> None:
     )
 
 
-def test_recovery_is_measured_from_when_no_fault_was_in_force_any_more() -> None:
+def test_recovery_is_measured_from_when_no_fault_was_in_force_any_more_until_the_next_one_started() -> None:
     kill = FaultWindow("kill", ("kafka-1",), 10, 30, {})
     partition = FaultWindow("partition", ("kafka-1",), 5, 40, {})  # overlaps the kill, heals later
     later = FaultWindow("pause", ("kafka-2",), 50, 60, {})
     never = FaultWindow("slow", ("kafka-3",), 70, None, {})
-    assert whole_again([kill, partition, later, never]) == [40, 40, 60, None]
+    assert heals([kill, partition, later, never]) == [Heal(40, 50), Heal(40, 50), Heal(60, 70), None]
+    assert heals([kill]) == [Heal(30, None)]
 
 
 @pytest.mark.parametrize(

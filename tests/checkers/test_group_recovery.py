@@ -27,6 +27,7 @@ from test_group_checks import consumes_frame
 
 from checkers import groups as g
 from checkers.group_recovery import recovery_of, with_recovery
+from checkers.heals import Heal
 from harness.events import FaultWindow
 from harness.history import RESULT
 
@@ -63,10 +64,11 @@ def _polled(partition: int, first_after_heal: int | None, group: str = "g") -> R
     return Row(group=group, topic="t-all", partition=partition, heal_0=first_after_heal)
 
 
-def _recovery(written: list[Row], polled: list[Row], last_ns: int | None = 9_500 * MS) -> dict[str, object]:
-    return recovery_of(
-        KILL, KILL.stop_ns, "heal_0", written, {(r.topic, r.partition): r for r in polled}, last_ns
-    )
+def _recovery(
+    written: list[Row], polled: list[Row], last_ns: int | None = 9_500 * MS, next_fault_ns: int | None = None
+) -> dict[str, object]:
+    heal = Heal(2_000 * MS, next_fault_ns)
+    return recovery_of(KILL, heal, "heal_0", written, {(r.topic, r.partition): r for r in polled}, last_ns)
 
 
 def test_a_group_recovers_when_it_polled_every_partition_acknowledged_after_the_heal() -> None:
@@ -101,6 +103,18 @@ def test_a_partition_acknowledged_after_the_heal_but_never_polled_again_makes_a_
     )
 
 
+def test_a_partition_polled_again_only_after_the_next_fault_started_makes_a_lower_bound_to_then() -> None:
+    written, polled = [_acknowledged(0, 2_100 * MS)], [_polled(0, 6_000 * MS)]
+    entry = _recovery(written, polled, next_fault_ns=5_000 * MS)
+    assert (entry["resumed_ns"], entry["heal_recovery_ms"], entry["heal_recovery_lower_bound"]) == (
+        None,
+        3_000.0,
+        True,
+    )
+    never_polled = _recovery(written, [], last_ns=4_000 * MS, next_fault_ns=5_000 * MS)
+    assert (never_polled["heal_recovery_ms"], never_polled["heal_recovery_lower_bound"]) == (2_000.0, True)
+
+
 def test_partitions_without_a_write_acknowledged_after_the_heal_are_not_waited_for() -> None:
     entry = _recovery([_acknowledged(0, 2_100 * MS), _acknowledged(1, None)], [_polled(0, 2_050 * MS)])
     assert (entry["resumed_ns"], entry["heal_recovery_ms"]) == (2_050 * MS, 50.0)
@@ -130,7 +144,8 @@ def test_each_group_waits_only_for_its_own_topics_with_offsets() -> None:
     ]
     polled = [_polled(0, 2_600 * MS), Row(group="h", topic="t-1", partition=1, heal_0=4_000 * MS)]
     acks = {"t-all": "all", "t-1": "1", "t-0": "0"}
-    with_recovery(entries, [KILL], [KILL.stop_ns], acknowledged, polled, {"g": 9 * MS, "h": 9 * MS}, acks)
+    heal = Heal(2_000 * MS, None)
+    with_recovery(entries, [KILL], [heal], acknowledged, polled, {"g": 9_000 * MS, "h": 9_000 * MS}, acks)
     assert {name: (e["heal_recovery_ms"], e["heal_recovery_lower_bound"]) for name, e in entries.items()} == {
         "g": (600.0, False),
         "h": (2_000.0, False),

@@ -292,7 +292,7 @@ def test_recovery_after_each_heal_is_shown_and_one_not_reached_is_marked(passing
     result_path.write_text(json.dumps(result))
     page, _, _ = render(passing_run)
     cells = [" ".join(el.text) for el in page.find("td")]
-    assert "not by the writes' end, 25244 ms later" in cells
+    assert "not by the writes' end or the next fault, 25244 ms later" in cells
     assert "1000 ms" in cells
     (marked,) = [el for el in page.find("td", "bad") if el.text and "writes' end" in el.text[0]]
-    assert marked.text == ["not by the writes' end, 25244 ms later"]
+    assert marked.text == ["not by the writes' end or the next fault, 25244 ms later"]
