@@ -151,19 +151,36 @@ def _acks_lines(
     return [line(m) for m in modes]
 
 
-def _group_lines(runs: list[RunEntry], metric: str) -> list[Line]:
+def _group_lines(
+    runs: list[RunEntry],
+    value: Callable[[dict[str, Any], str], float | None],
+    said: Callable[[dict[str, Any], str], str] = lambda summary, group: "",
+) -> list[Line]:
     """A line per consumer group of the scenario's checked runs (the report's colours, by order)."""
     names = sorted({g for r in runs if r.summary for g in r.summary.get("groups", {})})
 
     def line(i: int, name: str) -> Line:
-        return f"g{i % GROUP_COLOURS}", f"group {name}", lambda s: _group_count(s, name, metric), lambda s: ""
+        return f"g{i % GROUP_COLOURS}", f"group {name}", lambda s: value(s, name), lambda s: said(s, name)
 
     return [line(i, name) for i, name in enumerate(names)]
 
 
-def _group_count(summary: dict[str, Any], group: str, metric: str) -> float | None:
-    counts = summary.get("groups", {}).get(group)
-    return None if counts is None else float(counts[metric])
+def _group_count(metric: str) -> Callable[[dict[str, Any], str], float | None]:
+    def count(summary: dict[str, Any], group: str) -> float | None:
+        counts = summary.get("groups", {}).get(group)
+        return None if counts is None else float(counts[metric])
+
+    return count
+
+
+def _group_heal_recovery_s(summary: dict[str, Any], group: str) -> float | None:
+    return _seconds(summary.get("groups", {}).get(group, {}).get("heal_recovery_ms"))
+
+
+def _group_or_more(summary: dict[str, Any], group: str) -> str:
+    """A lower bound's tip: some partition was not read again by the group's last event or the next fault."""
+    lower = summary.get("groups", {}).get(group, {}).get("heal_recovery_lower_bound")
+    return " or more (not reached by the group's last event or the next fault)" if lower else ""
 
 
 def _wrote(summary: dict[str, Any], mode: str) -> bool:
@@ -181,8 +198,11 @@ def _p99(summary: dict[str, Any], mode: str) -> float | None:
 
 
 def _heal_recovery_s(summary: dict[str, Any], mode: str) -> float | None:
-    value = summary.get("heal_recovery_ms", {}).get(mode)
-    return None if value is None else float(value) / 1000
+    return _seconds(summary.get("heal_recovery_ms", {}).get(mode))
+
+
+def _seconds(ms: Any) -> float | None:
+    return None if ms is None else float(ms) / 1000
 
 
 def _or_more(summary: dict[str, Any], mode: str) -> str:
@@ -196,14 +216,21 @@ def _or_more(summary: dict[str, Any], mode: str) -> str:
 
 def _trends(runs: list[RunEntry]) -> list[Markup]:
     """A scenario's trends: the writes' per acks mode (and their recovery after heals, for scenarios
-    with any), then its consumer groups', if it ran any."""
+    with any), then its consumer groups', if it ran any (and theirs)."""
     trends = [_trend(title, runs, _acks_lines(runs, _count(metric))) for metric, title in TREND_METRICS]
     trends.append(_trend("p99 ack latency (ms)", runs, _acks_lines(runs, _p99)))
     if any(r.summary.get("heal_recovery_ms") for r in runs if r.summary):
         title = "longest time after a heal until every partition took writes (s)"
         trends.append(_trend(title, runs, _acks_lines(runs, _heal_recovery_s, _or_more)))
-    if any(r.summary.get("groups") for r in runs if r.summary):
-        trends += [_trend(title, runs, _group_lines(runs, metric)) for metric, title in GROUP_TREND_METRICS]
+    groups = [g for r in runs if r.summary for g in r.summary.get("groups", {}).values()]
+    if groups:
+        trends += [
+            _trend(title, runs, _group_lines(runs, _group_count(metric)))
+            for metric, title in GROUP_TREND_METRICS
+        ]
+    if any(g.get("heal_recovery_ms") is not None for g in groups):
+        title = "longest time after a heal until the group read every partition again (s)"
+        trends.append(_trend(title, runs, _group_lines(runs, _group_heal_recovery_s, _group_or_more)))
     return trends
 
 

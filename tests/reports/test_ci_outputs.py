@@ -271,3 +271,18 @@ def test_index_charts_the_recovery_after_heals_where_runs_measured_it(tmp_path: 
     assert tips[1].endswith(
         "took writes (s) 29.5 or more (not reached by the writes' end or the next fault)"
     ), tips
+
+
+def test_index_charts_a_groups_recovery_after_heals_where_runs_measured_it(tmp_path: Path) -> None:
+    for name, ms in (("n1-leader-kill", None), ("n2-leader-kill", 4500.0), ("n3-leader-kill", 12000.0)):
+        run = make_failing(tmp_path / "runs" / name)
+        result = json.loads((run / "check/result.json").read_text())
+        result["groups"]["g-alo"] |= {"heal_recovery_ms": ms, "heal_recovery_lower_bound": ms == 12000.0}
+        (run / "check/result.json").write_text(json.dumps(result))
+    page = parse(write_index(tmp_path / "runs").read_text(encoding="utf-8"))
+    tips = [c.attrs["data-tip"] for c in page.find("circle", "g0") if "after a heal" in c.attrs["data-tip"]]
+    assert [t.split(" ")[0] for t in tips] == ["n2-leader-kill", "n3-leader-kill"]  # n1 judged none
+    assert tips[0].endswith("until the group read every partition again (s) 4.5"), tips
+    assert tips[1].endswith(
+        "again (s) 12 or more (not reached by the group's last event or the next fault)"
+    ), tips
