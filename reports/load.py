@@ -95,6 +95,9 @@ class GroupResult:
     guarantees: tuple[Guarantee, ...]
     anomalies: tuple[Anomalies, ...]
     series: tuple[GroupSecond, ...] = ()
+    recovery: tuple[dict[str, Any], ...] = ()
+    """Per fault, when the group read every partition written to again after its heal (result.json's
+    `groups.<name>.recovery`)."""
     heal_recovery: tuple[float, bool] | None = None
     """The longest time after a heal until the group polled every partition written to again, and
     whether it is a lower bound (result.json's `groups.<name>.heal_recovery_ms`); None: not judged."""
@@ -253,16 +256,22 @@ def _latency_row(r: Fields) -> dict[str, Any]:
 
 
 def _recovery_row(r: Fields) -> dict[str, Any]:
-    r.text("fault")
+    """An acks mode's row of `availability.recovery`."""
     r.text("acks")
-    r.time_ns("start_ns")
     r.time_ns("first_ok_ns")
     r.number("recovery_ms")
+    return _after_heal(r)
+
+
+def _after_heal(r: Fields) -> dict[str, Any]:
+    """A fault's row of recovery after its heal, an acks mode's or a group's: validated, with the
+    heal's fields null in results from before heals were measured."""
+    r.text("fault")
+    r.time_ns("start_ns")
     r.time_ns("healed_ns")
     r.time_ns("resumed_ns")
     lower_bound = r.flag("heal_recovery_lower_bound")
     r.number("heal_recovery_ms", required=bool(lower_bound))
-    # results from before heals were measured have none of these
     measured = {
         "healed_ns": None,
         "resumed_ns": None,
@@ -390,6 +399,7 @@ def _groups(fields: Fields) -> tuple[GroupResult, ...]:
                     )
                     for r in group.children("series")
                 ),
+                recovery=tuple(_after_heal(r) for r in group.children("recovery")),
                 heal_recovery=_heal_recovery(group),
             )
         )

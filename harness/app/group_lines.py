@@ -31,14 +31,15 @@ def group_lines(result: Mapping[str, Any]) -> list[str]:
 
 def after_heals(entry: Mapping[str, Any], again: str, not_again: str) -> str:
     """How soon after the run's heals every partition of an acks mode or a group's `entry` of
-    result.json `again` (its longest `heal_recovery_ms`), or that one `not_again` (a lower bound);
-    '' when no heal was judged."""
+    result.json `again` (its longest `heal_recovery_ms`), a lower bound when after one a partition
+    `not_again`; '' when no heal was judged."""
     longest = entry.get("heal_recovery_ms")
     if longest is None:
         return ""
+    within = f"; every partition {again} within {longest:.0f} ms"
     if entry.get("heal_recovery_lower_bound"):
-        return f"; after a heal, a partition {not_again}, {longest:.0f} ms later"
-    return f"; every partition {again} within {longest:.0f} ms of each heal"
+        return f"{within} or more of each heal (after one, a partition {not_again})"
+    return f"{within} of each heal"
 
 
 def every_guarantee(result: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:

@@ -70,8 +70,8 @@ def test_a_group_s_counts_and_commits_in_one_line() -> None:
         ),
         (
             {"heal_recovery_ms": 9000.0, "heal_recovery_lower_bound": True},
-            "; after a heal, a partition was not read again by the group's last event or the next fault, "
-            "9000 ms later",
+            "; every partition was read again within 9000 ms or more of each heal (after one, a partition "
+            "was not read again by the group's last event or the next fault)",
         ),
         ({"heal_recovery_ms": None, "heal_recovery_lower_bound": False}, ""),
     ],

@@ -200,9 +200,14 @@ def test_the_consumer_section_shows_each_groups_counts_verdicts_and_examples(tmp
             "heal_recovery_lower_bound": True,
         }
     ]
-    (healed,) = [c for c in page.find("td") if "data-heal-recovery" in c.attrs]
+    score = page.elements[page.elements.index(page.find("tr", "group-score", data_group="g-alo")[0]) :]
+    healed = next(c for c in score if c.tag == "td" and "data-heal-recovery" in c.attrs)
     assert healed.attrs["data-heal-recovery"] == "0.0" and "bad" in healed.classes
-    assert healed.text == ["not by its last event or the next fault, 0 ms later"]
+    assert healed.text == ["0 ms or more"]
+    (per_fault,) = page.find("table", "group-recovery", data_group="g-alo")
+    rows = page.elements[page.elements.index(per_fault) :]
+    cells = [" ".join(c.text) for c in rows if c.tag == "td"][:4]
+    assert cells == ["kill", "0:19", "0:24", "not by its last event or the next fault, 0 ms later"], cells
     summary = json.loads((run_dir / "report/summary.json").read_text())["groups"]["g-alo"]
     assert (summary["heal_recovery_ms"], summary["heal_recovery_lower_bound"]) == (0.0, True)
     section = page.find("section", id="consumer-groups")[0]
