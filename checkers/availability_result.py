@@ -15,7 +15,7 @@ from pyspark.sql import Row
 
 from checkers import availability
 from checkers.evidence import merged_windows
-from checkers.heals import Heal, heal_column, heal_times
+from checkers.heals import Heal, heal_column, heal_times, judged, not_judged
 from checkers.io import History, partitions_of, topic_acks
 from harness.events import FaultWindow
 from harness.history import ACKS_MODES
@@ -125,10 +125,7 @@ def recovery_of(
         "acks": mode,
         "first_ok_ns": first,
         "recovery_ms": rounded((first - interval.start_ns) / 1e6) if first is not None else None,
-        "healed_ns": heal.at_ns if heal is not None else None,
-        "resumed_ns": None,
-        "heal_recovery_ms": None,
-        "heal_recovery_lower_bound": False,
+        **not_judged(heal),
     }
     if heal is None:
         return entry
@@ -143,11 +140,6 @@ def recovery_of(
     if not written:
         return entry
     column = heal_column(index)
-    waiting = [heal.observed_until(r["last_invoke_ns"]) for r in written if not heal.resumed_by(r[column])]
-    if waiting:
-        return entry | {
-            "heal_recovery_ms": rounded((max(waiting) - heal.at_ns) / 1e6),
-            "heal_recovery_lower_bound": True,
-        }
-    resumed = max(r[column] for r in written)
-    return entry | {"resumed_ns": resumed, "heal_recovery_ms": rounded((resumed - heal.at_ns) / 1e6)}
+    return entry | judged(
+        heal, [r[column] for r in written], [heal.observed_until(r["last_invoke_ns"]) for r in written]
+    )

@@ -14,8 +14,7 @@ from typing import Any
 
 from pyspark.sql import Row
 
-from checkers.availability_result import rounded
-from checkers.heals import Heal, heal_column, longest_heal_recovery
+from checkers.heals import Heal, heal_column, judged, longest_heal_recovery, not_judged
 from harness.events import FaultWindow
 
 
@@ -57,22 +56,11 @@ def recovery_of(
     judged (null) without a heal or a write acknowledged after it; when a partition was not polled
     again by the group's last event, or the next fault's start if sooner, the time to then, a lower
     bound (never below 0)."""
-    entry: dict[str, Any] = {
-        "fault": interval.fault,
-        "start_ns": interval.start_ns,
-        "healed_ns": heal.at_ns if heal is not None else None,
-        "resumed_ns": None,
-        "heal_recovery_ms": None,
-        "heal_recovery_lower_bound": False,
-    }
+    entry: dict[str, Any] = {"fault": interval.fault, "start_ns": interval.start_ns, **not_judged(heal)}
     if heal is None:
         return entry
     again = [(r["topic"], r["partition"]) for r in written if r[column] is not None]
     if not again:
         return entry
     firsts = [polled[p][column] if p in polled else None for p in again]
-    if not all(heal.resumed_by(first) for first in firsts):
-        waited = max(heal.observed_until(last_ns or heal.at_ns) - heal.at_ns, 0)
-        return entry | {"heal_recovery_ms": rounded(waited / 1e6), "heal_recovery_lower_bound": True}
-    resumed = max(t for t in firsts if t is not None)
-    return entry | {"resumed_ns": resumed, "heal_recovery_ms": rounded((resumed - heal.at_ns) / 1e6)}
+    return entry | judged(heal, firsts, [heal.observed_until(last_ns or heal.at_ns)] * len(firsts))

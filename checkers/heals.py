@@ -29,6 +29,34 @@ class Heal(NamedTuple):
         return last_ns if self.next_fault_ns is None else min(last_ns, self.next_fault_ns)
 
 
+def not_judged(heal: Heal | None) -> dict[str, Any]:
+    """A recovery row's fields for `heal` before it is judged (`judged`), and if it cannot be: never
+    healed, or nothing to recover after it."""
+    return {
+        "healed_ns": heal.at_ns if heal is not None else None,
+        "resumed_ns": None,
+        "heal_recovery_ms": None,
+        "heal_recovery_lower_bound": False,
+    }
+
+
+def judged(heal: Heal, firsts: list[int | None], observed_until: list[int]) -> dict[str, Any]:
+    """A recovery row's fields for `heal`, from each partition waited for: its first success after the
+    heal (`firsts`) and when what tells of it ends (`observed_until`, its own or the whole's): resumed
+    at the last first if every one came before the next fault, else, from the partitions that did
+    not, a lower bound to the latest end (never below 0)."""
+    waiting = [end for first, end in zip(firsts, observed_until, strict=True) if not heal.resumed_by(first)]
+    if waiting:
+        waited = max(max(waiting) - heal.at_ns, 0)
+        return not_judged(heal) | {"heal_recovery_ms": _ms(waited), "heal_recovery_lower_bound": True}
+    resumed = max(first for first in firsts if first is not None)
+    return not_judged(heal) | {"resumed_ns": resumed, "heal_recovery_ms": _ms(resumed - heal.at_ns)}
+
+
+def _ms(ns: int) -> float:
+    return round(ns / 1e6, 3)
+
+
 def heals(intervals: list[FaultWindow]) -> list[Heal | None]:
     """Each fault's `Heal` (None: some fault was still in force when the history ended), from the
     merged fault windows, so that a recovery does not count another fault's outage."""
