@@ -13,7 +13,7 @@ from checkers.class_archive import build
 from harness.anomaly_kinds import ANOMALY_COUNTS
 from harness.app.console import make_console, print_error
 from harness.app.crash import note_run_dir
-from harness.app.group_lines import every_guarantee, group_lines
+from harness.app.group_lines import acks_after_heals, every_guarantee, group_lines
 from harness.errors import EnvironmentError_, HarnessError, SparkError
 from harness.history import RESULT
 
@@ -33,6 +33,7 @@ def _summary(result: dict[str, Any], run_dir: Path) -> str:
                 f"  acks={mode}: {counts['acked']}/{counts['attempted']} acked, {counts['failed']} failed, "
                 f"{counts['indeterminate']} indeterminate; "
                 + ", ".join(f"{name} {counts[name]}" for name in ANOMALY_COUNTS)
+                + acks_after_heals(counts)
             )
     for error in result["errors"]:
         lines.append(f"  CHECKER FAILED: {error['kind']}: {error['error']}")

@@ -22,14 +22,22 @@ def group_lines(result: Mapping[str, Any]) -> list[str]:
         lines.append(
             f"group {name} ({how}): {counts}; commits {commits.get('invoke', 0)} sent: "
             f"{commits.get('ok', 0)} ok, {commits.get('fail', 0)} failed, {commits.get('info', 0)} unknown"
-            + after_heals(
+            + _after_heals(
                 group, "was read again", "was not read again by the group's last event or the next fault"
             )
         )
     return lines
 
 
-def after_heals(entry: Mapping[str, Any], again: str, not_again: str) -> str:
+def acks_after_heals(counts: Mapping[str, Any]) -> str:
+    """How soon after the run's heals every partition of an acks mode (its `counts` in result.json's
+    `acks`) took writes again; '' when no heal was judged."""
+    return _after_heals(
+        counts, "took writes again", "took no write again by the writes' end or the next fault"
+    )
+
+
+def _after_heals(entry: Mapping[str, Any], again: str, not_again: str) -> str:
     """How soon after the run's heals every partition of an acks mode or a group's `entry` of
     result.json `again` (its longest `heal_recovery_ms`), a lower bound when after one a partition
     `not_again`; '' when no heal was judged."""

@@ -14,7 +14,7 @@ from harness.anomaly_kinds import COUNT_KEYS
 from harness.app import options
 from harness.app.console import make_console
 from harness.app.crash import note_run_dir
-from harness.app.group_lines import after_heals, every_guarantee, group_lines
+from harness.app.group_lines import acks_after_heals, every_guarantee, group_lines
 from harness.app.plain_summary import plain_summary
 from harness.app.progress import run_ticker
 from harness.app.runner import RunOutcome, run_scenario
@@ -67,10 +67,7 @@ def _print_outcome(outcome: RunOutcome) -> None:
     for acks, counts in result.get("acks", {}).items():
         if counts.get("attempted"):
             counted = ", ".join(f"{k} {counts.get(k)}" for k in COUNT_KEYS)
-            heals = after_heals(
-                counts, "took writes again", "took no write again by the writes' end or the next fault"
-            )
-            console.print(f"  acks={acks}: {counted}{heals}")
+            console.print(f"  acks={acks}: {counted}{acks_after_heals(counts)}")
     for line in group_lines(result):
         console.print(f"  {line}")
     console.print(f"run directory: {outcome.rundir.root}")

@@ -104,3 +104,25 @@ def test_kchaos_run_shows_the_group_s_guarantees_and_counts_but_no_unused_acks_m
     assert len(rows) == 2 and "violated" in rows[1] and "r2" in rows[1]
     assert "  acks=all: attempted 5" in text and "acks=0:" not in text
     assert f"  {group_lines(a_result())[0]}" in text
+
+
+def test_kchaos_check_and_run_say_how_soon_each_acks_mode_took_writes_again_after_heals(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    result = a_result()
+    result["acks"]["all"] = {**WRITES, "heal_recovery_ms": 25244.0, "heal_recovery_lower_bound": True}
+    said = (
+        "; every partition took writes again within 25244 ms or more of each heal (after one, a "
+        "partition took no write again by the writes' end or the next fault)"
+    )
+    (checked,) = [line for line in _summary(result, tmp_path).splitlines() if line.startswith("  acks=all")]
+    assert checked.endswith(said)
+    monkeypatch.setattr(run_cli, "console", Console(width=400, highlight=False, markup=False))
+    with run_cli.console.capture() as captured:
+        run_cli._print_outcome(RunOutcome("s", RunDir(tmp_path), result, [], None, False, {}))
+    (ran,) = [line for line in captured.get().splitlines() if line.startswith("  acks=all")]
+    assert ran.endswith(said)
+    plain = next(
+        line for line in _summary(a_result(), tmp_path).splitlines() if line.startswith("  acks=all")
+    )
+    assert "heal" not in plain  # none judged: nothing said
