@@ -238,13 +238,14 @@ def python_availability(history: _PythonHistory, run_dir: Path) -> dict[str, Any
             written = [s for s in slots if healed is not None and slot_last_invoke.get(s, -1) >= healed]
             if healed is not None and written:
                 firsts = {s: _first_at_or_after(slot_ok_times[s], healed) for s in written}
+                seen = [first for first in firsts.values() if first is not None and first <= following]
                 waiting = [
                     min(slot_last_invoke[s], following)
                     for s, first in firsts.items()
                     if first is None or first > following
                 ]
-                if waiting:
-                    entry["heal_recovery_ms"] = round((max(waiting) - healed) / 1e6, 3)
+                if waiting:  # a lower bound, at least as late as the partitions that did resume
+                    entry["heal_recovery_ms"] = round(max(max(waiting + seen) - healed, 0) / 1e6, 3)
                     entry["heal_recovery_lower_bound"] = True
                 else:
                     resumed = max(f for f in firsts.values() if f is not None)
@@ -259,6 +260,7 @@ def python_availability(history: _PythonHistory, run_dir: Path) -> dict[str, Any
         "recovery": recovery,
         "healed": heals,
         "ok_times": slot_ok_times,
+        "last_invoke": slot_last_invoke,
     }
 
 

@@ -141,7 +141,9 @@ def _python_child(run_dir: Path) -> dict[str, Any]:
     with_groups = bool(history.run.get("groups"))
     groups = python_group_counts(run_dir, final_offsets(run_dir)) if with_groups else {}
     recovery = (
-        python_group_recovery(run_dir, availability["ok_times"], availability["healed"])
+        python_group_recovery(
+            run_dir, availability["ok_times"], availability["last_invoke"], availability["healed"]
+        )
         if with_groups
         else {}
     )

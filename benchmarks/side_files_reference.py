@@ -103,12 +103,16 @@ def checked_group_counts(result: dict[str, Any]) -> dict[str, dict[str, int]]:
 
 
 def python_group_recovery(
-    run_dir: Path, ok_times: Mapping[Partition, list[int]], healed: list[tuple[int | None, float]]
+    run_dir: Path,
+    ok_times: Mapping[Partition, list[int]],
+    last_invoke: Mapping[Partition, int],
+    healed: list[tuple[int | None, float]],
 ) -> dict[str, list[list[Any]]]:
     """Each declared group's recovery after each heal (docs/RESULT_FORMAT.md, `groups.<name>.recovery`)
     as [resumed_ns, heal_recovery_ms, heal_recovery_lower_bound]: `ok_times`, each partition's `ok`
-    completion times, sorted; `healed`, when each fault's heal left the cluster whole (None: never)
-    and when the next fault started (inf: none did)."""
+    completion times, sorted; `last_invoke`, each partition's last write invocation; `healed`, when
+    each fault's heal left the cluster whole (None: never) and when the next fault started (inf:
+    none did)."""
     run = json.loads((run_dir / "run.json").read_text())
     counts = {t["name"]: int(t["partitions"]) for t in run["topics"] if t["acks"] != "0"}
     polled: dict[tuple[str, Partition], list[int]] = defaultdict(list)
@@ -123,14 +127,17 @@ def python_group_recovery(
     for group in run.get("groups") or []:
         name, rows = group["name"], []
         mine = [(t, p) for t in group["topics"] if t in counts for p in range(counts[t])]
+        # a poll could have come until the group's last event or the last write to its topics
+        end = max([last.get(name, 0), *(last_invoke[w] for w in mine if w in last_invoke)])
         for heal, following in healed:
             written = [w for w in mine if heal is not None and _at_or_after(ok_times.get(w, []), heal)]
             if heal is None or not written:
                 rows.append([None, None, False])
                 continue
             firsts = [_at_or_after(polled[(name, w)], heal) for w in written]
-            if any(first is None or first > following for first in firsts):
-                until = min(last.get(name, heal), following)
+            seen = [first for first in firsts if first is not None and first <= following]
+            if len(seen) < len(firsts):
+                until = max([min(end, following), *seen])
                 rows.append([None, round(max(until - heal, 0) / 1e6, 3), True])
             else:
                 resumed = max(f for f in firsts if f is not None)

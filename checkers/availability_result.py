@@ -21,8 +21,7 @@ from harness.events import FaultWindow
 from harness.history import ACKS_MODES
 
 
-def rounded(value: Any) -> Any:
-    """A time in milliseconds or a rate as result.json holds it: to three decimals (null stays null)."""
+def _round(value: Any) -> Any:
     return round(float(value), 3) if value is not None else None
 
 
@@ -80,13 +79,18 @@ def availability_entry(
                 "failed": int(row["failed"]),
                 "indeterminate": int(row["indeterminate"]),
                 **marks.get((row["acks"], row["t_s"]), {"lost": 0, "divergent": 0}),
-                "latency_p50_ms": rounded(row["latency_p50_ms"]),
-                "latency_p99_ms": rounded(row["latency_p99_ms"]),
-                "latency_max_ms": rounded(row["latency_max_ms"]),
+                "latency_p50_ms": _round(row["latency_p50_ms"]),
+                "latency_p99_ms": _round(row["latency_p99_ms"]),
+                "latency_max_ms": _round(row["latency_max_ms"]),
             }
         )
-    measured = ("p50_ms", "p99_ms", "max_ms", "error_rate", "indeterminate_rate")
-    latency = [{**row.asDict(), **{k: rounded(row[k]) for k in measured}} for row in rows.latency]
+    latency = [
+        {
+            **row.asDict(),
+            **{k: _round(row[k]) for k in ("p50_ms", "p99_ms", "max_ms", "error_rate", "indeterminate_rate")},
+        }
+        for row in rows.latency
+    ]
     recovery = [
         recovery_of(
             index,
@@ -124,7 +128,7 @@ def recovery_of(
         "start_ns": interval.start_ns,
         "acks": mode,
         "first_ok_ns": first,
-        "recovery_ms": rounded((first - interval.start_ns) / 1e6) if first is not None else None,
+        "recovery_ms": _round((first - interval.start_ns) / 1e6) if first is not None else None,
         **not_judged(heal),
     }
     if heal is None:

@@ -4,6 +4,8 @@
 A group has recovered from a heal when it has polled, at or after the heal, every partition of its
 topics that acknowledged a write after it: from the writes' side nothing stops it then. End to end,
 so a slow producer shows too; acks=0 partitions are left out, their writes may never be in the log.
+Until the group's last event or the last write to its topics, whichever is later, a poll could
+have come: a partition not polled again by then (or by the next fault) makes a lower bound.
 What reaches the driver is small: a row per (group, partition) polled, one per partition written.
 """
 
@@ -28,15 +30,19 @@ def with_recovery(
     acks: Mapping[str, str],
 ) -> None:
     """Add `recovery` (a row per fault) and the longest of them to each group's entry: `acknowledged`
-    holds per partition its first ok after each heal (`availability.firsts_after`), `polled` per
-    (group, partition) its first poll after each heal (`groups.firsts_polled_after`), `last_ns` each
-    group's last event, `acks` each topic's acks mode."""
+    holds per partition its last invocation and first ok after each heal (`availability.firsts_after`),
+    `polled` per (group, partition) its first poll after each heal (`groups.firsts_polled_after`),
+    `last_ns` each group's last event, `acks` each topic's acks mode."""
     for name, entry in entries.items():
         topics = {t for t in entry["topics"] if acks.get(t) not in (None, "0")}
         written = [r for r in acknowledged if r["topic"] in topics]
         mine = {(r["topic"], r["partition"]): r for r in polled if r["group"] == name}
+        # A poll could have come until the group's last event or the last write to its topics: a
+        # group gone quiet does not end what tells of its recovery.
+        invoked = [r["last_invoke_ns"] for r in written if r["last_invoke_ns"] is not None]
+        end_ns = max([last_ns.get(name, 0), *invoked])
         recovery = [
-            recovery_of(interval, heal, heal_column(i), written, mine, last_ns.get(name))
+            recovery_of(interval, heal, heal_column(i), written, mine, end_ns)
             for i, (interval, heal) in enumerate(zip(intervals, healed, strict=True))
         ]
         entry["recovery"] = recovery
@@ -49,13 +55,13 @@ def recovery_of(
     column: str,
     written: list[Row],
     polled: Mapping[tuple[str, int], Row],
-    last_ns: int | None,
+    end_ns: int,
 ) -> dict[str, Any]:
     """One fault's row for a group: when it had polled every partition of `written` that acknowledged
     a write at or after its `heal` (`column` of both), and how long after the heal that was. Not
     judged (null) without a heal or a write acknowledged after it; when a partition was not polled
-    again by the group's last event, or the next fault's start if sooner, the time to then, a lower
-    bound (never below 0)."""
+    again by `end_ns`, or the next fault's start if sooner, the time to then, a lower bound (never
+    below 0, nor below a poll of another partition that counted)."""
     entry: dict[str, Any] = {"fault": interval.fault, "start_ns": interval.start_ns, **not_judged(heal)}
     if heal is None:
         return entry
@@ -63,4 +69,4 @@ def recovery_of(
     if not again:
         return entry
     firsts = [polled[p][column] if p in polled else None for p in again]
-    return entry | judged(heal, firsts, [heal.observed_until(last_ns or heal.at_ns)] * len(firsts))
+    return entry | judged(heal, firsts, [heal.observed_until(end_ns)] * len(firsts))

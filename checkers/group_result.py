@@ -215,8 +215,8 @@ def _activity(
             done = {k: change[k] for k in quiet if change.get(k) is not None}
             rows.append({**quiet, **done, "t_s": t, "lag": lag})
         series[group["name"]] = rows
-    heals = heal_times(healed)
-    polled_after_heals = g.firsts_polled_after(consumes, heals).collect() if heals else []
+    times = heal_times(healed)
+    polled_after_heals = g.firsts_polled_after(consumes, times).collect() if times else []
     return _Activity(series, polled, commits, last_ns, polled_after_heals)
 
 

@@ -21,7 +21,7 @@ class Heal(NamedTuple):
 
     def resumed_by(self, first_ns: int | None) -> bool:
         """Whether `first_ns`, the first success after this heal (None: none), tells of recovery
-        from it: it came before the next fault started."""
+        from it: it came by the time the next fault started."""
         return first_ns is not None and (self.next_fault_ns is None or first_ns <= self.next_fault_ns)
 
     def observed_until(self, last_ns: int) -> int:
@@ -42,14 +42,15 @@ def not_judged(heal: Heal | None) -> dict[str, Any]:
 
 def judged(heal: Heal, firsts: list[int | None], observed_until: list[int]) -> dict[str, Any]:
     """A recovery row's fields for `heal`, from each partition waited for: its first success after the
-    heal (`firsts`) and when what tells of it ends (`observed_until`, its own or the whole's): resumed
-    at the last first if every one came before the next fault, else, from the partitions that did
-    not, a lower bound to the latest end (never below 0)."""
+    heal (`firsts`) and when what tells of it ends (`observed_until`). Resumed at the last first if
+    every one came by the next fault's start; else a lower bound: to the latest end of the partitions
+    that did not, or the latest first of those that did if later (never below 0)."""
+    seen = [first for first in firsts if heal.resumed_by(first) and first is not None]
     waiting = [end for first, end in zip(firsts, observed_until, strict=True) if not heal.resumed_by(first)]
     if waiting:
-        waited = max(max(waiting) - heal.at_ns, 0)
+        waited = max(max(waiting + seen) - heal.at_ns, 0)
         return not_judged(heal) | {"heal_recovery_ms": _ms(waited), "heal_recovery_lower_bound": True}
-    resumed = max(first for first in firsts if first is not None)
+    resumed = max(seen)
     return not_judged(heal) | {"resumed_ns": resumed, "heal_recovery_ms": _ms(resumed - heal.at_ns)}
 
 
@@ -63,10 +64,11 @@ def heals(intervals: list[FaultWindow]) -> list[Heal | None]:
     windows = merged_windows(intervals)
     found: list[Heal | None] = []
     for interval in intervals:
+        # windows are apart (merged where one starts by another's stop), and one may end where it starts
         at = next(
             i
             for i, (start, stop) in enumerate(windows)
-            if start <= interval.start_ns and (stop is None or interval.start_ns < stop)
+            if start <= interval.start_ns and (stop is None or interval.start_ns <= stop)
         )
         stop = windows[at][1]
         following = windows[at + 1][0] if at + 1 < len(windows) else None

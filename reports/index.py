@@ -178,9 +178,9 @@ def _group_heal_recovery_s(summary: dict[str, Any], group: str) -> float | None:
 
 
 def _group_or_more(summary: dict[str, Any], group: str) -> str:
-    """A lower bound's tip: some partition was not read again by the group's last event or the next fault."""
+    """A lower bound's tip: some partition was not read again by the workload's end or the next fault."""
     lower = summary.get("groups", {}).get(group, {}).get("heal_recovery_lower_bound")
-    return " or more (not reached by the group's last event or the next fault)" if lower else ""
+    return " or more (not reached by the workload's end or the next fault)" if lower else ""
 
 
 def _wrote(summary: dict[str, Any], mode: str) -> bool:

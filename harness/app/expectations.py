@@ -101,12 +101,17 @@ class Expectation:
         if HEAL_RECOVERY not in scope:
             return ExpectationOutcome(self.text, FAILED, None, "the result has no such count")
         if observed is None:
-            return ExpectationOutcome(self.text, HELD, None, "no heal was followed by writes to recover")
+            nothing = (
+                "no write was acknowledged after a heal on the group's topics (acks=0 topics do not count)"
+                if self.group is not None
+                else "no heal was followed by writes to recover"
+            )
+            return ExpectationOutcome(self.text, HELD, None, nothing)
         holds = OPERATORS[self.op](observed, self.value)
         if not scope.get("heal_recovery_lower_bound"):
             return ExpectationOutcome(self.text, HELD if holds else FAILED, observed)
         not_again = (
-            f"group {self.group} polled no record again of some partition written to, by its last event"
+            f"group {self.group} polled no record again of some partition written to, by the workload's end"
             if self.group is not None
             else f"some partition of acks={self.acks} acknowledged no write again by the writes' end"
         )

@@ -4,6 +4,7 @@ or an acks mode reads there."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -23,7 +24,7 @@ def group_lines(result: Mapping[str, Any]) -> list[str]:
             f"group {name} ({how}): {counts}; commits {commits.get('invoke', 0)} sent: "
             f"{commits.get('ok', 0)} ok, {commits.get('fail', 0)} failed, {commits.get('info', 0)} unknown"
             + _after_heals(
-                group, "was read again", "was not read again by the group's last event or the next fault"
+                group, "was read again", "was not read again by the workload's end or the next fault"
             )
         )
     return lines
@@ -44,10 +45,12 @@ def _after_heals(entry: Mapping[str, Any], again: str, not_again: str) -> str:
     longest = entry.get("heal_recovery_ms")
     if longest is None:
         return ""
-    within = f"; every partition {again} within {longest:.0f} ms"
-    if entry.get("heal_recovery_lower_bound"):
-        return f"{within} or more of each heal (after one, a partition {not_again})"
-    return f"{within} of each heal"
+    if entry.get("heal_recovery_lower_bound"):  # floored: the true time is this or more
+        return (
+            f"; every partition {again} within {math.floor(longest)} ms or more of each heal (after one, "
+            f"a partition {not_again})"
+        )
+    return f"; every partition {again} within {longest:.0f} ms of each heal"
 
 
 def every_guarantee(result: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:

@@ -94,11 +94,20 @@ def test_a_partition_acknowledged_again_only_after_the_next_fault_started_makes_
         1000.0,  # the next fault's outage is not this heal's: at least until it started
         True,
     )
-    after_the_next_start = _recovery(5_000_000_000, *partitions, next_fault_ns=8_000_000_000)
-    assert (after_the_next_start["resumed_ns"], after_the_next_start["heal_recovery_ms"]) == (
+    before_the_next_start = _recovery(5_000_000_000, *partitions, next_fault_ns=8_000_000_000)
+    assert (before_the_next_start["resumed_ns"], before_the_next_start["heal_recovery_ms"]) == (
         7_500_000_000,
         2500.0,
     )
+
+
+def test_a_lower_bound_is_never_below_a_partition_that_did_take_a_write_again() -> None:
+    entry = _recovery(
+        10_000_000_000,
+        _partition("t-all", 0, 16_000_000_000, 1_200_000_000, 15_000_000_000),
+        _partition("t-all", 1, 11_000_000_000, None, None),  # invoked until 11 s, never acknowledged
+    )
+    assert (entry["heal_recovery_ms"], entry["heal_recovery_lower_bound"]) == (5000.0, True)
 
 
 def test_the_last_write_acknowledged_after_its_invocation_is_a_recovery() -> None:
@@ -126,6 +135,8 @@ def test_recovery_is_measured_from_when_no_fault_was_in_force_any_more_until_the
     never = FaultWindow("slow", ("kafka-3",), 70, None, {})
     assert heals([kill, partition, later, never]) == [Heal(40, 50), Heal(40, 50), Heal(60, 70), None]
     assert heals([kill]) == [Heal(30, None)]
+    instant = FaultWindow("kill", ("kafka-1",), 20, 20, {})  # healed as it started
+    assert heals([instant, later]) == [Heal(20, 50), Heal(60, None)]
 
 
 @pytest.mark.parametrize(

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from checker_rundirs import (
@@ -65,10 +66,10 @@ def _polled(partition: int, first_after_heal: int | None, group: str = "g") -> R
 
 
 def _recovery(
-    written: list[Row], polled: list[Row], last_ns: int | None = 9_500 * MS, next_fault_ns: int | None = None
+    written: list[Row], polled: list[Row], end_ns: int = 9_500 * MS, next_fault_ns: int | None = None
 ) -> dict[str, object]:
     heal = Heal(2_000 * MS, next_fault_ns)
-    return recovery_of(KILL, heal, "heal_0", written, {(r.topic, r.partition): r for r in polled}, last_ns)
+    return recovery_of(KILL, heal, "heal_0", written, {(r.topic, r.partition): r for r in polled}, end_ns)
 
 
 def test_a_group_recovers_when_it_polled_every_partition_acknowledged_after_the_heal() -> None:
@@ -90,10 +91,10 @@ def test_a_partition_acknowledged_after_the_heal_but_never_polled_again_makes_a_
     entry = _recovery([_acknowledged(0, 2_100 * MS), _acknowledged(1, 2_200 * MS)], [_polled(0, 2_400 * MS)])
     assert (entry["resumed_ns"], entry["heal_recovery_ms"], entry["heal_recovery_lower_bound"]) == (
         None,
-        7_500.0,  # to the group's last event, at least
+        7_500.0,  # to the end of what tells (the group's last event or the last write), at least
         True,
     )
-    ended_before_the_heal = _recovery([_acknowledged(0, 2_100 * MS)], [], last_ns=1_500 * MS)
+    ended_before_the_heal = _recovery([_acknowledged(0, 2_100 * MS)], [], end_ns=1_500 * MS)
     assert (
         ended_before_the_heal["heal_recovery_ms"],
         ended_before_the_heal["heal_recovery_lower_bound"],
@@ -111,8 +112,19 @@ def test_a_partition_polled_again_only_after_the_next_fault_started_makes_a_lowe
         3_000.0,
         True,
     )
-    never_polled = _recovery(written, [], last_ns=4_000 * MS, next_fault_ns=5_000 * MS)
+    never_polled = _recovery(written, [], end_ns=4_000 * MS, next_fault_ns=5_000 * MS)
     assert (never_polled["heal_recovery_ms"], never_polled["heal_recovery_lower_bound"]) == (2_000.0, True)
+    at_the_next_start = _recovery(written, [_polled(0, 5_000 * MS)], next_fault_ns=5_000 * MS)
+    assert (at_the_next_start["resumed_ns"], at_the_next_start["heal_recovery_lower_bound"]) == (
+        5_000 * MS,
+        False,
+    )
+
+
+def test_a_lower_bound_is_never_below_a_poll_that_counted() -> None:
+    written = [_acknowledged(0, 2_100 * MS), _acknowledged(1, 2_100 * MS)]
+    entry = _recovery(written, [_polled(0, 4_000 * MS)], end_ns=3_000 * MS)
+    assert (entry["heal_recovery_ms"], entry["heal_recovery_lower_bound"]) == (2_000.0, True)
 
 
 def test_partitions_without_a_write_acknowledged_after_the_heal_are_not_waited_for() -> None:
@@ -153,6 +165,15 @@ def test_each_group_waits_only_for_its_own_topics_with_offsets() -> None:
     assert [r["resumed_ns"] for r in entries["g"]["recovery"]] == [2_600 * MS]
 
 
+def test_a_group_gone_quiet_is_waited_for_until_the_last_write_to_its_topics() -> None:
+    entries: dict[str, dict[str, Any]] = {"g": {"topics": ["t-all"]}}
+    acknowledged = [_acknowledged(0, 2_100 * MS)]  # written until 9 s
+    with_recovery(
+        entries, [KILL], [Heal(2_000 * MS, None)], acknowledged, [], {"g": 1_500 * MS}, {"t-all": "all"}
+    )
+    assert (entries["g"]["heal_recovery_ms"], entries["g"]["heal_recovery_lower_bound"]) == (7_000.0, True)
+
+
 @pytest.mark.spark
 def test_kchaos_check_gives_each_group_its_recovery_after_a_heal_as_the_benchmarks_reference_does(
     spark: SparkSession, tmp_path: Path, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
@@ -191,14 +212,84 @@ def test_kchaos_check_gives_each_group_its_recovery_after_a_heal_as_the_benchmar
     ]
     assert (g_entry["heal_recovery_ms"], g_entry["heal_recovery_lower_bound"]) == (450.0, False)
     assert (h_entry["heal_recovery_ms"], h_entry["heal_recovery_lower_bound"]) == (550.0, True)
-    monkeypatch.syspath_prepend(str(Path(__file__).parents[2] / "benchmarks"))
-    from bench_check import python_availability, python_read
-    from side_files_reference import checked_group_recovery, python_group_recovery
-
-    availability = python_availability(python_read(run_dir), run_dir)
-    reference = python_group_recovery(run_dir, availability["ok_times"], availability["healed"])
+    reference = _Reference(run_dir, monkeypatch)
     assert (
-        reference
-        == checked_group_recovery(result)
-        == {"g": [[700 * MS, 450.0, False]], "h": [[None, 550.0, True]]}
+        reference.groups
+        == reference.checked_groups(result)
+        == {
+            "g": [[700 * MS, 450.0, False]],
+            "h": [[None, 550.0, True]],
+        }
     )
+
+
+@pytest.mark.spark
+def test_a_recovery_not_seen_by_the_next_fault_is_a_lower_bound_to_its_start_as_in_the_reference(
+    spark: SparkSession, tmp_path: Path, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    writes = [*acked(100 * MS, "p:0", 0), *acked(300 * MS, "p:1", 1), *acked(700 * MS, "p:2", 2)]
+    reads = [record(900 * MS, f"p:{o}", o) for o in range(3)]
+    ends = [
+        end(10_000 * MS, t["name"], p, 3 if t["name"] == "t-all" and p == 0 else 0)
+        for t in TOPICS
+        for p in (0, 1)
+    ]
+    consumes = [
+        poll(120 * MS, "g-0", 0),
+        poll(550 * MS, "g-0", 1),  # after the second fault began at 500 ms
+        poll(800 * MS, "g-0", 2),  # 200 ms after the second heal
+        poll(130 * MS, "h-0", 0),
+        commit(790 * MS, "h-0", "invoke", 1, 1),
+        commit(800 * MS, "h-0", "ok", 1, 1),
+    ]
+    groups = [GROUP, {"name": "h", "topics": ["t-all"], "commit": "before-process", "members": 1}]
+    faults = [
+        {**FAULT, "time_ns": 150 * MS},
+        {**FAULT, "time_ns": 250 * MS, "phase": "stop"},
+        {**FAULT, "id": 1, "time_ns": 500 * MS},
+        {**FAULT, "id": 1, "time_ns": 600 * MS, "phase": "stop"},
+    ]
+    run_dir = make_run(
+        tmp_path / "run", writes, [*reads, *ends], faults, run=run_json(groups=groups), consumes=consumes
+    )
+    code, text = kchaos_check(capfd, run_dir)
+    assert code == 0, text
+    result = json.loads((run_dir / RESULT).read_text())
+    reference = _Reference(run_dir, monkeypatch)
+    assert (
+        reference.groups
+        == reference.checked_groups(result)
+        == {
+            "g": [
+                [None, 250.0, True],
+                [800 * MS, 200.0, False],
+            ],  # polled p:1 only after the second fault began
+            "h": [[None, 250.0, True], [None, 200.0, True]],
+        }
+    )
+    acks_all = [r for r in result["availability"]["recovery"] if r["acks"] == "all"]
+    assert [(r["resumed_ns"], r["heal_recovery_ms"]) for r in acks_all] == [
+        (300 * MS + 10, 50.0),
+        (700 * MS + 10, 100.0),
+    ]
+    assert reference.availability == reference.exact(result["availability"])
+
+
+class _Reference:
+    """The benchmarks' single-process Python reference of a run directory: its groups' recovery and
+    exact availability numbers, and the same numbers taken from a check's result."""
+
+    def __init__(self, run_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch.syspath_prepend(str(Path(__file__).parents[2] / "benchmarks"))
+        import bench_check
+        import side_files_reference
+
+        self.exact, self.checked_groups = (
+            bench_check.exact_availability,
+            side_files_reference.checked_group_recovery,
+        )
+        found = bench_check.python_availability(bench_check.python_read(run_dir), run_dir)
+        self.availability = self.exact(found)
+        self.groups = side_files_reference.python_group_recovery(
+            run_dir, found["ok_times"], found["last_invoke"], found["healed"]
+        )

@@ -69,9 +69,9 @@ def test_a_group_s_counts_and_commits_in_one_line() -> None:
             "; every partition was read again within 4520 ms of each heal",
         ),
         (
-            {"heal_recovery_ms": 9000.0, "heal_recovery_lower_bound": True},
+            {"heal_recovery_ms": 9000.7, "heal_recovery_lower_bound": True},  # floored: 9000 or more
             "; every partition was read again within 9000 ms or more of each heal (after one, a partition "
-            "was not read again by the group's last event or the next fault)",
+            "was not read again by the workload's end or the next fault)",
         ),
         ({"heal_recovery_ms": None, "heal_recovery_lower_bound": False}, ""),
     ],

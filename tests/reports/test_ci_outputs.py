@@ -283,6 +283,6 @@ def test_index_charts_a_groups_recovery_after_heals_where_runs_measured_it(tmp_p
     tips = [c.attrs["data-tip"] for c in page.find("circle", "g0") if "after a heal" in c.attrs["data-tip"]]
     assert [t.split(" ")[0] for t in tips] == ["n2-leader-kill", "n3-leader-kill"]  # n1 judged none
     assert tips[0].endswith("until the group read every partition again (s) 4.5"), tips
-    assert tips[1].endswith(
-        "again (s) 12 or more (not reached by the group's last event or the next fault)"
-    ), tips
+    assert tips[1].endswith("again (s) 12 or more (not reached by the workload's end or the next fault)"), (
+        tips
+    )

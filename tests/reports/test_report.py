@@ -277,7 +277,7 @@ def test_recovery_after_each_heal_is_shown_and_one_not_reached_is_marked(passing
     result_path = passing_run / "check/result.json"
     result = json.loads(result_path.read_text())
     (row,) = result["availability"]["recovery"]  # as results written before heals were measured
-    healed = {"healed_ns": 30 * S, "resumed_ns": None, "heal_recovery_ms": 25244.0}
+    healed = {"healed_ns": 30 * S, "resumed_ns": None, "heal_recovery_ms": 25244.7}  # shown floored
     result["availability"]["recovery"] = [
         row,
         {**row, **healed, "acks": "1", "heal_recovery_lower_bound": True},

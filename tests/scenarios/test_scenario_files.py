@@ -378,12 +378,15 @@ def test_an_expectation_on_the_recovery_after_heals_is_judged_like_a_lower_bound
         (
             {"heal_recovery_ms": 12000.0, "heal_recovery_lower_bound": True},
             "failed",
-            "group g-alo polled no record again of some partition written to, by its last event or the next "
-            "fault: "
-            "the true time is 12000 ms or more",
+            "group g-alo polled no record again of some partition written to, by the workload's end or "
+            "the next fault: the true time is 12000 ms or more",
         ),
         ({"heal_recovery_ms": 8000.0, "heal_recovery_lower_bound": True}, "unknown", "8000 ms or more"),
-        ({"heal_recovery_ms": None, "heal_recovery_lower_bound": False}, "held", "no heal"),
+        (
+            {"heal_recovery_ms": None, "heal_recovery_lower_bound": False},
+            "held",
+            "no write was acknowledged after a heal on the group's topics",
+        ),
         ({"skipped": 0}, "failed", "no such count"),  # a result from before groups' recovery
     ],
 )
