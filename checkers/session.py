@@ -106,7 +106,7 @@ def _conf(
         .set("spark.sql.catalogImplementation", "in-memory")
         .set("spark.sql.ansi.enabled", "false")
         # A check runs its independent parts side by side, each in its own scheduler pool
-        # (`checkers.result`): FAIR between them, so the part made of many short jobs is not queued
+        # (`kind_results.submit_part`): FAIR between them, so the part made of many short jobs is not queued
         # behind another's long tasks (10M-event first checks, alternated: 4 of 4 faster, 1.5-10 s).
         .set("spark.scheduler.mode", "FAIR")
         # Per-second latency percentiles keep one digest per (acks mode, second): thousands of keys.
