@@ -18,7 +18,8 @@ from harness.anomaly_kinds import ANOMALY_COUNTS, COUNT_HELP, COUNT_KEYS, GROUP_
 from harness.events import FaultWindow
 from reports import explain, svg, timeline
 from reports.group_timeline import group_chart, lag_chart
-from reports.load import NS, Anomalies, Guarantee, Run
+from reports.load import Run
+from reports.load_result import NS, Anomalies, Guarantee
 
 EXAMPLE_FIELDS = (
     "topic",

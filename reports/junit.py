@@ -16,7 +16,8 @@ from datetime import datetime
 
 from harness.anomaly_kinds import BY_ID, GROUP_BY_ID
 from reports import explain
-from reports.load import Anomalies, Guarantee, Run
+from reports.load import Run
+from reports.load_result import Anomalies, Guarantee
 
 MAX_EVIDENCE = 20
 

@@ -10,7 +10,8 @@ from typing import Any
 
 from harness.anomaly_kinds import KIND_IDS
 from harness.expectation_outcomes import ExpectationOutcome
-from reports.load import GroupResult, Guarantee, Result, RunInfo, passed
+from reports.load import RunInfo
+from reports.load_result import GroupResult, Guarantee, Result, passed
 
 SUMMARY_FORMAT = 1
 

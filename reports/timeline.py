@@ -16,8 +16,9 @@ from collections.abc import Callable
 from harness.events import FaultWindow
 from harness.groups import OFFSETS_TOPIC, group_offsets_partition
 from reports import svg
-from reports.load import NS, Run
+from reports.load import Run
 from reports.load_cluster import ClusterSample
+from reports.load_result import NS
 from reports.svg import Frame
 
 ACKS_ORDER = ("all", "1", "0")
