@@ -178,27 +178,9 @@ def test_a_group_gone_quiet_is_waited_for_until_the_last_write_to_its_topics() -
 def test_kchaos_check_gives_each_group_its_recovery_after_a_heal_as_the_benchmarks_reference_does(
     spark: SparkSession, tmp_path: Path, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    writes = [*acked(100 * MS, "p:0", 0), *acked(300 * MS, "p:1", 1)]  # p:1 acknowledged after the heal
-    reads = [record(900 * MS, "p:0", 0), record(900 * MS, "p:1", 1)]
-    ends = [
-        end(10_000 * MS, t["name"], p, 2 if t["name"] == "t-all" and p == 0 else 0)
-        for t in TOPICS
-        for p in (0, 1)
-    ]
-    consumes = [
-        poll(120 * MS, "g-0", 0),
-        poll(700 * MS, "g-0", 1),  # 450 ms after the heal at 250 ms
-        poll(130 * MS, "h-0", 0),
-        commit(790 * MS, "h-0", "invoke", 1, 1),
-        commit(800 * MS, "h-0", "ok", 1, 1),  # h never polls p:1: at least 550 ms
-    ]
-    groups = [GROUP, {"name": "h", "topics": ["t-all"], "commit": "before-process", "members": 1}]
     faults = [{**FAULT, "time_ns": 150 * MS}, {**FAULT, "time_ns": 250 * MS, "phase": "stop"}]
-    run = run_json(groups=groups)
-    run_dir = make_run(tmp_path / "run", writes, [*reads, *ends], faults, run=run, consumes=consumes)
-    code, text = kchaos_check(capfd, run_dir)
-    assert code == 0, text
-    result = json.loads((run_dir / RESULT).read_text())
+    # p:1 acknowledged after the heal at 250 ms, and polled by g 450 ms after it; h never polls it
+    run_dir, result = _checked_groups(tmp_path, capfd, [100, 300], [poll(700 * MS, "g-0", 1)], faults)
     g_entry, h_entry = result["groups"]["g"], result["groups"]["h"]
     assert g_entry["recovery"] == [
         {
@@ -227,34 +209,17 @@ def test_kchaos_check_gives_each_group_its_recovery_after_a_heal_as_the_benchmar
 def test_a_recovery_not_seen_by_the_next_fault_is_a_lower_bound_to_its_start_as_in_the_reference(
     spark: SparkSession, tmp_path: Path, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    writes = [*acked(100 * MS, "p:0", 0), *acked(300 * MS, "p:1", 1), *acked(700 * MS, "p:2", 2)]
-    reads = [record(900 * MS, f"p:{o}", o) for o in range(3)]
-    ends = [
-        end(10_000 * MS, t["name"], p, 3 if t["name"] == "t-all" and p == 0 else 0)
-        for t in TOPICS
-        for p in (0, 1)
-    ]
-    consumes = [
-        poll(120 * MS, "g-0", 0),
-        poll(550 * MS, "g-0", 1),  # after the second fault began at 500 ms
-        poll(800 * MS, "g-0", 2),  # 200 ms after the second heal
-        poll(130 * MS, "h-0", 0),
-        commit(790 * MS, "h-0", "invoke", 1, 1),
-        commit(800 * MS, "h-0", "ok", 1, 1),
-    ]
-    groups = [GROUP, {"name": "h", "topics": ["t-all"], "commit": "before-process", "members": 1}]
     faults = [
         {**FAULT, "time_ns": 150 * MS},
         {**FAULT, "time_ns": 250 * MS, "phase": "stop"},
         {**FAULT, "id": 1, "time_ns": 500 * MS},
         {**FAULT, "id": 1, "time_ns": 600 * MS, "phase": "stop"},
     ]
-    run_dir = make_run(
-        tmp_path / "run", writes, [*reads, *ends], faults, run=run_json(groups=groups), consumes=consumes
-    )
-    code, text = kchaos_check(capfd, run_dir)
-    assert code == 0, text
-    result = json.loads((run_dir / RESULT).read_text())
+    g_polls = [
+        poll(550 * MS, "g-0", 1),  # after the second fault began at 500 ms
+        poll(800 * MS, "g-0", 2),  # 200 ms after the second heal
+    ]
+    run_dir, result = _checked_groups(tmp_path, capfd, [100, 300, 700], g_polls, faults)
     reference = _Reference(run_dir, monkeypatch)
     assert (
         reference.groups
@@ -273,6 +238,39 @@ def test_a_recovery_not_seen_by_the_next_fault_is_a_lower_bound_to_its_start_as_
         (700 * MS + 10, 100.0),
     ]
     assert reference.availability == reference.exact(result["availability"])
+
+
+def _checked_groups(
+    tmp_path: Path,
+    capfd: pytest.CaptureFixture[str],
+    acked_ms: list[int],
+    g_polls: list[dict[str, Any]],
+    faults: list[dict[str, Any]],
+) -> tuple[Path, dict[str, Any]]:
+    """`kchaos check` of a run whose t-all/0 took p:N at offset N at each of `acked_ms`, all read back;
+    group g polled p:0 at 120 ms and then `g_polls`; group h polled p:0 at 130 ms and committed 1 at
+    800 ms. Its run directory and result.json."""
+    writes = [e for o, ms in enumerate(acked_ms) for e in acked(ms * MS, f"p:{o}", o)]
+    reads = [record(900 * MS, f"p:{o}", o) for o in range(len(acked_ms))]
+    ends = [
+        end(10_000 * MS, t["name"], p, len(acked_ms) if t["name"] == "t-all" and p == 0 else 0)
+        for t in TOPICS
+        for p in (0, 1)
+    ]
+    consumes = [
+        poll(120 * MS, "g-0", 0),
+        *g_polls,
+        poll(130 * MS, "h-0", 0),
+        commit(790 * MS, "h-0", "invoke", 1, 1),
+        commit(800 * MS, "h-0", "ok", 1, 1),
+    ]
+    groups = [GROUP, {"name": "h", "topics": ["t-all"], "commit": "before-process", "members": 1}]
+    run_dir = make_run(
+        tmp_path / "run", writes, [*reads, *ends], faults, run=run_json(groups=groups), consumes=consumes
+    )
+    code, text = kchaos_check(capfd, run_dir)
+    assert code == 0, text
+    return run_dir, json.loads((run_dir / RESULT).read_text())
 
 
 class _Reference:
