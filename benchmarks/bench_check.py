@@ -43,7 +43,8 @@ from checkers.evidence import merged_windows
 from checkers.synthetic import ANOMALIES, DEFAULT_RATE, generate
 from harness.anomaly_kinds import KIND_IDS, WRITE_COUNTS
 from harness.events import fault_windows
-from harness.history import WRITES, iter_jsonl
+from harness.history import WRITES
+from harness.history_readers import iter_jsonl
 
 KINDS = (
     "lost-write",

@@ -38,6 +38,7 @@ from harness.history import (
     open_append,
     write_atomic,
 )
+from harness.history_readers import load_run_json
 from harness.workload import Workload, WorkloadSpec
 from harness.zkstate import ClusterSampler
 
@@ -148,7 +149,7 @@ def run_experiment(
                 phase("final_read")
         replicas = forensics.collect()
         phase("forensics")
-        run = rundir.load_run_json()
+        run = load_run_json(rundir.root)
         if spec.workload.groups:
             run["offsets_topic"] = _offsets_topic(cluster)
         run.update(
@@ -241,7 +242,7 @@ def _forensics_kept(cluster: KafkaCluster, rundir: RunDir, topics: list[str]) ->
             try:
                 summary = kept.collect()
                 if rundir.path(RUN_JSON).exists():
-                    rundir.write_run_json({**rundir.load_run_json(), "replicas": summary})
+                    rundir.write_run_json({**load_run_json(rundir.root), "replicas": summary})
             except (HarnessError, OSError) as exc:
                 log.warning("could not keep the replicas' contents: %s", exc)
         for node in [*cluster.zookeepers, *cluster.brokers]:

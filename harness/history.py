@@ -1,7 +1,7 @@
-"""The run directory of HISTORY_FORMAT.md (format 1): layout, the run clock, writing and reading.
+"""The run directory of HISTORY_FORMAT.md (format 1): layout, the run clock, and writing.
 
 This module is the one place that knows file names and the format number; the harness writes
-through it, and the checkers and reports read small files (run.json, faults, cluster) through it.
+through it, and `harness.history_readers` reads run.json and the small files by its names.
 
 Run directories travel (attached to tickets, downloaded from CI), so what is in one is data: every
 file kafka-chaos writes inside a run directory goes through `write_atomic`, `open_append` or
@@ -26,18 +26,8 @@ from typing import Any
 
 import orjson
 
-from harness import strictjson
 from harness.errors import HistoryError
 from harness.history_fields import ACKS_MODES as ACKS_MODES
-from harness.history_fields import (
-    check_client_line,
-    check_cluster_sample,
-    check_consume_line,
-    check_fault_event,
-    check_replica_line,
-    check_run,
-)
-from harness.limits import brief
 
 FORMAT = 1
 KNOWN_FORMATS = (FORMAT,)
@@ -137,9 +127,6 @@ class RunDir:
     def write_run_json(self, run: Mapping[str, Any]) -> None:
         """Write run.json atomically (a reader never sees half of it)."""
         write_atomic(self.root, RUN_JSON, json.dumps({"format": FORMAT, **run}, indent=2) + "\n")
-
-    def load_run_json(self) -> dict[str, Any]:
-        return load_run_json(self.root)
 
 
 _NO_FOLLOW = os.O_NOFOLLOW | os.O_CLOEXEC
@@ -274,129 +261,6 @@ def _write_all(fd: int, data: bytes) -> None:
     written = 0
     while written < len(data):  # write(2) may accept only part of a buffer
         written += os.write(fd, data[written:])
-
-
-def load_run_json(root: Path) -> dict[str, Any]:
-    """Read and validate run.json: a known format, and every field a reader uses (`history_fields`)."""
-    path = root / RUN_JSON
-    if not root.is_dir():
-        raise HistoryError("not a directory" if root.exists() else "run directory does not exist", str(root))
-    require_file(path, "missing run.json (every run directory has one)")
-    run = read_json_object(path)
-    fmt = run.get("format")
-    if fmt not in KNOWN_FORMATS or isinstance(fmt, bool):
-        known = ", ".join(str(f) for f in KNOWN_FORMATS)
-        raise HistoryError(f"unknown format {brief(fmt)}; this kafka-chaos reads format {known}", str(path))
-    check_run(run, path)
-    return run
-
-
-def read_json_object(path: Path) -> dict[str, Any]:
-    """A whole-file JSON object (run.json, result.json), read strictly (`harness.strictjson`)."""
-    value = strictjson.read_file(path)
-    if not isinstance(value, dict):
-        raise HistoryError("expected a JSON object", str(path), 1)
-    return value
-
-
-def require_file(path: Path, missing: str) -> None:
-    """A HistoryError unless `path` is a regular file: `missing` when nothing is there, else what is."""
-    if path.is_file():
-        return
-    if not path.exists():
-        raise HistoryError(missing, str(path))
-    found = "a directory" if path.is_dir() else "a special file (FIFO, socket or device)"
-    raise HistoryError(f"expected a regular file, found {found}", str(path))
-
-
-def iter_jsonl(path: Path, *, required: bool = True) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Yield (line number, object) for each line of a small JSONL file, read strictly.
-
-    A missing optional file yields nothing. A last line without its newline is a write cut short
-    by a crash: it is skipped only if it does not parse, as the format promises a readable prefix.
-    """
-    if not path.is_file():
-        if path.exists():
-            require_file(path, "")
-        if required:
-            raise HistoryError("missing history file", str(path))
-        return
-    for number, raw in strictjson.iter_lines(path):
-        if not raw.strip():
-            continue
-        if not raw.endswith(b"\n") and not _parses(raw):
-            return  # torn final line of a run that was killed mid-write
-        obj = strictjson.decode(raw, path, number)
-        if not isinstance(obj, dict):
-            raise HistoryError("expected a JSON object", str(path), number)
-        yield number, obj
-
-
-def _parses(raw: bytes) -> bool:
-    try:
-        json.loads(raw)
-    except (ValueError, RecursionError):
-        return False
-    return True
-
-
-def iter_fault_events(root: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(line, event) of history/faults.jsonl (optional), each checked for the fields readers use."""
-    for line, event in iter_jsonl(root / FAULTS, required=False):
-        check_fault_event(event, root / FAULTS, line)
-        yield line, event
-
-
-def iter_cluster_samples(root: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(line, sample) of history/cluster.jsonl (optional), each checked for the fields readers use."""
-    for line, sample in iter_jsonl(root / CLUSTER, required=False):
-        check_cluster_sample(sample, root / CLUSTER, line)
-        yield line, sample
-
-
-def iter_replica_lines(root: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(line, replica line) of history/replicas.jsonl (optional), each checked for the fields readers use."""
-    for line, event in iter_jsonl(root / REPLICAS, required=False):
-        check_replica_line(event, root / REPLICAS, line)
-        yield line, event
-
-
-def iter_client_lines(root: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(line, client log line) of history/client.jsonl (optional), each checked for the fields readers use."""
-    for line, event in iter_jsonl(root / CLIENT, required=False):
-        check_client_line(event, root / CLIENT, line)
-        yield line, event
-
-
-def iter_consume_lines(root: Path, run: Mapping[str, Any]) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(line, event) of history/consumes.jsonl (optional), each checked for the fields readers use,
-    and each commit outcome for its invoke: after one, since the member (re)started, and once."""
-    path = root / CONSUMES
-    topics = {str(t.get("name")) for t in run.get("topics") or [] if isinstance(t, dict)}
-    groups = {str(g.get("name")) for g in run.get("groups") or [] if isinstance(g, dict)}
-    if groups and not path.exists():  # made with writes.jsonl when the run has groups
-        names = ", ".join(sorted(groups))
-        raise HistoryError(f"missing history file (run.json declares consumer groups: {names})", str(path))
-    pending: dict[str, set[int]] = {}  # per member: commit ids invoked and not yet completed
-    for line, event in iter_jsonl(path, required=False):
-        check_consume_line(event, path, line, topics, groups)
-        kind, process = event["type"], event["process"]
-        if kind == "start":
-            pending[process] = set()
-        elif kind == "commit":
-            invoked = pending.setdefault(process, set())
-            if event["phase"] == "invoke":
-                invoked.add(event["commit_id"])
-            elif event["commit_id"] in invoked:
-                invoked.discard(event["commit_id"])
-            else:
-                raise HistoryError(
-                    f"commit {event['commit_id']} of {process} ends ({event['phase']}) without an "
-                    "invoke of its own since the member started",
-                    str(path),
-                    line,
-                )
-        yield line, event
 
 
 def new_run_id(name: str) -> str:

@@ -14,8 +14,9 @@ from typing import Any
 from harness.anomaly_kinds import COUNT_KEYS, GROUP_BY_ID, GROUP_COUNTS, KIND_IDS
 from harness.errors import InputError
 from harness.expectation_outcomes import ExpectationOutcome
-from harness.history import ACKS_MODES, RESULT, load_run_json, read_json_object, require_file
+from harness.history import ACKS_MODES, RESULT
 from harness.history_fields import Fields
+from harness.history_readers import load_run_json, read_json_object, require_file
 from harness.limits import MAX_RUN_NS, brief
 
 RESULT_FORMATS = (1,)

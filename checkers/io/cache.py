@@ -53,10 +53,10 @@ from harness.history import (
     REPLICAS,
     WRITES,
     fresh_dir,
-    iter_jsonl,
     remove_dir,
     write_atomic,
 )
+from harness.history_readers import iter_jsonl
 
 CACHE_VERSION = 13
 _FINGERPRINT = "fingerprint.json"

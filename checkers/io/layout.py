@@ -11,12 +11,8 @@ from checkers.io.sources import SOURCES
 from harness.broker_logs import LogEvent, read_broker_logs
 from harness.errors import HistoryError
 from harness.events import FaultWindow, fault_windows
-from harness.history import (
-    CONSUMES,
-    FAULTS,
-    NODE_LOGS,
-    REPLICAS,
-    RESULT,
+from harness.history import CONSUMES, FAULTS, NODE_LOGS, REPLICAS, RESULT
+from harness.history_readers import (
     iter_client_lines,
     iter_cluster_samples,
     iter_consume_lines,

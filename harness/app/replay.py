@@ -18,7 +18,8 @@ from harness.app.scenario import Scenario, load_scenario
 from harness.app.scenario_dump import pinned
 from harness.errors import ConfigError, HistoryError
 from harness.expectation_outcomes import FAILED, ExpectationOutcome, read_expectations
-from harness.history import RESULT, SCENARIO, load_run_json, read_json_object
+from harness.history import RESULT, SCENARIO
+from harness.history_readers import load_run_json, read_json_object
 from harness.images import KafkaImage
 
 

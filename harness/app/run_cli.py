@@ -22,7 +22,8 @@ from harness.app.scenario import Scenario, builtin_scenarios, check_aims, load_s
 from harness.app.signals import terminate_as_interrupt
 from harness.errors import ConfigError, HarnessError
 from harness.events import fault_windows
-from harness.history import ACKS_MODES, FAULTS, iter_fault_events
+from harness.history import ACKS_MODES, FAULTS
+from harness.history_readers import iter_fault_events
 from harness.limits import MAX_DURATION_S, MAX_SEED, brief
 from reports import write_index
 

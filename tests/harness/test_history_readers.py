@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from harness.errors import HistoryError
-from harness.history import iter_cluster_samples, iter_fault_events, iter_jsonl, load_run_json
+from harness.history_readers import iter_cluster_samples, iter_fault_events, iter_jsonl, load_run_json
 from harness.strictjson import MAX_LINE_BYTES
 
 GOOD = b'{"a": 1}\n'

@@ -14,7 +14,8 @@ import pytest
 from linked import LINK_REFUSED, make_outside, untouched
 
 from harness.errors import HistoryError
-from harness.history import HistoryWriter, RunDir, fresh_dir, iter_jsonl, read_json_object, write_atomic
+from harness.history import HistoryWriter, RunDir, fresh_dir, write_atomic
+from harness.history_readers import iter_jsonl, read_json_object
 
 
 @pytest.fixture

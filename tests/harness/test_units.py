@@ -21,7 +21,8 @@ import pytest
 from harness.app.console import make_console
 from harness.errors import ConfigError, HistoryError
 from harness.groups import GroupSpec
-from harness.history import FORMAT, HistoryWriter, RunDir, iter_jsonl, load_run_json
+from harness.history import FORMAT, HistoryWriter, RunDir
+from harness.history_readers import iter_jsonl, load_run_json
 from harness.images import KafkaDistribution
 from harness.waiting import wait_until
 from harness.workload import WorkloadSpec
@@ -144,7 +145,7 @@ def test_load_run_json_errors(tmp_path: Path) -> None:
 def test_run_json_round_trip(tmp_path: Path) -> None:
     run = RunDir(tmp_path / "run")
     run.write_run_json({"topics": [{"name": "t", "acks": "all"}], "seed": 7})
-    loaded = run.load_run_json()
+    loaded = load_run_json(run.root)
     assert loaded["format"] == FORMAT and loaded["seed"] == 7
     assert not list(run.root.glob("*.tmp"))
 
