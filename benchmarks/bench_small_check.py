@@ -7,7 +7,7 @@ checkers/synthetic.py, cached under --dir), side by side in this one run:
     conversion, check, result.json), --repeat times;
   - one process: checks a copy of RUN, then --further other copies (each a new run directory, as
     `kchaos run --matrix` or `kchaos check A B C` check them, on the process's one Spark session);
-  - the single-process Python check of bench_check.py and side_files_reference.py, whose anomaly,
+  - the single-process Python check of history_reference.py and side_files_reference.py, whose anomaly,
     write and consumer-group counts and exact availability numbers (per-second counts, recovery
     times, the groups' recovery after heals) must be the same as every Spark check's (for a run
     with groups it reads reads.jsonl once more, for the final read's offsets);
@@ -38,7 +38,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench_check import exact_availability, python_availability, python_counts, python_read
+from history_reference import exact_availability, python_availability, python_counts, python_read
 from side_files_reference import (
     checked_group_counts,
     checked_group_recovery,

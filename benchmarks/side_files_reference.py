@@ -2,7 +2,7 @@
 written from docs/HISTORY_FORMAT.md's definitions, not from the Spark checkers: each consumer
 group's counts ("What the checker counts per group", from consumes.jsonl), `replica-divergence`
 (replicas.jsonl) and `epoch-regression` (cluster.jsonl). The benchmarks compare every check's
-counts with them, as with bench_check.py's reference for writes.jsonl and reads.jsonl.
+counts with them, as with history_reference.py's for writes.jsonl and reads.jsonl.
 
     .venv/bin/python benchmarks/side_files_reference.py RUN_DIR   # prints the counts as JSON
 """

@@ -8,14 +8,11 @@ by side (no host ports are published: the host reaches container IPs directly).
 
 from __future__ import annotations
 
-import ipaddress
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from docker.errors import APIError
-from docker.types import IPAMConfig, IPAMPool
 from testcontainers.core.network import Network
 
 from harness import docker_env
@@ -35,7 +32,7 @@ from harness.errors import ClusterError, ConfigError, Failures
 from harness.groups import ConsumerGroups
 from harness.history import new_run_id
 from harness.images import LOCAL_BASE_IMAGE, KafkaDistribution, KafkaImage, ensure_kafka_image
-from harness.retrying import bounded
+from harness.run_network import NO_NETWORK, create_network
 from harness.services import KafkaBroker, Node, ZooKeeperNode
 from harness.waiting import wait_until
 from harness.zkstate import ClusterSnapshot, ZkStateReader
@@ -109,10 +106,10 @@ class KafkaCluster:
             number = int(name.rsplit("-", 1)[1])
             node: Node
             if role == "zookeeper":
-                node = ZooKeeperNode(number, cluster.image.tag, run_id, _NO_NETWORK, ip, "")
+                node = ZooKeeperNode(number, cluster.image.tag, run_id, NO_NETWORK, ip, "")
                 cluster.zookeepers.append(node)
             else:
-                node = KafkaBroker(number, cluster.image.tag, run_id, _NO_NETWORK, ip, "", cluster.spec.heap)
+                node = KafkaBroker(number, cluster.image.tag, run_id, NO_NETWORK, ip, "", cluster.spec.heap)
                 cluster.brokers.append(node)
             node.attach(container)
         cluster.spec = ClusterSpec(
@@ -141,7 +138,7 @@ class KafkaCluster:
         version = KafkaVersion.parse(image.kafka_version)
         validate_overrides(self.spec.broker_config, image.config_keys, image.kafka_version)
         try:
-            self._network, subnet = _create_network(self.run_id)
+            self._network, subnet = create_network(self.run_id)
             hosts = subnet.network_address
             zk_ips = [str(hosts + 10 + i) for i in range(1, self.spec.zookeepers + 1)]
             broker_ips = [str(hosts + 100 + i) for i in range(1, self.spec.brokers + 1)]
@@ -354,51 +351,3 @@ class KafkaCluster:
         if state is None or state.leader < 0:
             raise ClusterError(f"{topic}/{partition} has no leader now")
         return self.broker(state.leader)
-
-
-class _NoNetwork(Network):
-    """Stands in for the network of an attached cluster, whose containers already exist."""
-
-    def __init__(self) -> None:
-        self.name = "attached"
-
-
-_NO_NETWORK = _NoNetwork()
-
-
-def _create_network(run_id: str) -> tuple[Network, ipaddress.IPv4Network]:
-    """A labelled network with an explicit subnet (Docker pins container IPs only on those).
-
-    Docker picks a free subnet for a probe network; the real one is then created on it, again (up
-    to 3 times) when another network took that subnet in between.
-    """
-    taken = bounded(_subnet_taken, attempts=3, within_s=60.0, wait_s=0.0)
-    try:
-        return taken(_create_network_once, run_id)
-    except APIError as exc:
-        raise ClusterError(f"cannot create the cluster network: {exc.explanation or exc}") from None
-
-
-def _subnet_taken(exc: BaseException) -> bool:
-    return isinstance(exc, APIError) and "overlap" in str(exc).lower()
-
-
-def _create_network_once(run_id: str) -> tuple[Network, ipaddress.IPv4Network]:
-    client = docker_env.client()
-    probe = client.networks.create(f"{run_id}-probe", labels=docker_env.run_labels(run_id))
-    try:
-        probe.reload()
-        config = probe.attrs["IPAM"]["Config"][0]
-    finally:
-        probe.remove()
-    subnet = ipaddress.ip_network(config["Subnet"])
-    network = Network(
-        docker_network_kw={
-            "labels": docker_env.run_labels(run_id),
-            "ipam": IPAMConfig(pool_configs=[IPAMPool(subnet=str(subnet), gateway=config.get("Gateway"))]),
-        }
-    )
-    network.name = f"{run_id}-net"
-    network.create()
-    assert isinstance(subnet, ipaddress.IPv4Network)
-    return network, subnet

@@ -279,14 +279,14 @@ class _Reference:
 
     def __init__(self, run_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.syspath_prepend(str(Path(__file__).parents[2] / "benchmarks"))
-        import bench_check
+        import history_reference
         import side_files_reference
 
         self.exact, self.checked_groups = (
-            bench_check.exact_availability,
+            history_reference.exact_availability,
             side_files_reference.checked_group_recovery,
         )
-        found = bench_check.python_availability(bench_check.python_read(run_dir), run_dir)
+        found = history_reference.python_availability(history_reference.python_read(run_dir), run_dir)
         self.availability = self.exact(found)
         self.groups = side_files_reference.python_group_recovery(
             run_dir, found["ok_times"], found["last_invoke"], found["healed"]

@@ -294,7 +294,7 @@ def test_the_benchmarks_python_references_count_every_kind_as_the_check_does(
             replicas.write(json.dumps(line) + "\n")
     result = check_run(run_dir)
     monkeypatch.syspath_prepend(str(Path(__file__).parents[2] / "benchmarks"))
-    from bench_check import python_counts, python_read
+    from history_reference import python_counts, python_read
     from side_files_reference import python_side_counts
 
     counted = {kind: result["anomalies"][kind]["count"] for kind in KIND_IDS}
