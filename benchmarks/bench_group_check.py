@@ -50,6 +50,8 @@ def _cold(run_dir: Path) -> tuple[float, dict[str, object], dict[str, dict[str, 
     seconds = time.monotonic() - started
     if done.returncode not in (0, 1):
         raise SystemExit(f"kchaos check {run_dir} failed ({done.returncode}): {done.stdout[-500:]}")
+    if not (run_dir / RESULT).is_file():  # 1 is also Python's exit code of a crash
+        raise SystemExit(f"kchaos check {run_dir} left no result.json: {done.stderr[-500:]}")
     result = json.loads((run_dir / RESULT).read_text())
     return (
         seconds,

@@ -80,9 +80,10 @@ def _cold(run_dir: Path) -> tuple[float, dict[str, Any]]:
     started = time.monotonic()
     done = subprocess.run([str(kchaos), "check", str(run_dir)], capture_output=True, text=True)
     seconds = time.monotonic() - started
-    # 1: a guarantee broke, which synthetic anomalies do (Python's exit code of a crash, too)
-    if done.returncode not in (0, 1) or not (run_dir / "check/result.json").is_file():
+    if done.returncode not in (0, 1):  # 1: a guarantee broke, which synthetic anomalies do
         raise SystemExit(f"kchaos check {run_dir} exited {done.returncode}: {done.stderr[-2000:]}")
+    if not (run_dir / "check/result.json").is_file():  # 1 is also Python's exit code of a crash
+        raise SystemExit(f"kchaos check {run_dir} left no result.json: {done.stderr[-2000:]}")
     return seconds, _counts(json.loads((run_dir / "check/result.json").read_text()))
 
 

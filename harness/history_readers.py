@@ -98,22 +98,22 @@ def _checked_lines(
 
 
 def iter_fault_events(root: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(line, event) of history/faults.jsonl."""
+    """(line, event) of history/faults.jsonl (optional), each checked for the fields readers use."""
     return _checked_lines(root, FAULTS, check_fault_event)
 
 
 def iter_cluster_samples(root: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(line, sample) of history/cluster.jsonl."""
+    """(line, sample) of history/cluster.jsonl (optional), each checked for the fields readers use."""
     return _checked_lines(root, CLUSTER, check_cluster_sample)
 
 
 def iter_replica_lines(root: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(line, replica line) of history/replicas.jsonl."""
+    """(line, replica line) of history/replicas.jsonl (optional), each checked for the fields readers use."""
     return _checked_lines(root, REPLICAS, check_replica_line)
 
 
 def iter_client_lines(root: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(line, client log line) of history/client.jsonl."""
+    """(line, client log line) of history/client.jsonl (optional), each checked for the fields readers use."""
     return _checked_lines(root, CLIENT, check_client_line)
 
 
