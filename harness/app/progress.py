@@ -1,9 +1,10 @@
-"""The live progress line of `kchaos workload` and `kchaos run`, and the end-of-run summary table."""
+"""The live progress line of `kchaos workload` and `kchaos run`, and the end-of-run summary table
+and phase times."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from rich.console import Console
 from rich.table import Table
@@ -81,3 +82,8 @@ def summary_table(counts: dict[str, ModeCounts], duration_s: float) -> Table:
             f"{p99:.1f}" if p99 is not None else "-",
         )
     return table
+
+
+def phase_times(phases_s: Mapping[str, float]) -> str:
+    """`setup 5.2 s, chaos 40.3 s, final read 1.6 s`: how long each phase of a run took, in order."""
+    return ", ".join(f"{name.replace('_', ' ')} {seconds:.1f} s" for name, seconds in phases_s.items())

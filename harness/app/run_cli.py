@@ -16,7 +16,7 @@ from harness.app.console import make_console
 from harness.app.crash import note_run_dir
 from harness.app.group_lines import acks_after_heals, every_guarantee, group_lines
 from harness.app.plain_summary import plain_summary
-from harness.app.progress import run_ticker
+from harness.app.progress import phase_times, run_ticker
 from harness.app.runner import RunOutcome, run_scenario
 from harness.app.scenario import Scenario, builtin_scenarios, check_aims, load_scenario
 from harness.app.signals import terminate_as_interrupt
@@ -76,7 +76,9 @@ def _print_outcome(outcome: RunOutcome) -> None:
         console.print(f"report: {outcome.report}")
     verdict = Text("PASS", style="green") if outcome.exit_code == 0 else Text("FAIL", style="red")
     interrupted = " (interrupted)" if outcome.interrupted else ""
-    console.print(Text.assemble(verdict, f"{interrupted}  phases {outcome.phases_s}"))
+    checked_s = {"check": result["spark"]["seconds"]} if result.get("spark") else {}
+    took = phase_times(outcome.phases_s | checked_s)
+    console.print(Text.assemble(verdict, interrupted, f"  {took}" if took else ""))
     faults_path = outcome.rundir.root / FAULTS
     windows = fault_windows(iter_fault_events(outcome.rundir.root), str(faults_path))
     for line in plain_summary(result, windows, outcome.exit_code):

@@ -10,7 +10,7 @@ from harness.app import options
 from harness.app.cluster_cli import parse_overrides
 from harness.app.console import make_console
 from harness.app.crash import note_run_dir
-from harness.app.progress import Progress, summary_table
+from harness.app.progress import Progress, phase_times, summary_table
 from harness.app.signals import terminate_as_interrupt
 from harness.cluster import ClusterSpec
 from harness.experiment import ExperimentSpec, run_experiment
@@ -74,7 +74,7 @@ def workload(
     assert final is not None
     console.print(
         f"final read: {len(final.complete)} partitions complete, {len(final.incomplete)} incomplete, "
-        f"{final.records} records; phases {result.phases_s}"
+        f"{final.records} records; {phase_times(result.phases_s)}"
     )
     console.print(f"history: {rundir.root}")
     raise typer.Exit(130 if result.interrupted else 0)

@@ -1,5 +1,5 @@
-"""A check's consumer groups in the terminal output of `kchaos check` and `kchaos run`, on a handmade
-result.json (pure Python)."""
+"""The terminal output of `kchaos check` and `kchaos run` on a handmade result.json: consumer groups,
+recoveries after heals, the verdict line (pure Python)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from harness.anomaly_kinds import ANOMALY_COUNTS
 from harness.app import run_cli
 from harness.app.check_cli import _summary
 from harness.app.group_lines import group_lines
+from harness.app.progress import phase_times
 from harness.app.runner import RunOutcome
 from harness.history import RunDir
 
@@ -126,3 +127,15 @@ def test_kchaos_check_and_run_say_how_soon_each_acks_mode_took_writes_again_afte
         line for line in _summary(a_result(), tmp_path).splitlines() if line.startswith("  acks=all")
     )
     assert "heal" not in plain  # none judged: nothing said
+
+
+def test_kchaos_run_s_verdict_line_says_how_long_each_phase_and_the_check_took(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    phases = {"setup": 5.222, "chaos": 40.344, "final_read": 1.599}
+    monkeypatch.setattr(run_cli, "console", Console(width=400, highlight=False, markup=False))
+    with run_cli.console.capture() as captured:
+        run_cli._print_outcome(RunOutcome("s", RunDir(tmp_path), a_result(), [], None, False, phases))
+    (verdict,) = [line for line in captured.get().splitlines() if line.startswith(("PASS", "FAIL"))]
+    assert verdict == "FAIL  setup 5.2 s, chaos 40.3 s, final read 1.6 s, check 1.0 s"
+    assert phase_times({}) == ""
