@@ -15,13 +15,14 @@ from pyspark.sql import Row
 
 from checkers import availability
 from checkers.evidence import merged_windows
-from checkers.heals import Heal, heal_column, heal_times, judged, not_judged
+from checkers.heals import Heal, duration_ms, heal_column, heal_times, judged, not_judged
 from checkers.io import History, partitions_of, topic_acks
 from harness.events import FaultWindow
 from harness.history import ACKS_MODES
 
 
 def _round(value: Any) -> Any:
+    """A time in milliseconds or a rate as result.json holds it: to three decimals (null stays null)."""
     return round(float(value), 3) if value is not None else None
 
 
@@ -84,13 +85,8 @@ def availability_entry(
                 "latency_max_ms": _round(row["latency_max_ms"]),
             }
         )
-    latency = [
-        {
-            **row.asDict(),
-            **{k: _round(row[k]) for k in ("p50_ms", "p99_ms", "max_ms", "error_rate", "indeterminate_rate")},
-        }
-        for row in rows.latency
-    ]
+    measured = ("p50_ms", "p99_ms", "max_ms", "error_rate", "indeterminate_rate")
+    latency = [{**row.asDict(), **{k: _round(row[k]) for k in measured}} for row in rows.latency]
     recovery = [
         recovery_of(
             index,
@@ -128,7 +124,7 @@ def recovery_of(
         "start_ns": interval.start_ns,
         "acks": mode,
         "first_ok_ns": first,
-        "recovery_ms": _round((first - interval.start_ns) / 1e6) if first is not None else None,
+        "recovery_ms": duration_ms(first - interval.start_ns) if first is not None else None,
         **not_judged(heal),
     }
     if heal is None:

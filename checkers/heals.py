@@ -49,12 +49,13 @@ def judged(heal: Heal, firsts: list[int | None], observed_until: list[int]) -> d
     waiting = [end for first, end in zip(firsts, observed_until, strict=True) if not heal.resumed_by(first)]
     if waiting:
         waited = max(max(waiting + seen) - heal.at_ns, 0)
-        return not_judged(heal) | {"heal_recovery_ms": _ms(waited), "heal_recovery_lower_bound": True}
+        return not_judged(heal) | {"heal_recovery_ms": duration_ms(waited), "heal_recovery_lower_bound": True}
     resumed = max(seen)
-    return not_judged(heal) | {"resumed_ns": resumed, "heal_recovery_ms": _ms(resumed - heal.at_ns)}
+    return not_judged(heal) | {"resumed_ns": resumed, "heal_recovery_ms": duration_ms(resumed - heal.at_ns)}
 
 
-def _ms(ns: int) -> float:
+def duration_ms(ns: int) -> float:
+    """A duration in nanoseconds as result.json holds it: milliseconds to three decimals."""
     return round(ns / 1e6, 3)
 
 
