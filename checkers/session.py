@@ -70,10 +70,11 @@ LOCAL_PAGE_SIZE = "2m"
 """A local check's tasks take their hash maps' and sorts' memory in pages of this size, not in Spark's
 default for a 4g heap on two cores (64 MB): each of a check's aggregating or sorting tasks took at
 least one such page, a fresh array the JVM zeroes and puts straight in the old generation, which
-then filled and was collected whole. Further checks of a real 60-s run (4 in each of 6 processes,
-alternated): garbage collection paused each 0.14-0.88 s with the default, 0.04-0.38 s with this, and
-each took 3.8-4.9 s against 3.4-4.3 s; cold `kchaos check`, 5 pairs: median 10.0 s against 9.2 s.
-Level at 10M events (first checks 46.6 and 44.8 s against 45.7 and 44.0 s)."""
+then filled and was collected whole. Further checks of a real 60-s run (4 in each process; 4
+processes with the default, 2 with this, alternated): garbage collection paused each 0.14-0.88 s
+with the default, 0.04-0.38 s with this, and each took 3.8-4.9 s against 3.4-4.3 s; cold `kchaos
+check`, 5 pairs: median 10.0 s against 9.2 s. Level at 10M events (first checks 46.6 and 44.8 s
+against 45.7 and 44.0 s)."""
 THROUGHPUT_GC = "-XX:+UseParallelGC"
 """A local check's JVM collects garbage with the throughput collector, not the default G1: G1's
 write barriers and concurrent marking threads compete with the two task threads of a small machine
