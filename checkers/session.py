@@ -66,15 +66,16 @@ its class lookups in every jar: a fifth of a warm check's samples in a JFR profi
 of a 170,000-event history took 7.2-7.7 s with the default, 6.0-7.2 s with this (5 checks per
 process, alternated twice)."""
 OBJECT_HASH_KEYS = 65_536
-LOCAL_PAGE_SIZE = "2m"
-"""A local check's tasks take their hash maps' and sorts' memory in pages of this size, not in Spark's
-default for a 4g heap on two cores (64 MB): each of a check's aggregating or sorting tasks took at
-least one such page, a fresh array the JVM zeroes and puts straight in the old generation, which
-then filled and was collected whole. Further checks of a real 60-s run (4 in each process; 4
-processes with the default, 2 with this, alternated): garbage collection paused each 0.14-0.88 s
-with the default, 0.04-0.38 s with this, and each took 3.8-4.9 s against 3.4-4.3 s; cold `kchaos
-check`, 5 pairs: median 10.0 s against 9.2 s. Level at 10M events (first checks 46.6 and 44.8 s
-against 45.7 and 44.0 s)."""
+HEAP_PAGES = 2048
+"""A local check's tasks take their hash maps' and sorts' memory in pages of its heap over this (2 MB
+for the default 4g), not in Spark's default for such a heap on two cores (64 MB): each of a check's
+aggregating or sorting tasks took at least one such page, a fresh array the JVM zeroes and puts
+straight in the old generation, which then filled and was collected whole. Further checks of a real
+60-s run (4 in each process; 4 processes with the default, 2 with 2 MB pages, alternated): garbage
+collection paused each 0.14-0.88 s with the default, 0.04-0.38 s with 2 MB, and each took 3.8-4.9 s
+against 3.4-4.3 s; cold `kchaos check`, 5 pairs: median 10.0 s against 9.2 s. Level at 10M events
+(first checks 46.6 and 44.8 s against 45.7 and 44.0 s). Scaled with the heap, as a task holds at
+most 8192 pages."""
 THROUGHPUT_GC = "-XX:+UseParallelGC"
 """A local check's JVM collects garbage with the throughput collector, not the default G1: G1's
 write barriers and concurrent marking threads compete with the two task threads of a small machine
@@ -140,8 +141,9 @@ def _conf(
         # plans each of a check's many small queries stage by stage (10M-event first checks,
         # alternated: 3 of 3 faster without it, by 3.5-4.7 s). A cluster keeps it.
         conf.set("spark.sql.adaptive.enabled", "false")
-        conf.set("spark.driver.memory", _driver_memory())
-        conf.set("spark.buffer.pageSize", LOCAL_PAGE_SIZE)
+        memory = _driver_memory()
+        conf.set("spark.driver.memory", memory)
+        conf.set("spark.buffer.pageSize", page_size(memory))
     elif shuffle_partitions:
         conf.set("spark.sql.shuffle.partitions", str(shuffle_partitions))
     return conf
@@ -150,11 +152,35 @@ def _conf(
 def _driver_memory() -> str:
     """A local check's JVM heap: $KCHAOS_SPARK_DRIVER_MEMORY (a JVM size such as 4g), else 4g."""
     value = os.environ.get(DRIVER_MEMORY_ENV, "").strip() or DEFAULT_DRIVER_MEMORY
-    if not re.fullmatch(r"[1-9][0-9]{0,9}[kmgt]?", value, re.IGNORECASE):
+    if not _MEMORY_SIZE.fullmatch(value) or _mib(value) < MIN_DRIVER_MIB:
         raise ConfigError(
-            f"{DRIVER_MEMORY_ENV}={brief(value)}: expected a JVM memory size such as 4g or 2048m"
+            f"{DRIVER_MEMORY_ENV}={brief(value)}: expected a JVM memory size of at least 1g, with its"
+            " unit, such as 4g or 2048m"
         )
     return value
+
+
+_MEMORY_SIZE = re.compile(r"([1-9][0-9]{0,9})([kmgt])", re.IGNORECASE)
+"""A heap size with its unit: without one, the JVM would read bytes where Spark reads MiB."""
+_MIB_PER_UNIT = {"k": 1 / 1024, "m": 1, "g": 1024, "t": 1024 * 1024}
+MIN_DRIVER_MIB = 1024
+"""Spark refuses a heap under about 450 MB; a check wants more than that anyway."""
+
+
+def _mib(memory: str) -> float:
+    """A size `_MEMORY_SIZE` matches, in MiB."""
+    size = _MEMORY_SIZE.fullmatch(memory)
+    assert size is not None, memory
+    return int(size[1]) * _MIB_PER_UNIT[size[2].lower()]
+
+
+def page_size(memory: str) -> str:
+    """Spark's memory page for a local heap of `memory` (as `_driver_memory` takes it): the heap over
+    HEAP_PAGES, a power of two from 1 MB to Spark's largest, 64 MB."""
+    page_mib = 1
+    while page_mib * HEAP_PAGES < _mib(memory) and page_mib < 64:
+        page_mib *= 2
+    return f"{page_mib}m"
 
 
 def _is_short(history_bytes: int | None) -> bool:

@@ -21,6 +21,7 @@ from checkers.session import (
     QUICK_START_BYTES,
     TINY_HISTORY_BYTES,
     empty_frame,
+    page_size,
     size_for,
 )
 
@@ -40,6 +41,12 @@ def sized(spark: SparkSession) -> Iterator[SparkSession]:
 
 def settings(spark: SparkSession) -> tuple[str | None, ...]:
     return tuple(spark.conf.get(key) for key in SETTINGS)
+
+
+def test_memory_pages_are_a_2048th_of_the_heap_within_sparks_bounds(spark: SparkSession) -> None:
+    sizes = ("1g", "4g", "4096M", "6g", "32g", "1t", "1048576k")
+    assert [page_size(m) for m in sizes] == ["1m", "2m", "2m", "4m", "16m", "64m", "1m"]
+    assert spark.sparkContext.getConf().get("spark.buffer.pageSize") == "2m"  # the default heap's
 
 
 def test_each_check_sets_partitions_and_code_generation_for_its_history(sized: SparkSession) -> None:

@@ -183,6 +183,8 @@ def test_an_unusable_kchaos_cache_exits_2_naming_it(
     [
         ("KCHAOS_SPARK_DRIVER_MEMORY", "lots"),
         ("KCHAOS_SPARK_DRIVER_MEMORY", "4g -Xss1k"),
+        ("KCHAOS_SPARK_DRIVER_MEMORY", "4096"),  # the JVM would read bytes, Spark MiB
+        ("KCHAOS_SPARK_DRIVER_MEMORY", "300m"),  # Spark refuses so small a heap
         ("KCHAOS_SPARK_CLASS_ARCHIVE", "of"),
     ],
 )
