@@ -149,17 +149,6 @@ def _conf(
     return conf
 
 
-def _driver_memory() -> str:
-    """A local check's JVM heap: $KCHAOS_SPARK_DRIVER_MEMORY (a JVM size such as 4g), else 4g."""
-    value = os.environ.get(DRIVER_MEMORY_ENV, "").strip() or DEFAULT_DRIVER_MEMORY
-    if not _MEMORY_SIZE.fullmatch(value) or _mib(value) < MIN_DRIVER_MIB:
-        raise ConfigError(
-            f"{DRIVER_MEMORY_ENV}={brief(value)}: expected a JVM memory size of at least 1g, with its"
-            " unit, such as 4g or 2048m"
-        )
-    return value
-
-
 _MEMORY_SIZE = re.compile(r"([1-9][0-9]{0,9})([kmgt])", re.IGNORECASE)
 """A heap size with its unit: without one, the JVM would read bytes where Spark reads MiB."""
 _MIB_PER_UNIT = {"k": 1 / 1024, "m": 1, "g": 1024, "t": 1024 * 1024}
@@ -172,6 +161,17 @@ def _mib(memory: str) -> float:
     size = _MEMORY_SIZE.fullmatch(memory)
     assert size is not None, memory
     return int(size[1]) * _MIB_PER_UNIT[size[2].lower()]
+
+
+def _driver_memory() -> str:
+    """A local check's JVM heap: $KCHAOS_SPARK_DRIVER_MEMORY (a JVM size such as 4g), else 4g."""
+    value = os.environ.get(DRIVER_MEMORY_ENV, "").strip() or DEFAULT_DRIVER_MEMORY
+    if not _MEMORY_SIZE.fullmatch(value) or _mib(value) < MIN_DRIVER_MIB:
+        raise ConfigError(
+            f"{DRIVER_MEMORY_ENV}={brief(value)}: expected a JVM memory size of at least 1g, with its"
+            " unit, such as 4g or 2048m"
+        )
+    return value
 
 
 def page_size(memory: str) -> str:
