@@ -156,17 +156,17 @@ MIN_DRIVER_MIB = 1024
 """Spark refuses a heap under about 450 MB; a check wants more than that anyway."""
 
 
-def _mib(memory: str) -> float:
-    """A size `_MEMORY_SIZE` matches, in MiB."""
+def _mib(memory: str) -> float | None:
+    """A heap size in MiB; None unless it is a number with its unit (`_MEMORY_SIZE`)."""
     size = _MEMORY_SIZE.fullmatch(memory)
-    assert size is not None, memory
-    return int(size[1]) * _MIB_PER_UNIT[size[2].lower()]
+    return None if size is None else int(size[1]) * _MIB_PER_UNIT[size[2].lower()]
 
 
 def _driver_memory() -> str:
     """A local check's JVM heap: $KCHAOS_SPARK_DRIVER_MEMORY (a JVM size such as 4g), else 4g."""
     value = os.environ.get(DRIVER_MEMORY_ENV, "").strip() or DEFAULT_DRIVER_MEMORY
-    if not _MEMORY_SIZE.fullmatch(value) or _mib(value) < MIN_DRIVER_MIB:
+    mib = _mib(value)
+    if mib is None or mib < MIN_DRIVER_MIB:
         raise ConfigError(
             f"{DRIVER_MEMORY_ENV}={brief(value)}: expected a JVM memory size of at least 1g, with its"
             " unit, such as 4g or 2048m"
@@ -177,8 +177,10 @@ def _driver_memory() -> str:
 def page_size(memory: str) -> str:
     """Spark's memory page for a local heap of `memory` (as `_driver_memory` takes it): the heap over
     HEAP_PAGES, a power of two from 1 MB to Spark's largest, 64 MB."""
+    heap_mib = _mib(memory)
+    assert heap_mib is not None, memory  # `_driver_memory` takes no other
     page_mib = 1
-    while page_mib * HEAP_PAGES < _mib(memory) and page_mib < 64:
+    while page_mib * HEAP_PAGES < heap_mib and page_mib < 64:
         page_mib *= 2
     return f"{page_mib}m"
 
