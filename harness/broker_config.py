@@ -96,6 +96,11 @@ class KafkaVersion:
         return self.at_least(0, 10, 2)
 
     @property
+    def topic_command(self) -> str:
+        """The main class of kafka-topics: moved from the broker to the tools module in 3.7."""
+        return "org.apache.kafka.tools.TopicCommand" if self.at_least(3, 7) else "kafka.admin.TopicCommand"
+
+    @property
     def unclean_election_default(self) -> bool:
         """`unclean.leader.election.enable` defaults to true before 0.11 and false from 0.11 on."""
         return not self.at_least(0, 11)

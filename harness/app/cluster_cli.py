@@ -9,7 +9,7 @@ from harness import docker_env
 from harness.app import options
 from harness.app.console import make_console
 from harness.app.signals import terminate_as_interrupt
-from harness.app.smoke import run_smoke
+from harness.app.smoke import SMOKE_TOPIC, run_smoke
 from harness.broker_config import ConfigValue
 from harness.cluster import ClusterSpec, KafkaCluster
 from harness.errors import ConfigError
@@ -44,12 +44,19 @@ def parse_overrides(pairs: list[str]) -> dict[str, ConfigValue]:
 
 
 @cluster_app.command()
-def smoke(messages: int = typer.Option(1000, help="Writes to send with acks=all.")) -> None:
-    """Start 3 brokers + ZooKeeper, write and read back messages, print the state, tear down."""
+def smoke(
+    messages: int = typer.Option(1000, help="Writes to send with acks=all."),
+    kafka: str = typer.Option(None, help=options.KAFKA_OPTION_HELP),
+) -> None:
+    """Start 3 brokers + ZooKeeper, write, kill and restart a leader, read every write back, tear down."""
     options.integer("--messages", messages, 1, MAX_SMOKE_MESSAGES)
     with terminate_as_interrupt():
-        result = run_smoke(messages)
+        result = run_smoke(messages, kafka=kafka)
     print_state(result.state)
+    console.print(
+        f"Kafka {result.kafka_version}: leader {result.killed_leader} of {SMOKE_TOPIC}/0 killed, "
+        f"{result.new_leader} led until it was back in the ISR"
+    )
     console.print(
         f"sent {result.sent}, acked {result.acked}, read back {result.read_back} in {result.seconds:.1f} s:",
         Text("OK", style="green") if result.ok else Text("FAILED", style="red"),
@@ -62,12 +69,17 @@ def up(
     brokers: int = typer.Option(3, help="Number of Kafka brokers."),
     zookeepers: int = typer.Option(1, help="Number of ZooKeeper nodes (1, 3 or 5)."),
     config: list[str] = typer.Option([], "--config", help="Broker config override KEY=VALUE (repeatable)."),
-    image: str = typer.Option(None, help="A kchaos/kafka image tag (default: build from the default Kafka)."),
+    image: str = typer.Option(None, help="A kchaos/kafka image tag (default: build from --kafka)."),
+    kafka: str = typer.Option(None, help=options.KAFKA_OPTION_HELP),
     name: str = typer.Option("cluster", help="A word to put in the run id."),
 ) -> None:
     """Start a cluster that outlives this command; print its run id and addresses."""
     spec = ClusterSpec(
-        brokers=brokers, zookeepers=zookeepers, broker_config=parse_overrides(config), image=image
+        brokers=brokers,
+        zookeepers=zookeepers,
+        broker_config=parse_overrides(config),
+        image=image,
+        kafka=kafka,
     )
     cluster = KafkaCluster(spec, run_id=new_run_id(name))
     with terminate_as_interrupt():

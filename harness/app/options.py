@@ -7,7 +7,13 @@ import os
 from pathlib import Path
 
 from harness.errors import ConfigError
+from harness.images import DEFAULT_KAFKA_VERSION
 from harness.limits import finite, whole
+
+KAFKA_OPTION_HELP = (
+    "Kafka release: a version resolved from Maven Central (e.g. 3.9.1), a release tarball "
+    f"or an unpacked directory (default: {DEFAULT_KAFKA_VERSION})."
+)
 
 
 def number(option: str, value: float | None, low: float, high: float) -> float | None:
@@ -33,3 +39,14 @@ def output_dir(option: str, path: Path) -> Path:
     if not os.access(path, os.W_OK | os.X_OK):
         raise ConfigError(f"{option} {path}: this user cannot write in it")
     return path
+
+
+def releases(option: str, text: str | None) -> list[str | None]:
+    """The Kafka releases a comma-separated `option` names, in order and once each; [None] (the
+    scenario's own) when not given. ConfigError naming `option` for an empty entry."""
+    if text is None:
+        return [None]
+    entries = [entry.strip() for entry in text.split(",")]
+    if not all(entries):
+        raise ConfigError(f"{option} {text!r}: an empty release between commas (e.g. 0.9.0.1,3.9.1)")
+    return list(dict.fromkeys(entries))

@@ -19,6 +19,7 @@ from harness.app.plain_summary import plain_summary
 from harness.app.progress import phase_times, run_ticker
 from harness.app.runner import RunOutcome, run_scenario
 from harness.app.scenario import Scenario, builtin_scenarios, check_aims, load_scenario
+from harness.app.scenario_dump import on_release
 from harness.app.signals import terminate_as_interrupt
 from harness.errors import ConfigError, HarnessError
 from harness.events import fault_windows
@@ -103,12 +104,20 @@ def run(
         "0,1,all", "--acks-sets", help="With --matrix: acks sets separated by ';', e.g. 'all;1;0,1,all'."
     ),
     budget: float = typer.Option(3600.0, help="With --matrix: stop starting runs after this many seconds."),
+    kafka: str = typer.Option(
+        None,
+        help="Kafka release(s), comma-separated: each a version from Maven Central (e.g. 3.9.1), a "
+        "tarball or a directory. Several run the scenario on each (a matrix; the index compares them).",
+    ),
 ) -> None:
     """Run a chaos experiment end to end: cluster, workload, faults, heal, final read, check, report."""
     options.number("--duration", duration, 1.0, MAX_DURATION_S)
     options.integer("--seed", seed, 0, MAX_SEED)
+    releases = options.releases("--kafka", kafka)
+    if not matrix and len(releases) > 1:  # the version axis alone: this scenario and seed on each
+        matrix, seeds = True, "" if seed is None else str(seed)
     if not matrix:
-        loaded = load_scenario(scenario)
+        loaded = on_release(load_scenario(scenario), releases[0])
         options.output_dir("--out", out)
         console.print(Text.assemble((loaded.name, "bold"), f": {loaded.description}"))
         with terminate_as_interrupt():
@@ -118,7 +127,7 @@ def run(
         console.print()
         _print_outcome(outcome)
         raise typer.Exit(outcome.exit_code)
-    raise typer.Exit(_run_matrix(scenario, duration, seeds, acks_sets, out, master, budget))
+    raise typer.Exit(_run_matrix(scenario, duration, seeds, acks_sets, out, master, budget, releases))
 
 
 def _run_matrix(
@@ -129,10 +138,12 @@ def _run_matrix(
     out: Path,
     master: str | None,
     budget_s: float,
+    releases: list[str | None],
 ) -> int:
+    """Every scenario x acks set x seed x release; `seeds` empty: each scenario's own seed."""
     options.number("--budget", budget_s, 0.0, MAX_BUDGET_S)
     try:
-        seed_list = [int(s) for s in seeds.split(",") if s.strip()]
+        seed_list: list[int | None] = [int(s) for s in seeds.split(",") if s.strip()] or [None]
     except ValueError:
         raise ConfigError(f"--seeds {brief(seeds)}: expected comma-separated integers") from None
     for one in seed_list:
@@ -149,20 +160,23 @@ def _run_matrix(
             f"got {brief(names)}, {brief(seeds)}, {brief(acks_sets)}"
         )
     options.output_dir("--out", out)
-    combos = [(s, a, seed) for s in loaded for a in acks_list for seed in seed_list]
+    combos = [(s, a, seed, k) for s in loaded for a in acks_list for seed in seed_list for k in releases]
     console.print(
-        f"matrix: {len(combos)} runs "
-        f"({len(loaded)} scenarios x {len(acks_list)} acks sets x {len(seed_list)} seeds)"
+        f"matrix: {len(combos)} runs ({len(loaded)} scenarios x {len(acks_list)} acks sets x "
+        f"{len(seed_list)} seeds x {len(releases)} Kafka releases)"
     )
     started, worst, skipped = time.monotonic(), 0, 0
     with terminate_as_interrupt():
-        for scenario, acks, seed in combos:
+        for scenario, acks, seed, release in combos:
             if time.monotonic() - started > budget_s:
                 skipped += 1
                 continue
-            console.print(f"--- {scenario.name} acks={','.join(acks)} seed={seed}")
+            on = f" kafka={release}" if release else ""
+            console.print(
+                f"--- {scenario.name} acks={','.join(acks)} seed={seed or scenario.experiment.seed}{on}"
+            )
             try:
-                variant = matrix_variant(scenario, acks)
+                variant = on_release(matrix_variant(scenario, acks), release)
                 outcome = run_scenario(variant, out, duration_s=duration, seed=seed, master=master)
                 _print_outcome(outcome)
             except HarnessError as exc:

@@ -234,7 +234,7 @@ def parse_scenario(data: Any, source: str) -> Scenario:
             zookeepers=c.integer("zookeepers", 1, 1, MAX_INT64),
             broker_config=c.mapping("broker_config"),
             image=c.text("image", None),
-            kafka_dist=Path(kafka) if kafka else None,
+            kafka=kafka,
             heap=c.text("heap", "256m", pattern=_HEAP),
             **({"base_image": c.text("base_image", None)} if "base_image" in c.data else {}),
         ),

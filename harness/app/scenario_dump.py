@@ -44,7 +44,15 @@ def with_timeline(scenario: Scenario, entries: tuple[ScheduleEntry, ...], durati
 
 def pinned(scenario: Scenario, image: str) -> Scenario:
     """`scenario` on exactly this Kafka image, whatever it would otherwise build."""
-    cluster = dataclasses.replace(scenario.experiment.cluster, image=image, kafka_dist=None)
+    cluster = dataclasses.replace(scenario.experiment.cluster, image=image, kafka=None)
+    return dataclasses.replace(scenario, experiment=dataclasses.replace(scenario.experiment, cluster=cluster))
+
+
+def on_release(scenario: Scenario, kafka: str | None) -> Scenario:
+    """`scenario` on the Kafka release `kafka` names (ClusterSpec.kafka); None keeps its own."""
+    if kafka is None:
+        return scenario
+    cluster = dataclasses.replace(scenario.experiment.cluster, image=None, kafka=kafka)
     return dataclasses.replace(scenario, experiment=dataclasses.replace(scenario.experiment, cluster=cluster))
 
 
@@ -59,8 +67,8 @@ def scenario_data(scenario: Scenario) -> dict[str, Any]:
     }
     if cluster.image:
         cluster_data["image"] = cluster.image
-    elif cluster.kafka_dist:
-        cluster_data["kafka"] = str(cluster.kafka_dist)
+    elif cluster.kafka:
+        cluster_data["kafka"] = cluster.kafka
     if cluster.base_image != LOCAL_BASE_IMAGE:
         cluster_data["base_image"] = cluster.base_image
     plan = scenario.faults

@@ -146,8 +146,11 @@ def _broken_tarballs(tmp: Path) -> dict[str, tuple[Path, str]]:
             _tarball(tmp / "empty-kafka.tgz", {"kafka/README": b"hello\n", "kafka/libs/other.jar": b"x"}),
             "no Kafka release inside",
         ),
-        "not a tarball": (_write(tmp / "kafka.txt", b"hello"), "expected a Kafka release tarball"),
-        "missing": (tmp / "absent.tgz", "expected a Kafka release tarball"),
+        "not a tarball": (
+            _write(tmp / "kafka.txt", b"hello"),
+            "expected a Kafka release number (like 3.9.1), a release tarball",
+        ),
+        "missing": (tmp / "absent.tgz", "expected a Kafka release number (like 3.9.1), a release tarball"),
     }
 
 

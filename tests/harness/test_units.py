@@ -11,7 +11,6 @@ import json
 import signal
 import subprocess
 import sys
-import tarfile
 import threading
 import time
 from pathlib import Path
@@ -23,7 +22,7 @@ from harness.errors import ConfigError, HistoryError
 from harness.groups import GroupSpec
 from harness.history import FORMAT, HistoryWriter, RunDir
 from harness.history_readers import iter_jsonl, load_run_json
-from harness.images import KafkaDistribution
+from harness.images import KafkaDistribution, broker_config_keys
 from harness.waiting import wait_until
 from harness.workload import WorkloadSpec
 
@@ -173,7 +172,7 @@ def test_distribution_version_from_kafka_jar(tmp_path: Path) -> None:
     assert dist.version == "3.6.1"
     assert dist.root == root
     assert KafkaDistribution.locate(root) == dist
-    assert dist.config_keys() == []  # no site-docs
+    assert dist.source == f"directory:{root}"
 
 
 def test_distribution_fingerprint_follows_content(tmp_path: Path) -> None:
@@ -195,7 +194,7 @@ def test_distribution_errors(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"no kafka_<scala>-<version>\.jar found"):
         KafkaDistribution.from_directory(root)
     (tmp_path / "notes.txt").write_text("x")
-    with pytest.raises(ConfigError, match="expected a Kafka release tarball"):
+    with pytest.raises(ConfigError, match=r"expected a Kafka release number .*, a release tarball"):
         KafkaDistribution.locate(tmp_path / "notes.txt")
 
 
@@ -222,24 +221,19 @@ min.insync.replicas</a></h4><p>When a producer sets acks...</p></li>
 """
 
 
-def test_config_keys_from_09_table(tmp_path: Path) -> None:
-    root = fake_dist(tmp_path / "k09", ["kafka_2.11-0.9.0.1.jar"])
-    (root / "site-docs").mkdir()
-    (root / "site-docs" / "kafka_config.html").write_text(OLD_DOCS)
-    keys = KafkaDistribution.from_directory(root).config_keys()
-    assert keys == ["min.insync.replicas", "unclean.leader.election.enable", "zookeeper.connect"]
+def test_config_keys_from_09_table() -> None:
+    assert broker_config_keys(OLD_DOCS) == [
+        "min.insync.replicas",
+        "unclean.leader.election.enable",
+        "zookeeper.connect",
+    ]
 
 
-def test_config_keys_from_generated_docs_in_site_docs_tarball(tmp_path: Path) -> None:
-    root = fake_dist(tmp_path / "k36", ["kafka_2.13-3.6.1.jar"])
-    (root / "site-docs").mkdir()
-    data = NEW_DOCS.encode()
-    with tarfile.open(root / "site-docs" / "kafka_2.13-3.6.1-site-docs.tgz", "w:gz") as tar:
-        member = tarfile.TarInfo("site-docs/generated/kafka_config.html")
-        member.size = len(data)
-        tar.addfile(member, io.BytesIO(data))
-    keys = KafkaDistribution.from_directory(root).config_keys()
-    assert keys == ["listeners", "min.insync.replicas"]  # topic configs are not broker configs
+def test_config_keys_from_generated_docs() -> None:
+    assert broker_config_keys(NEW_DOCS) == [
+        "listeners",
+        "min.insync.replicas",
+    ]  # topic configs are not broker's
 
 
 def test_wait_until_times_out_with_last_state() -> None:
