@@ -45,13 +45,13 @@ def heal_leftovers(
             qdisc = retry_heal_step(clear_qdisc, node)
             if qdisc:
                 healed(f"{node.name}: removed the {qdisc} qdisc")
-    stopped_zookeepers: list[Node] = [z for z in cluster.zookeepers if z.status() in STOPPED]
-    if stopped_zookeepers:
-        with failures.attempt("cannot start ZooKeeper again"):
-            for line in restart(cluster, stopped_zookeepers, timeout_s):
+    stopped_metadata: list[Node] = [n for n in cluster.metadata_nodes if n.status() in STOPPED]
+    if stopped_metadata:
+        with failures.attempt("cannot start the metadata nodes again"):
+            for line in restart(cluster, stopped_metadata, timeout_s):
                 healed(line)
     with failures.attempt("cannot bring the brokers back"):
-        cluster.connect_zookeeper()
+        cluster.connect_metadata()
         stopped_brokers: list[Node] = [b for b in cluster.brokers if b.status() in STOPPED]
         if stopped_brokers:
             for line in restart(cluster, stopped_brokers, timeout_s):

@@ -78,12 +78,13 @@ def cut_links(
     shape: str,
     targets: Sequence[str],
     brokers: Sequence[str],
-    zookeepers: Sequence[str],
+    metadata_nodes: Sequence[str],
     rng: random.Random,
     peers: Sequence[str] = (),
 ) -> tuple[set[Link], dict[str, Any]]:
-    """The links a shape cuts, and what it chose (ring order, bridge halves). Pure, unit-tested."""
-    every = [*brokers, *zookeepers]
+    """The links a shape cuts, and what it chose (ring order, bridge halves). Pure, unit-tested.
+    `metadata_nodes` are the ZooKeeper nodes, or the dedicated KRaft controllers."""
+    every = [*brokers, *metadata_nodes]
     inside = set(targets)
     if shape == "among":
         return {link(a, b) for a in targets for b in targets if a != b}, {}
@@ -92,7 +93,7 @@ def cut_links(
     if shape == "isolate":
         return {link(t, n) for t in targets for n in every if n != t}, {}
     if shape == "isolate-from-zookeeper":
-        return {link(t, z) for t in targets for z in zookeepers if z != t}, {}
+        return {link(t, z) for t in targets for z in metadata_nodes if z != t}, {}
     if shape == "isolate-from-followers":
         return {link(t, b) for t in targets for b in brokers if b not in inside}, {}
     if shape == "halves":
@@ -174,7 +175,7 @@ class Partition(Targeted):
             self.shape,
             self.targets,
             [b.name for b in cluster.brokers],
-            [z.name for z in cluster.zookeepers],
+            [n.name for n in cluster.metadata_nodes],
             rng,
             self._peers(cluster, rng),
         )

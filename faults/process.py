@@ -51,7 +51,7 @@ def _bring_back(cluster: KafkaCluster, nodes: list[Node], timeout_s: float, done
                 node.resume()
                 done[node.name] = "resumed (was paused)"
             elif status in STOPPED:
-                if isinstance(node, KafkaBroker):
+                if isinstance(node, KafkaBroker) and not cluster.kraft:  # KRaft: a new incarnation registers
                     _wait_unregistered(cluster, node, timeout_s)
                 exit_code = node.exit_code()
                 node.start()

@@ -26,11 +26,11 @@ from faults.base import Fault, make_fault
 from faults.triggers import ZOOKEEPER_EVENTS, Trigger, Watched
 from faults.watches import watch_for
 from harness.cluster import KafkaCluster
+from harness.cluster_state import ClusterSnapshot
 from harness.errors import ClusterError, ConfigError, FaultError, HarnessError
 from harness.events import fault_event
 from harness.history import HistoryWriter, RunClock
 from harness.limits import MAX_DURATION_S
-from harness.zkstate import ClusterSnapshot
 
 MODES = ("mix", "sequence")
 MAX_ENTRIES = 10_000

@@ -34,10 +34,10 @@ from typing import Any
 
 from faults.base import coerce_int, text_param
 from harness.cluster import KafkaCluster
+from harness.cluster_state import ClusterSnapshot, PartitionState
 from harness.errors import ClusterError, TargetError
 from harness.groups import OFFSETS_TOPIC, coordinator_partition
-from harness.services import Node, broker_name
-from harness.zkstate import ClusterSnapshot, PartitionState
+from harness.services import Node, broker_name, node_name
 
 PARTITION_ROLES = {
     "leader": "leader",
@@ -55,7 +55,9 @@ TARGETS = {
     "followers": "every in-sync follower of that partition's leader",
     "lagging-follower": "a replica of that partition out of its ISR",
     "replicas": "every replica of that partition",
-    "controller": "the broker ZooKeeper names as controller",
+    "controller": "the controller: the broker ZooKeeper names, or the active KRaft controller",
+    "quorum-follower": "a KRaft voter that is not the active controller",
+    "quorum-majority": "a random majority of the KRaft voters (their loss stops the quorum)",
     "one": "one random live broker",
     "minority": "a random minority of the brokers",
     "majority": "a random majority of the brokers",
@@ -87,8 +89,8 @@ PICKS: dict[str, Callable[[PartitionState, int | None], bool]] = {
 }
 """`pick` words: what the chosen partition's replicas must be, read from ZooKeeper at start."""
 MAX_PARTITION = 2**31 - 1  # Kafka numbers partitions with 32-bit integers
-_NODE_NAME = re.compile(r"(kafka|zk)-[0-9]{1,9}")
-"""A node's name: `kafka-<broker id>` or `zk-<number>` (`harness.services`)."""
+_NODE_NAME = re.compile(r"(kafka|zk|controller)-[0-9]{1,9}")
+"""A node's name: `kafka-<broker id>`, `zk-<number>` or `controller-<number>` (`harness.services`)."""
 
 
 def _trails(p: PartitionState, controller: int | None) -> bool:
@@ -138,20 +140,25 @@ def choose(
     target: str,
     snapshot: ClusterSnapshot,
     brokers: Sequence[str],
-    zookeepers: Sequence[str],
+    metadata_nodes: Sequence[str],
     rng: random.Random,
     topic: str | None = None,
     partition: int | None = None,
     pick: Sequence[str] = (),
+    voters: Sequence[str] = (),
 ) -> Choice:
-    """Pick the target nodes' names. Raises TargetError saying what exists when nothing matches."""
-    every = [*brokers, *zookeepers]
+    """Pick the target nodes' names. Raises TargetError saying what exists when nothing matches.
+    `metadata_nodes` are the ZooKeeper nodes or dedicated KRaft controllers; `voters` the KRaft
+    quorum's voters (none in ZooKeeper mode)."""
+    every = list(dict.fromkeys([*brokers, *metadata_nodes, *voters]))
     if target in PARTITION_ROLES:
         return _role(target, snapshot, brokers, rng, topic, partition, pick)
     if target == "controller":
         if snapshot.controller is None:
-            raise TargetError("target 'controller': ZooKeeper names no controller right now")
-        return Choice([_known(broker_name(snapshot.controller), brokers)])
+            raise TargetError("target 'controller': the metadata names no controller right now")
+        return Choice([_known(node_name(snapshot.controller), every)])
+    if target in ("quorum-follower", "quorum-majority"):
+        return _quorum(target, snapshot, voters, rng)
     # Live brokers first: hitting a broker that is already down would be no fault at all.
     live = [b for b in brokers if b in {broker_name(i) for i in snapshot.live_brokers}] or list(brokers)
     if target == "one":
@@ -163,7 +170,11 @@ def choose(
     if target == "all":
         return Choice(list(brokers))
     if target == "zookeeper":
-        return Choice(list(zookeepers))
+        if voters:
+            raise TargetError(
+                "target 'zookeeper': this cluster runs KRaft; its controllers are " + ", ".join(voters)
+            )
+        return Choice(list(metadata_nodes))
     names = [n.strip() for n in target.split(",") if n.strip()]
     unknown = [n for n in names if n not in every]
     if unknown or not names:
@@ -174,10 +185,24 @@ def choose(
     return Choice(list(dict.fromkeys(names)))
 
 
-def _known(name: str, brokers: Sequence[str]) -> str:
-    if name not in brokers:
-        raise TargetError(f"ZooKeeper names {name} but this cluster has brokers {', '.join(brokers)}")
+def _known(name: str, nodes: Sequence[str]) -> str:
+    if name not in nodes:
+        raise TargetError(f"the metadata names {name} but this cluster has {', '.join(nodes)}")
     return name
+
+
+def _quorum(target: str, snapshot: ClusterSnapshot, voters: Sequence[str], rng: random.Random) -> Choice:
+    if not voters:
+        raise TargetError(f"target {target!r}: this cluster has no KRaft quorum (it runs ZooKeeper)")
+    if target == "quorum-majority":
+        return Choice(sorted(rng.sample(list(voters), len(voters) // 2 + 1)))
+    active = node_name(snapshot.controller) if snapshot.controller is not None else None
+    followers = [v for v in voters if v != active]
+    if active is None or not followers:
+        raise TargetError(
+            f"target 'quorum-follower': voters {', '.join(voters)}, active controller {active or 'unknown'}"
+        )
+    return Choice([rng.choice(followers)])
 
 
 def _partitions(
@@ -289,18 +314,19 @@ def resolve(
         target,
         snapshot,
         [b.name for b in cluster.brokers],
-        [z.name for z in cluster.zookeepers],
+        [n.name for n in cluster.metadata_nodes],
         rng,
         topic,
         partition,
         pick,
+        [n.name for n in cluster.voters],
     )
     return [cluster.node(name) for name in choice.names], choice.detail
 
 
 def _coordinator(cluster: KafkaCluster, group: str, rng: random.Random) -> tuple[list[Node], dict[str, Any]]:
     try:
-        partitions = len(cluster.zk.replica_counts(OFFSETS_TOPIC))
+        partitions = len(cluster.metadata.replica_counts(OFFSETS_TOPIC))
         if not partitions:
             raise TargetError(f"target coordinator:{group}: {OFFSETS_TOPIC} does not exist yet")
         number = coordinator_partition(group, partitions)

@@ -8,9 +8,9 @@ from collections.abc import Callable, Mapping
 from typing import Protocol
 
 from faults.triggers import ZOOKEEPER_EVENTS, Trigger, Watched, seen, state_of
+from harness.cluster_state import ClusterSnapshot
 from harness.errors import FaultError
 from harness.groups import MemberState, describe_states, stable
-from harness.zkstate import ClusterSnapshot
 
 
 class Watch(Protocol):

@@ -7,8 +7,11 @@ them. `scripts/check_layers.py` (in `make lint` and the tests) keeps it that way
 Public API (imported from its module, so `import harness.errors` stays cheap for checkers/reports):
 
 - `harness.cluster`: `KafkaCluster`, `ClusterSpec` (context manager over one Docker network).
-- `harness.services`: `KafkaBroker`, `ZooKeeperNode` (kill, start, stop, pause, resume, exec, logs, ip).
-- `harness.zkstate`: `ZkStateReader`, `ClusterSnapshot`, `ClusterSampler`.
+- `harness.services`: `KafkaBroker`, `KRaftController`, `ZooKeeperNode` (kill, start, stop, pause,
+  resume, exec, logs, ip).
+- `harness.cluster_state`: `ClusterSnapshot`, `ClusterSampler`, `MetadataReader`, read by
+  `harness.zkstate.ZkStateReader` or `harness.kraft_state.KRaftStateReader`.
+- `harness.images`: `KafkaDistribution` (a release by version, tarball or directory), `ensure_kafka_image`.
 - `harness.workload`: `Workload`, `WorkloadSpec`; `harness.experiment`: `run_experiment`, `ExperimentSpec`.
 - `harness.app.scenario`: `load_scenario`, `Scenario`; `harness.app.runner`: `run_scenario`, `RunOutcome`.
 - `harness.history`: run-directory layout, `RunClock`, `HistoryWriter`; `harness.history_readers`:

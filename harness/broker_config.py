@@ -1,9 +1,12 @@
-"""Broker and ZooKeeper configuration, rendered per Kafka version, and checks on user overrides.
+"""Broker, KRaft controller and ZooKeeper configuration, rendered per Kafka version, and checks on
+user overrides.
 
 Kafka 0.9 has one listener per broker, named by `advertised.host.name`, which clients and other
 brokers alike use; 0.10.2 and later are configured through `listeners`/`advertised.listeners`.
 Either way the advertised address is the broker container's IP on the project's network, which the
-host reaches directly.
+host reaches directly. In KRaft mode (3.3 and later; the only mode from 4.0) a node's
+`process.roles` says whether it is a broker, a controller or both; the controllers listen on
+CONTROLLER_PORT and `controller.quorum.voters` names them all.
 
 Overrides are data: `render_properties` writes one `key=value` line per setting, escaped the way
 java.util.Properties reads it back (backslashes doubled, non-ASCII as \\uXXXX), and refuses control
@@ -21,6 +24,7 @@ from harness.errors import ConfigError
 from harness.limits import brief
 
 BROKER_PORT = 9092
+CONTROLLER_PORT = 9093
 ZK_CLIENT_PORT = 2181
 
 ConfigValue = str | int | bool
@@ -38,6 +42,13 @@ MANAGED_KEYS = frozenset(
         "advertised.listeners",
         "log.dirs",
         "log.dir",
+        "node.id",
+        "process.roles",
+        "controller.quorum.voters",
+        "controller.quorum.bootstrap.servers",
+        "controller.listener.names",
+        "listener.security.protocol.map",
+        "inter.broker.listener.name",
     }
 )
 
@@ -94,6 +105,16 @@ class KafkaVersion:
     @property
     def uses_listeners(self) -> bool:
         return self.at_least(0, 10, 2)
+
+    @property
+    def has_kraft(self) -> bool:
+        """KRaft is production-ready from 3.3 (KIP-833)."""
+        return self.at_least(3, 3)
+
+    @property
+    def has_zookeeper(self) -> bool:
+        """ZooKeeper mode was removed in 4.0 (KIP-833)."""
+        return not self.at_least(4)
 
     @property
     def topic_command(self) -> str:
@@ -190,6 +211,20 @@ def validate_overrides(overrides: Mapping[str, ConfigValue], known_keys: Iterabl
             raise ConfigError(f"broker config 'min.insync.replicas' must be at least 1, got {brief(value)}")
 
 
+@dataclass(frozen=True)
+class KRaftRole:
+    """A node's part in a KRaft cluster: its `process.roles` and the quorum's voters."""
+
+    roles: tuple[str, ...]
+    """("broker",), ("controller",) or ("broker", "controller") for a combined node."""
+    voters: tuple[tuple[int, str], ...]
+    """(node id, IP) of every controller."""
+
+    @property
+    def voters_text(self) -> str:
+        return ",".join(f"{node_id}@{ip}:{CONTROLLER_PORT}" for node_id, ip in self.voters)
+
+
 def render_broker_config(
     version: KafkaVersion,
     broker_id: int,
@@ -197,9 +232,12 @@ def render_broker_config(
     zookeeper_ips: list[str],
     broker_count: int,
     overrides: Mapping[str, ConfigValue],
+    kraft: KRaftRole | None = None,
 ) -> str:
-    """server.properties of one broker: the layout, the harness's defaults, then `overrides`."""
-    return render_properties(broker_settings(version, broker_id, ip, zookeeper_ips, broker_count, overrides))
+    """server.properties of one node: the layout, the harness's defaults, then `overrides`."""
+    return render_properties(
+        broker_settings(version, broker_id, ip, zookeeper_ips, broker_count, overrides, kraft)
+    )
 
 
 def broker_settings(
@@ -209,22 +247,47 @@ def broker_settings(
     zookeeper_ips: list[str],
     broker_count: int,
     overrides: Mapping[str, ConfigValue],
+    kraft: KRaftRole | None = None,
 ) -> dict[str, str]:
-    """Every setting of one broker as text, in file order (overrides last, replacing defaults)."""
+    """Every setting of one node as text, in file order (overrides last, replacing defaults): a broker
+    of a ZooKeeper cluster (`kraft` None: `zookeeper_ips` is the ensemble), or a KRaft node, broker,
+    controller or both. A controller gets the overrides too: in KRaft it is the controller that
+    elects leaders, so settings such as unclean.leader.election.enable act there."""
     internal_rf = min(3, broker_count)
-    settings: dict[str, ConfigValue] = {
-        "broker.id": broker_id,
-        "zookeeper.connect": ",".join(f"{zk}:{ZK_CLIENT_PORT}" for zk in zookeeper_ips),
+    settings: dict[str, ConfigValue]
+    if kraft is None:
+        settings = {
+            "broker.id": broker_id,
+            "zookeeper.connect": ",".join(f"{zk}:{ZK_CLIENT_PORT}" for zk in zookeeper_ips),
+        }
+    else:
+        settings = {
+            "node.id": broker_id,
+            "process.roles": ",".join(kraft.roles),
+            "controller.quorum.voters": kraft.voters_text,
+            "controller.listener.names": "CONTROLLER",
+            "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+        }
+    settings |= {
         "log.dirs": DATA_DIR,
         "auto.create.topics.enable": False,  # a write to a missing topic must fail, not create it
         "delete.topic.enable": True,
-        "zookeeper.session.timeout.ms": 6000,
-        "zookeeper.connection.timeout.ms": 6000,
         "offsets.topic.replication.factor": internal_rf,
         "offsets.topic.num.partitions": 5,
         "num.partitions": 1,
     }
-    if version.uses_listeners:
+    if kraft is None:
+        settings |= {"zookeeper.session.timeout.ms": 6000, "zookeeper.connection.timeout.ms": 6000}
+    if kraft is not None:
+        is_broker = "broker" in kraft.roles
+        listeners = [f"PLAINTEXT://0.0.0.0:{BROKER_PORT}"] if is_broker else []
+        if "controller" in kraft.roles:
+            listeners.append(f"CONTROLLER://0.0.0.0:{CONTROLLER_PORT}")
+        settings["listeners"] = ",".join(listeners)
+        if is_broker:
+            settings["advertised.listeners"] = f"PLAINTEXT://{ip}:{BROKER_PORT}"
+            settings["inter.broker.listener.name"] = "PLAINTEXT"
+    elif version.uses_listeners:
         settings["listeners"] = f"PLAINTEXT://0.0.0.0:{BROKER_PORT}"
         settings["advertised.listeners"] = f"PLAINTEXT://{ip}:{BROKER_PORT}"
     else:

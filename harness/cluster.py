@@ -1,4 +1,5 @@
-"""`KafkaCluster`: ZooKeeper and N Kafka brokers on one Docker network, as a context manager.
+"""`KafkaCluster`: N Kafka brokers and their metadata quorum (a ZooKeeper ensemble, or KRaft
+controllers: dedicated, or combined with brokers) on one Docker network, as a context manager.
 
 Every container and the network carry `kchaos.run=<run id>`; leaving the `with` block in any way
 (normal exit, exception, Ctrl-C, SIGTERM turned into an exception by `harness.app.signals`) removes
@@ -8,19 +9,24 @@ by side (no host ports are published: the host reaches container IPs directly).
 
 from __future__ import annotations
 
+import base64
 import re
 import socket
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from testcontainers.core.network import Network
 
 from harness import docker_env
 from harness.broker_config import (
     BROKER_PORT,
+    CONTROLLER_PORT,
     ZK_CLIENT_PORT,
     ConfigValue,
     KafkaVersion,
+    KRaftRole,
     check_override_syntax,
     format_settings,
     format_value,
@@ -28,14 +34,18 @@ from harness.broker_config import (
     render_zookeeper_config,
     validate_overrides,
 )
+from harness.cluster_state import ClusterSnapshot, MetadataReader
 from harness.errors import ClusterError, ConfigError, Failures
 from harness.groups import ConsumerGroups
 from harness.history import new_run_id
 from harness.images import LOCAL_BASE_IMAGE, KafkaDistribution, KafkaImage, ensure_kafka_image
+from harness.kraft_state import Endpoint, KRaftStateReader
 from harness.run_network import NO_NETWORK, create_network
-from harness.services import KafkaBroker, Node, ZooKeeperNode
+from harness.services import CONTROLLER_ID_BASE, KafkaBroker, KRaftController, Node, ZooKeeperNode
 from harness.waiting import wait_until
-from harness.zkstate import ClusterSnapshot, ZkStateReader
+from harness.zkstate import ZkStateReader
+
+METADATA_MODES = ("zookeeper", "kraft")
 
 _CONFIG_REJECTED = re.compile(
     r"Invalid value (?P<value>.*?) for configuration (?P<key>[\w.]+)(?::\s*(?P<why>.*))?"
@@ -53,13 +63,42 @@ class ClusterSpec:
     kafka: str | None = None  # a release number (Maven Central), tarball or directory; None = the default
     base_image: str = LOCAL_BASE_IMAGE
     heap: str = "256m"
+    metadata: str | None = None
+    """`zookeeper` or `kraft`; None: ZooKeeper before Kafka 4.0 (the design's model), KRaft from 4.0."""
+    controllers: int = 1
+    """KRaft: the voters of the metadata quorum."""
+    combined: bool = False
+    """KRaft: the first `controllers` brokers are the controllers too (process.roles=broker,controller)."""
 
     def __post_init__(self) -> None:
         if not 1 <= self.brokers <= 9:
             raise ConfigError(f"cluster.brokers must be between 1 and 9, got {self.brokers}")
         if self.zookeepers not in (1, 3, 5):
             raise ConfigError(f"cluster.zookeepers must be 1, 3 or 5, got {self.zookeepers}")
+        if self.metadata not in (None, *METADATA_MODES):
+            raise ConfigError(
+                f"cluster.metadata must be one of {', '.join(METADATA_MODES)}, got {self.metadata!r}"
+            )
+        if self.controllers not in (1, 3, 5):
+            raise ConfigError(f"cluster.controllers must be 1, 3 or 5, got {self.controllers}")
+        if self.combined and self.controllers > self.brokers:
+            raise ConfigError(
+                f"cluster.combined: {self.controllers} controllers cannot be among {self.brokers} brokers"
+            )
         check_override_syntax(self.broker_config)
+
+    def metadata_mode(self, version: KafkaVersion) -> str:
+        """`metadata`, or the version's default; ConfigError for a mode the release does not have."""
+        mode = self.metadata or ("zookeeper" if version.has_zookeeper else "kraft")
+        if mode == "kraft" and not version.has_kraft:
+            raise ConfigError(
+                f"cluster.metadata kraft needs Kafka 3.3 or later (KIP-833); this is Kafka {version}"
+            )
+        if mode == "zookeeper" and not version.has_zookeeper:
+            raise ConfigError(
+                f"Kafka {version} has no ZooKeeper mode (removed in 4.0, KIP-833): use cluster.metadata kraft"
+            )
+        return mode
 
     def resolve_image(self) -> KafkaImage:
         if self.image:
@@ -76,9 +115,14 @@ class KafkaCluster:
         self.start_timeout_s = start_timeout_s
         self.image: KafkaImage | None = None
         self.zookeepers: list[ZooKeeperNode] = []
+        self.controllers: list[KRaftController] = []
+        """Dedicated KRaft controllers (none in ZooKeeper mode or when combined)."""
         self.brokers: list[KafkaBroker] = []
+        self.kraft = False
+        self.voter_ids: tuple[int, ...] = ()
+        """KRaft: the node ids of the metadata quorum's voters."""
         self._network: Network | None = None
-        self._zk: ZkStateReader | None = None
+        self._metadata: MetadataReader | None = None
         self._owns_containers = True
         self.groups: ConsumerGroups | None = None
         """The consumer groups reading from this cluster while a workload runs: what member faults act on."""
@@ -87,11 +131,12 @@ class KafkaCluster:
     def attach(cls, run_id: str, *, connect: bool = True) -> KafkaCluster:
         """A handle on a running cluster started by an earlier command (`kchaos cluster up`).
 
-        Leaving its `with` block closes only the ZooKeeper session; `kchaos cluster down` removes it.
-        With `connect=False` no ZooKeeper session is opened (`connect_zookeeper` opens it later):
+        Leaving its `with` block closes only the metadata reader; `kchaos cluster down` removes it.
+        With `connect=False` no ZooKeeper session is opened (`connect_metadata` opens it later):
         for acting on containers whose ZooKeeper may be unreachable.
         """
         runs = docker_env.labelled_runs(run_id)
+        voters: tuple[int, ...] = ()
         containers = runs[0].containers if runs else []
         if not containers:
             raise ConfigError(f"no cluster with run id {run_id!r} is running (see `kchaos cluster list`)")
@@ -108,21 +153,41 @@ class KafkaCluster:
             if role == "zookeeper":
                 node = ZooKeeperNode(number, cluster.image.tag, run_id, NO_NETWORK, ip, "")
                 cluster.zookeepers.append(node)
+            elif role == "controller":
+                node = KRaftController(
+                    number, cluster.image.tag, run_id, NO_NETWORK, ip, "", cluster.spec.heap
+                )
+                cluster.controllers.append(node)
             else:
                 node = KafkaBroker(number, cluster.image.tag, run_id, NO_NETWORK, ip, "", cluster.spec.heap)
                 cluster.brokers.append(node)
+            voters = _voters_of(container) or voters
             node.attach(container)
+        cluster.kraft, cluster.voter_ids = bool(voters), voters
         cluster.spec = ClusterSpec(
-            brokers=len(cluster.brokers), zookeepers=len(cluster.zookeepers), image=cluster.image.tag
+            brokers=len(cluster.brokers),
+            zookeepers=len(cluster.zookeepers) or 1,
+            image=cluster.image.tag,
+            metadata="kraft" if voters else "zookeeper",
+            controllers=len(voters) or 1,
+            combined=bool(voters) and not cluster.controllers,
         )
         if connect:
-            cluster.connect_zookeeper()
+            cluster.connect_metadata()
         return cluster
 
-    def connect_zookeeper(self, timeout_s: float = 10.0) -> None:
-        """Open the ZooKeeper session `state()` and the waits read through (once)."""
-        if self._zk is None:
-            self._zk = ZkStateReader(self.zk_connect, timeout_s=timeout_s).__enter__()
+    def connect_metadata(self, timeout_s: float = 10.0) -> None:
+        """Open the reader `state()` and the waits go through (once): a ZooKeeper session, or the
+        KRaft reader, which asks the brokers and controllers themselves."""
+        if self._metadata is not None:
+            return
+        if self.kraft:
+            self._metadata = KRaftStateReader(
+                [Endpoint(b.broker_id, b.ip, BROKER_PORT) for b in self.brokers],
+                [Endpoint(node.node_id, node.ip, CONTROLLER_PORT) for node in self.voters],
+            )
+        else:
+            self._metadata = ZkStateReader(self.zk_connect, timeout_s=timeout_s).__enter__()
 
     # -- lifecycle -------------------------------------------------------------------------------
     def __enter__(self) -> KafkaCluster:
@@ -136,50 +201,118 @@ class KafkaCluster:
     def start(self) -> None:
         image = self.image = self.spec.resolve_image()
         version = KafkaVersion.parse(image.kafka_version)
+        self.kraft = self.spec.metadata_mode(version) == "kraft"
         validate_overrides(self.spec.broker_config, image.config_keys, image.kafka_version)
         try:
             self._network, subnet = create_network(self.run_id)
             hosts = subnet.network_address
-            zk_ips = [str(hosts + 10 + i) for i in range(1, self.spec.zookeepers + 1)]
             broker_ips = [str(hosts + 100 + i) for i in range(1, self.spec.brokers + 1)]
-            zk_config = render_zookeeper_config(zk_ips)
-            broker_configs = [
-                render_broker_config(version, i, ip, zk_ips, self.spec.brokers, self.spec.broker_config)
-                for i, ip in enumerate(broker_ips, start=1)
-            ]
-            if not image.verbatim_config and any("\\" in config for config in broker_configs):
+            if self.kraft:
+                self._create_kraft_nodes(
+                    version, image, broker_ips, [str(hosts + 50 + i) for i in range(1, 6)]
+                )
+            else:
+                self._create_zookeeper_nodes(
+                    version, image, broker_ips, [str(hosts + 10 + i) for i in range(1, 6)]
+                )
+            if not image.verbatim_config and any("\\" in node.config for node in self.nodes):
                 raise ConfigError(
                     f"image {image.tag} predates configs written as they are: its entrypoint would "
                     "expand the backslashes of these broker settings; rebuild it with `kchaos images build`"
                 )
-            self.zookeepers = [
-                ZooKeeperNode(i, image.tag, self.run_id, self._network, ip, zk_config)
-                for i, ip in enumerate(zk_ips, start=1)
-            ]
-            self.brokers = [
-                KafkaBroker(i, image.tag, self.run_id, self._network, ip, config, self.spec.heap)
-                for i, (ip, config) in enumerate(zip(broker_ips, broker_configs, strict=True), start=1)
-            ]
             for zk in self.zookeepers:
                 zk.start()
-            self.wait_for_zookeepers(timeout_s=self.start_timeout_s)
-            self.connect_zookeeper(timeout_s=self.start_timeout_s)
-            for broker in self.brokers:
-                broker.start()
+            if self.zookeepers:
+                self.wait_for_zookeepers(timeout_s=self.start_timeout_s)
+            self.connect_metadata(timeout_s=self.start_timeout_s)
+            for node in [*self.controllers, *self.brokers]:
+                node.start()
             self.wait_for_brokers(timeout_s=self.start_timeout_s)
         except BaseException as exc:
             self._close_after(exc)
             raise
+
+    def _create_zookeeper_nodes(
+        self, version: KafkaVersion, image: KafkaImage, broker_ips: list[str], spare_ips: list[str]
+    ) -> None:
+        zk_ips = spare_ips[: self.spec.zookeepers]
+        zk_config = render_zookeeper_config(zk_ips)
+        self.zookeepers = [
+            ZooKeeperNode(i, image.tag, self.run_id, self._network_or_fail, ip, zk_config)
+            for i, ip in enumerate(zk_ips, start=1)
+        ]
+        self.brokers = [
+            KafkaBroker(
+                i,
+                image.tag,
+                self.run_id,
+                self._network_or_fail,
+                ip,
+                render_broker_config(version, i, ip, zk_ips, self.spec.brokers, self.spec.broker_config),
+                self.spec.heap,
+            )
+            for i, ip in enumerate(broker_ips, start=1)
+        ]
+
+    def _create_kraft_nodes(
+        self, version: KafkaVersion, image: KafkaImage, broker_ips: list[str], spare_ips: list[str]
+    ) -> None:
+        count, spec = self.spec.controllers, self.spec
+        if spec.combined:
+            voters = tuple((i, broker_ips[i - 1]) for i in range(1, count + 1))
+        else:
+            voters = tuple((CONTROLLER_ID_BASE + i, spare_ips[i - 1]) for i in range(1, count + 1))
+        self.voter_ids = tuple(node_id for node_id, _ in voters)
+        cluster_id = _kraft_cluster_id()
+
+        def config(node_id: int, ip: str, roles: tuple[str, ...]) -> str:
+            kraft = KRaftRole(roles, voters)
+            return render_broker_config(version, node_id, ip, [], spec.brokers, spec.broker_config, kraft)
+
+        network = self._network_or_fail
+        if not spec.combined:
+            self.controllers = [
+                KRaftController(
+                    i,
+                    image.tag,
+                    self.run_id,
+                    network,
+                    ip,
+                    config(node_id, ip, ("controller",)),
+                    spec.heap,
+                    cluster_id,
+                )
+                for i, (node_id, ip) in enumerate(voters, start=1)
+            ]
+        self.brokers = [
+            KafkaBroker(
+                i,
+                image.tag,
+                self.run_id,
+                network,
+                ip,
+                config(i, ip, ("broker", "controller") if i in self.voter_ids else ("broker",)),
+                spec.heap,
+                cluster_id,
+            )
+            for i, ip in enumerate(broker_ips, start=1)
+        ]
+
+    @property
+    def _network_or_fail(self) -> Network:
+        if self._network is None:
+            raise ClusterError("the cluster's network has not been created")
+        return self._network
 
     def close(self) -> None:
         """Remove every container and the network of this run. Safe to call more than once.
 
         Every step is tried: one ClusterError names each that failed, one line each, joined by '; '."""
         failures = Failures()
-        if self._zk is not None:
-            zk, self._zk = self._zk, None
-            with failures.attempt("cannot close the ZooKeeper session"):
-                zk.__exit__(None, None, None)
+        if self._metadata is not None:
+            reader, self._metadata = self._metadata, None
+            with failures.attempt("cannot close the metadata reader"):
+                reader.close()
         if self._owns_containers:
             # By label: the nodes, and anything a crashed start left behind (the probe network).
             with failures.attempt(f"cannot remove run {self.run_id}"):
@@ -205,7 +338,18 @@ class KafkaCluster:
     # -- nodes -----------------------------------------------------------------------------------
     @property
     def nodes(self) -> list[Node]:
-        return [*self.zookeepers, *self.brokers]
+        return [*self.zookeepers, *self.controllers, *self.brokers]
+
+    @property
+    def metadata_nodes(self) -> list[Node]:
+        """The nodes that hold the metadata apart from the brokers: ZooKeeper, or dedicated controllers."""
+        return [*self.zookeepers, *self.controllers]
+
+    @property
+    def voters(self) -> list[KafkaBroker | KRaftController]:
+        """KRaft: the metadata quorum's voters (dedicated controllers, or the combined brokers)."""
+        every: list[KafkaBroker | KRaftController] = [*self.controllers, *self.brokers]
+        return [n for n in every if n.node_id in self.voter_ids]
 
     def node(self, name: str) -> Node:
         for node in self.nodes:
@@ -248,13 +392,14 @@ class KafkaCluster:
 
     # -- state -----------------------------------------------------------------------------------
     @property
-    def zk(self) -> ZkStateReader:
-        if self._zk is None:
+    def metadata(self) -> MetadataReader:
+        """What ZooKeeper or the KRaft quorum says of the cluster."""
+        if self._metadata is None:
             raise ClusterError("the cluster has not been started")
-        return self._zk
+        return self._metadata
 
     def state(self, topics: list[str] | None = None) -> ClusterSnapshot:
-        return self.zk.snapshot(topics)
+        return self.metadata.snapshot(topics)
 
     def describe_nodes(self, tail: int = 15) -> str:
         """Status and last log lines of every node, for error messages."""
@@ -264,6 +409,9 @@ class KafkaCluster:
         )
 
     def _fail_on_exited_brokers(self, broker_ids: list[int]) -> None:
+        for controller in self.controllers:
+            if controller.status() in ("exited", "dead"):
+                raise ClusterError(f"{controller.name} exited:\n{controller.logs(30)}")
         for broker in self.brokers:
             if broker.broker_id in broker_ids and broker.status() in ("exited", "dead"):
                 logs = broker.logs(200)
@@ -298,20 +446,20 @@ class KafkaCluster:
         )
 
     def wait_for_brokers(self, timeout_s: float = 60.0, broker_ids: list[int] | None = None) -> None:
-        """Wait until the given brokers (default: all) are registered in ZooKeeper."""
+        """Wait until the given brokers (default: all) are registered (ZooKeeper) or unfenced (KRaft)."""
         expected = sorted(broker_ids or [b.broker_id for b in self.brokers])
 
         def probe() -> tuple[bool, str]:
             self._fail_on_exited_brokers(expected)
             try:
-                live = self.zk.live_brokers()
+                live = self.metadata.live_brokers()
             except Exception as exc:
-                return False, f"ZooKeeper not readable: {exc!r}"
+                return False, f"metadata not readable: {exc!r}"
             return set(expected) <= set(live), f"registered brokers {list(live)}, expected {expected}"
 
         wait_until(
             probe,
-            what=f"brokers {expected} to register in ZooKeeper",
+            what=f"brokers {expected} to register in {'the KRaft quorum' if self.kraft else 'ZooKeeper'}",
             timeout_s=timeout_s,
             diagnostics=self.describe_nodes,
         )
@@ -386,3 +534,15 @@ class KafkaCluster:
         if state is None or state.leader < 0:
             raise ClusterError(f"{topic}/{partition} has no leader now")
         return self.broker(state.leader)
+
+
+def _kraft_cluster_id() -> str:
+    """A new KRaft cluster id: 16 random bytes in URL-safe base64 without padding, as Kafka's own."""
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+
+
+def _voters_of(container: Any) -> tuple[int, ...]:
+    """The node ids in a KRaft node's controller.quorum.voters (empty for ZooKeeper-mode nodes)."""
+    env = dict(item.split("=", 1) for item in container.attrs["Config"].get("Env") or [] if "=" in item)
+    found = re.search(r"^controller\.quorum\.voters=(.*)$", env.get("KCHAOS_CONFIG", ""), re.MULTILINE)
+    return tuple(int(v.split("@")[0]) for v in found.group(1).split(",")) if found else ()

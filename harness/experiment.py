@@ -23,6 +23,7 @@ from typing import Any
 from harness import forensics
 from harness.clients import client_versions
 from harness.cluster import ClusterSpec, KafkaCluster
+from harness.cluster_state import ClusterSampler
 from harness.consumer import FinalReadResult
 from harness.errors import HarnessError, ReadinessTimeout
 from harness.groups import OFFSETS_TOPIC
@@ -40,7 +41,6 @@ from harness.history import (
 )
 from harness.history_readers import load_run_json
 from harness.workload import Workload, WorkloadSpec
-from harness.zkstate import ClusterSampler
 
 log = logging.getLogger("kchaos")
 
@@ -124,7 +124,7 @@ def run_experiment(
                 rundir.writer(CLUSTER) as cluster_writer,
                 rundir.writer(FAULTS) as fault_writer,
                 # With groups, the offsets topic too: its leaders are the groups' coordinators.
-                ClusterSampler(cluster.zk, cluster_writer, clock, topics + _offsets(spec)),
+                ClusterSampler(cluster.metadata, cluster_writer, clock, topics + _offsets(spec)),
             ):
                 try:
                     workload.start()
@@ -180,7 +180,7 @@ def _offsets_topic(cluster: KafkaCluster) -> dict[str, Any]:
     creates it with as many replicas as brokers were alive then (KIP-115), which may be fewer than
     offsets.topic.replication.factor."""
     try:
-        counts = cluster.zk.replica_counts(OFFSETS_TOPIC)
+        counts = cluster.metadata.replica_counts(OFFSETS_TOPIC)
     except HarnessError as exc:
         return {"error": str(exc)}
     return {"partitions": len(counts), "replication_factor": min(counts) if counts else None}

@@ -1,4 +1,5 @@
-"""One service object per container (a Kafka broker or a ZooKeeper node), with the verbs faults use.
+"""One service object per container (a Kafka broker, a KRaft controller or a ZooKeeper node), with the
+verbs faults use.
 
 Modelled on kafkatest's services: `start / stop / kill / pause / resume / exec / logs / ip`.
 `start` creates the container the first time (through testcontainers) and restarts it after a
@@ -35,6 +36,8 @@ class Node:
         self.name = name
         self.ip = ip
         self.run_id = run_id
+        self.config = env.get("KCHAOS_CONFIG", "")
+        """The properties file the node starts with (empty for a node attached to, not started)."""
         self._spec = DockerContainer(
             image,
             command=self.role,
@@ -187,6 +190,23 @@ def zookeeper_name(number: int) -> str:
     return f"zk-{number}"
 
 
+CONTROLLER_ID_BASE = 100
+"""A dedicated KRaft controller's node id is this plus its number (101, 102, ...), apart from the
+brokers' ids (1 to 9), so that an id names one node whatever its role."""
+
+
+def controller_name(number: int) -> str:
+    """The container (and fault target) name of a dedicated KRaft controller, numbered from 1."""
+    return f"controller-{number}"
+
+
+def node_name(node_id: int) -> str:
+    """The name of the node with Kafka node id `node_id`: a broker, or a dedicated KRaft controller."""
+    if node_id > CONTROLLER_ID_BASE:
+        return controller_name(node_id - CONTROLLER_ID_BASE)
+    return broker_name(node_id)
+
+
 class ZooKeeperNode(Node):
     role = "zookeeper"
 
@@ -202,13 +222,57 @@ class ZooKeeperNode(Node):
         self.number = number
 
 
+def _kafka_env(config: str, heap: str, kraft_cluster_id: str | None) -> dict[str, str]:
+    """A Kafka process's environment; with a KRaft cluster id its entrypoint formats the log directory."""
+    env = {"KCHAOS_CONFIG": config, "KCHAOS_HEAP": heap}
+    return env | {"KCHAOS_KRAFT_CLUSTER_ID": kraft_cluster_id} if kraft_cluster_id else env
+
+
 class KafkaBroker(Node):
     role = "kafka"
 
     def __init__(
-        self, broker_id: int, image: str, run_id: str, network: Network, ip: str, config: str, heap: str
+        self,
+        broker_id: int,
+        image: str,
+        run_id: str,
+        network: Network,
+        ip: str,
+        config: str,
+        heap: str,
+        kraft_cluster_id: str | None = None,
     ) -> None:
         super().__init__(
-            broker_name(broker_id), image, run_id, network, ip, {"KCHAOS_CONFIG": config, "KCHAOS_HEAP": heap}
+            broker_name(broker_id), image, run_id, network, ip, _kafka_env(config, heap, kraft_cluster_id)
         )
         self.broker_id = broker_id
+
+    @property
+    def node_id(self) -> int:
+        return self.broker_id
+
+
+class KRaftController(Node):
+    """A dedicated KRaft controller: a voter of the metadata quorum that leads no partition."""
+
+    role = "controller"
+
+    def __init__(
+        self,
+        number: int,
+        image: str,
+        run_id: str,
+        network: Network,
+        ip: str,
+        config: str,
+        heap: str,
+        kraft_cluster_id: str | None = None,
+    ) -> None:
+        super().__init__(
+            controller_name(number), image, run_id, network, ip, _kafka_env(config, heap, kraft_cluster_id)
+        )
+        self.number = number
+
+    @property
+    def node_id(self) -> int:
+        return CONTROLLER_ID_BASE + self.number

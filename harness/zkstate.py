@@ -8,63 +8,19 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import Any
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import ConnectionLoss, KazooException, NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError
 
+from harness.cluster_state import ClusterSnapshot, PartitionState
 from harness.errors import ClusterError
-from harness.events import cluster_sample, partition_state
-from harness.history import HistoryWriter, RunClock
 from harness.retrying import bounded, kinds
 
 logging.getLogger("kazoo").setLevel(logging.CRITICAL)  # it logs every reconnect attempt as a warning
-
-
-@dataclass(frozen=True)
-class PartitionState:
-    topic: str
-    partition: int
-    leader: int  # -1 when there is none
-    leader_epoch: int
-    isr: tuple[int, ...]
-    replicas: tuple[int, ...]
-
-    @property
-    def isr_full(self) -> bool:
-        return self.leader >= 0 and set(self.isr) == set(self.replicas)
-
-    def to_event(self) -> dict[str, Any]:
-        return partition_state(self.topic, self.partition, self.leader, self.leader_epoch, self.isr)
-
-
-@dataclass(frozen=True)
-class ClusterSnapshot:
-    controller: int | None
-    controller_epoch: int | None
-    live_brokers: tuple[int, ...]
-    partitions: tuple[PartitionState, ...]
-
-    def partition(self, topic: str, partition: int) -> PartitionState | None:
-        return next((p for p in self.partitions if (p.topic, p.partition) == (topic, partition)), None)
-
-    def to_event(self, time_ns: int) -> dict[str, Any]:
-        """One line of history/cluster.jsonl."""
-        partitions = [p.to_event() for p in self.partitions]
-        return cluster_sample(time_ns, self.controller, self.controller_epoch, self.live_brokers, partitions)
-
-    def describe(self) -> str:
-        parts = [f"controller={self.controller}", f"live_brokers={list(self.live_brokers)}"]
-        parts += [
-            f"{p.topic}/{p.partition}: leader={p.leader} isr={list(p.isr)} replicas={list(p.replicas)}"
-            for p in self.partitions
-        ]
-        return "; ".join(parts)
 
 
 class ZkStateReader:
@@ -92,6 +48,9 @@ class ZkStateReader:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
         self._zk.stop()
         self._zk.close()
 
@@ -163,46 +122,3 @@ class ZkStateReader:
             live_brokers=self.live_brokers(),
             partitions=tuple(partitions),
         )
-
-
-class ClusterSampler:
-    """Appends a cluster.jsonl sample every `interval_s` from a background thread until stopped.
-
-    Samples that cannot be taken (ZooKeeper paused or cut off by a fault) are skipped: the gap in
-    the timeline is itself the evidence.
-    """
-
-    def __init__(
-        self,
-        reader: ZkStateReader,
-        writer: HistoryWriter,
-        clock: RunClock,
-        topics: list[str],
-        interval_s: float = 0.5,
-    ) -> None:
-        self._reader, self._writer, self._clock = reader, writer, clock
-        self._topics, self._interval_s = topics, interval_s
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="cluster-sampler", daemon=True)
-        self.samples = 0
-        self.last: ClusterSnapshot | None = None
-
-    def __enter__(self) -> ClusterSampler:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(timeout=30)
-
-    def _loop(self) -> None:
-        while not self._stop.is_set():
-            try:
-                snapshot = self._reader.snapshot(self._topics)
-            except ClusterError:
-                snapshot = None
-            if snapshot is not None:
-                self._writer.write(snapshot.to_event(self._clock.now_ns()))
-                self.samples += 1
-                self.last = snapshot
-            self._stop.wait(self._interval_s)

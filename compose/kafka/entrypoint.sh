@@ -1,10 +1,11 @@
 #!/bin/bash
-# kchaos-entrypoint ROLE: run a Kafka broker (ROLE=kafka) or a ZooKeeper node (ROLE=zookeeper).
+# kchaos-entrypoint ROLE: run a Kafka broker (ROLE=kafka), a KRaft controller (ROLE=controller) or a
+# ZooKeeper node (ROLE=zookeeper).
 # The JVM is started directly (not through bin/*.sh), because the launchers of old Kafka versions
 # pass GC-log options that Java 9+ rejects. Configuration arrives in $KCHAOS_CONFIG (the whole
 # properties file, rendered by the harness for this Kafka version).
 set -euo pipefail
-role=${1:?usage: kchaos-entrypoint kafka|zookeeper}
+role=${1:?usage: kchaos-entrypoint kafka|controller|zookeeper}
 conf=/etc/kchaos/$role.properties
 mkdir -p /etc/kchaos
 # KCHAOS_CONFIG_COMMON (optional) is shared settings, for hand-written compose files; the harness
@@ -13,17 +14,25 @@ mkdir -p /etc/kchaos
 printf '%s\n%s\n' "${KCHAOS_CONFIG_COMMON:-}" "${KCHAOS_CONFIG:?KCHAOS_CONFIG must hold the $role properties}" > "$conf"
 
 case "$role" in
-  kafka) main=kafka.Kafka ;;
+  kafka|controller) main=kafka.Kafka ;;
   zookeeper)
     main=org.apache.zookeeper.server.quorum.QuorumPeerMain
     if [ -n "${KCHAOS_ZK_MYID:-}" ]; then echo "$KCHAOS_ZK_MYID" > /var/lib/zookeeper/myid; fi ;;
-  *) echo "unknown role '$role' (expected kafka or zookeeper)" >&2; exit 2 ;;
+  *) echo "unknown role '$role' (expected kafka, controller or zookeeper)" >&2; exit 2 ;;
 esac
 
 # A fault may leave a script to run once before the next start (power-loss: the logs cut back to
 # their last flushed point while the broker was down).
 before=/etc/kchaos/before-start.sh
 if [ -f "$before" ]; then bash "$before"; rm -f "$before"; fi
+
+# KRaft: the log directory is formatted with the cluster's id before its first start (a restart finds
+# it formatted and changes nothing).
+if [ -n "${KCHAOS_KRAFT_CLUSTER_ID:-}" ]; then
+  java -Xmx128m -cp '/opt/kafka/libs/*' -Dlog4j.configuration=file:/etc/kchaos/log4j.properties \
+    -Dlog4j2.configurationFile=/etc/kchaos/log4j2.properties -Dkafka.logs.dir=/var/log/kafka \
+    kafka.tools.StorageTool format -t "$KCHAOS_KRAFT_CLUSTER_ID" -c "$conf" --ignore-formatted
+fi
 
 heap=${KCHAOS_HEAP:-256m}
 # One logging setup for every release: log4j 1 (or reload4j) reads the first property, log4j 2 (4.x)

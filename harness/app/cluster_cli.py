@@ -12,9 +12,10 @@ from harness.app.signals import terminate_as_interrupt
 from harness.app.smoke import SMOKE_TOPIC, run_smoke
 from harness.broker_config import ConfigValue
 from harness.cluster import ClusterSpec, KafkaCluster
+from harness.cluster_state import ClusterSnapshot
 from harness.errors import ConfigError
 from harness.history import new_run_id
-from harness.zkstate import ClusterSnapshot
+from harness.services import node_name
 
 console = make_console()
 MAX_SMOKE_MESSAGES = 10_000_000
@@ -23,7 +24,8 @@ cluster_app = typer.Typer(help="Start, inspect and stop clusters.", no_args_is_h
 
 def print_state(state: ClusterSnapshot) -> None:
     console.print(
-        f"controller: broker {state.controller} (epoch {state.controller_epoch}); "
+        f"controller: {node_name(state.controller) if state.controller is not None else None} "
+        f"(epoch {state.controller_epoch}); "
         f"live brokers: {list(state.live_brokers)}"
     )
     for p in state.partitions:
@@ -47,11 +49,13 @@ def parse_overrides(pairs: list[str]) -> dict[str, ConfigValue]:
 def smoke(
     messages: int = typer.Option(1000, help="Writes to send with acks=all."),
     kafka: str = typer.Option(None, help=options.KAFKA_OPTION_HELP),
+    metadata: str = typer.Option(None, help=options.METADATA_OPTION_HELP),
 ) -> None:
-    """Start 3 brokers + ZooKeeper, write, kill and restart a leader, read every write back, tear down."""
+    """Start 3 brokers and their metadata quorum, write, kill and restart a leader, read every write
+    back, tear down."""
     options.integer("--messages", messages, 1, MAX_SMOKE_MESSAGES)
     with terminate_as_interrupt():
-        result = run_smoke(messages, kafka=kafka)
+        result = run_smoke(messages, kafka=kafka, metadata=metadata)
     print_state(result.state)
     console.print(
         f"Kafka {result.kafka_version}: leader {result.killed_leader} of {SMOKE_TOPIC}/0 killed, "
@@ -71,6 +75,9 @@ def up(
     config: list[str] = typer.Option([], "--config", help="Broker config override KEY=VALUE (repeatable)."),
     image: str = typer.Option(None, help="A kchaos/kafka image tag (default: build from --kafka)."),
     kafka: str = typer.Option(None, help=options.KAFKA_OPTION_HELP),
+    metadata: str = typer.Option(None, help=options.METADATA_OPTION_HELP),
+    controllers: int = typer.Option(1, help="KRaft: voters of the metadata quorum (1, 3 or 5)."),
+    combined: bool = typer.Option(False, help="KRaft: the first brokers are the controllers too."),
     name: str = typer.Option("cluster", help="A word to put in the run id."),
 ) -> None:
     """Start a cluster that outlives this command; print its run id and addresses."""
@@ -84,10 +91,12 @@ def up(
     cluster = KafkaCluster(spec, run_id=new_run_id(name))
     with terminate_as_interrupt():
         cluster.start()
-    console.print(
-        f"run id:     {cluster.run_id}\n"
-        f"bootstrap:  {cluster.bootstrap_servers}\nzookeeper:  {cluster.zk_connect}"
+    quorum = (
+        f"controllers: {', '.join(f'{n.name} {n.ip}' for n in cluster.voters)}"
+        if cluster.kraft
+        else f"zookeeper:  {cluster.zk_connect}"
     )
+    console.print(f"run id:     {cluster.run_id}\nbootstrap:  {cluster.bootstrap_servers}\n{quorum}")
     console.print(f"stop it with: kchaos cluster down {cluster.run_id}")
 
 

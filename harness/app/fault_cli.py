@@ -111,7 +111,7 @@ def run_fault(
                 except FaultError as exc:
                     raise FaultError(f"{exc}; `kchaos heal {run}` removes what is left") from None
         console.print(f"healed {name} on {', '.join(fault.targets)}")
-        topics = cluster.zk.topics()
+        topics = cluster.metadata.topics()
         if topics and settle:
             try:
                 cluster.wait_for_isr(topics, timeout_s=settle)

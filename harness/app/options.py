@@ -10,6 +10,7 @@ from harness.errors import ConfigError
 from harness.images import DEFAULT_KAFKA_VERSION
 from harness.limits import finite, whole
 
+METADATA_OPTION_HELP = "zookeeper or kraft (default: ZooKeeper before Kafka 4.0, KRaft from 4.0)."
 KAFKA_OPTION_HELP = (
     "Kafka release: a version resolved from Maven Central (e.g. 3.9.1), a release tarball "
     f"or an unpacked directory (default: {DEFAULT_KAFKA_VERSION})."

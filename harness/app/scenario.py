@@ -38,7 +38,7 @@ from harness.limits import (
     MAX_SEED,
     brief,
 )
-from harness.services import broker_name, zookeeper_name
+from harness.services import broker_name, controller_name, zookeeper_name
 from harness.workload import WorkloadSpec
 
 BUILTIN_DIR = Path(__file__).resolve().parent / "scenarios"
@@ -132,7 +132,13 @@ def check_aims(plan: FaultPlan, experiment: ExperimentSpec) -> None:
     would go on without its chaos."""
     spec, workload = experiment.cluster, experiment.workload
     nodes = [broker_name(n) for n in range(1, spec.brokers + 1)]
-    nodes += [zookeeper_name(n) for n in range(1, spec.zookeepers + 1)]
+    if spec.metadata == "kraft":
+        nodes += [] if spec.combined else [controller_name(n) for n in range(1, spec.controllers + 1)]
+    elif spec.metadata == "zookeeper":
+        nodes += [zookeeper_name(n) for n in range(1, spec.zookeepers + 1)]
+    else:  # the release decides (KRaft from 4.0): either kind of node may be there
+        nodes += [zookeeper_name(n) for n in range(1, spec.zookeepers + 1)]
+        nodes += [controller_name(n) for n in range(1, spec.controllers + 1)]
     topics = [str(t["name"]) for t in workload.topics()] + [OFFSETS_TOPIC]
     groups = {g.name: g.member_names() for g in workload.groups}
     aimed = [(f"faults.faults[{i}]", name, params) for i, (name, params) in enumerate(plan.faults)]
@@ -225,7 +231,18 @@ def parse_scenario(data: Any, source: str) -> Scenario:
     c = Fields(
         top.data.get("cluster"),
         "cluster",
-        ("brokers", "zookeepers", "broker_config", "image", "kafka", "base_image", "heap"),
+        (
+            "brokers",
+            "zookeepers",
+            "broker_config",
+            "image",
+            "kafka",
+            "base_image",
+            "heap",
+            "metadata",
+            "controllers",
+            "combined",
+        ),
     )
     kafka = c.text("kafka", None)
     cluster = _checked_value(
@@ -237,6 +254,9 @@ def parse_scenario(data: Any, source: str) -> Scenario:
             kafka=kafka,
             heap=c.text("heap", "256m", pattern=_HEAP),
             **({"base_image": c.text("base_image", None)} if "base_image" in c.data else {}),
+            metadata=c.text("metadata", None),
+            controllers=c.integer("controllers", 1, 1, MAX_INT64),
+            combined=c.get("combined", bool, False),
         ),
         "cluster",
     )

@@ -71,6 +71,12 @@ def scenario_data(scenario: Scenario) -> dict[str, Any]:
         cluster_data["kafka"] = cluster.kafka
     if cluster.base_image != LOCAL_BASE_IMAGE:
         cluster_data["base_image"] = cluster.base_image
+    if cluster.metadata:
+        cluster_data["metadata"] = cluster.metadata
+    if cluster.controllers != 1:
+        cluster_data["controllers"] = cluster.controllers
+    if cluster.combined:
+        cluster_data["combined"] = True
     plan = scenario.faults
     faults: dict[str, Any] = {"mode": plan.mode}
     if plan.mode == "schedule":

@@ -11,9 +11,9 @@ from confluent_kafka import Consumer, KafkaError, Message, Producer, TopicPartit
 from faults.process import restart
 from harness.clients import client_config
 from harness.cluster import ClusterSpec, KafkaCluster
+from harness.cluster_state import ClusterSnapshot
 from harness.errors import ClusterError
 from harness.waiting import wait_until
-from harness.zkstate import ClusterSnapshot
 
 SMOKE_TOPIC = "kchaos-smoke"
 PARTITIONS = 3
@@ -38,13 +38,17 @@ class SmokeResult:
         return self.acked == self.sent == self.read_back and self.new_leader != self.killed_leader
 
 
-def run_smoke(messages: int = 1000, timeout_s: float = 60.0, kafka: str | None = None) -> SmokeResult:
-    """3 brokers + ZooKeeper, RF 3 and min.insync.replicas 2, on the release `kafka` names
-    (ClusterSpec.kafka): half of `messages` acks=all writes, partition 0's leader killed, the other
-    half written while it is down, the leader restarted and back in the ISR, every write read back."""
+def run_smoke(
+    messages: int = 1000, timeout_s: float = 60.0, kafka: str | None = None, metadata: str | None = None
+) -> SmokeResult:
+    """3 brokers and their metadata quorum (`metadata`: ClusterSpec.metadata), RF 3 and
+    min.insync.replicas 2, on the release `kafka` names (ClusterSpec.kafka): half of `messages`
+    acks=all writes, partition 0's leader killed, the other half written while it is down, the
+    leader restarted and back in the ISR, every write read back."""
     started = time.monotonic()
     with KafkaCluster(
-        ClusterSpec(brokers=3, broker_config={"min.insync.replicas": 2}, kafka=kafka), run_id=None
+        ClusterSpec(brokers=3, broker_config={"min.insync.replicas": 2}, kafka=kafka, metadata=metadata),
+        run_id=None,
     ) as cluster:
         cluster.create_topic(SMOKE_TOPIC, partitions=PARTITIONS, replication_factor=3)
         base = client_config(cluster.bootstrap_servers, cluster.kafka_version)

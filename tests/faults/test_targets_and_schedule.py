@@ -15,6 +15,7 @@ from faults.iptables import drop_to, new_chain
 from faults.network import cut_links, link, one_way
 from faults.schedule import Schedule, ScheduleEntry
 from faults.targets import choose, coordinated_group
+from harness.cluster_state import ClusterSnapshot, PartitionState
 from harness.errors import ConfigError, TargetError
 from harness.groups import (
     coordinator_partition,
@@ -22,7 +23,6 @@ from harness.groups import (
     java_string_hash,
     offsets_partitions,
 )
-from harness.zkstate import ClusterSnapshot, PartitionState
 
 BROKERS = ["kafka-1", "kafka-2", "kafka-3", "kafka-4", "kafka-5"]
 ZKS = ["zk-1"]

@@ -93,7 +93,7 @@ def test_up_and_down_leaves_nothing(kafka_image: KafkaImage, run_id: str) -> Non
         assert containers == sorted(f"{run_id}-{n}" for n in ("zk-1", "kafka-1", "kafka-2", "kafka-3"))
         assert networks == [f"{run_id}-net"]  # the probe network of the subnet pick is gone already
         assert [n.status() for n in cluster.nodes] == ["running"] * 4
-        assert cluster.zk.live_brokers() == (1, 2, 3)
+        assert cluster.metadata.live_brokers() == (1, 2, 3)
     assert_nothing_left(run_id)
     cluster.close()  # a second close is harmless
     assert_nothing_left(run_id)
@@ -156,7 +156,7 @@ def test_cli_up_status_down(kafka_image: KafkaImage, capsys: pytest.CaptureFixtu
         assert main(["cluster", "status", rid]) == 0
         out = capsys.readouterr().out
         assert "live brokers: [1, 2]" in out
-        assert re.search(r"controller: broker [12] ", out), out
+        assert re.search(r"controller: kafka-[12] ", out), out
         assert re.search(r"kafka-1\s+\S+\s+running", out) and re.search(r"zk-1\s+\S+\s+running", out), out
 
         assert main(["cluster", "list"]) == 0

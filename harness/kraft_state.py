@@ -1,0 +1,114 @@
+"""Cluster state of a KRaft cluster, in the shape ZooKeeper's is read in (`harness.cluster_state`).
+
+The active controller and its epoch come from DescribeQuorum, asked of the controllers and then of
+the brokers (which forward it); partitions and live brokers from Metadata v8, asked of every broker.
+A broker cut off or paused by a fault still answers from its own stale view, so the answers are
+merged: per partition the highest leader epoch wins (epochs only grow), and among equal epochs, and
+for the live brokers, what most brokers say. No read waits longer than `timeout_s` per node.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from harness import kafka_protocol
+from harness.cluster_state import ClusterSnapshot, PartitionState
+from harness.errors import ClusterError
+from harness.kafka_protocol import Metadata, PartitionMetadata, Quorum
+
+UNKNOWN_TOPIC = 3
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    node_id: int
+    ip: str
+    port: int
+
+
+def merge_partitions(answers: Sequence[Metadata]) -> list[PartitionState]:
+    """One state per partition from every broker's answer: the highest leader epoch, then the most
+    common (leader, ISR, replicas) among the answers with that epoch."""
+    seen: dict[tuple[str, int], list[PartitionMetadata]] = {}
+    for answer in answers:
+        for part in answer.partitions:
+            seen.setdefault((part.topic, part.partition), []).append(part)
+    states = []
+    for (topic, number), parts in sorted(seen.items()):
+        newest = max(p.leader_epoch for p in parts)
+        votes = Counter((p.leader, p.isr, p.replicas) for p in parts if p.leader_epoch == newest)
+        leader, isr, replicas = votes.most_common(1)[0][0]
+        states.append(PartitionState(topic, number, leader, newest, isr, replicas))
+    return states
+
+
+def merge_brokers(answers: Sequence[Metadata]) -> tuple[int, ...]:
+    """The live brokers most answers name (the first answer's among equally common ones)."""
+    return Counter(a.brokers for a in answers).most_common(1)[0][0]
+
+
+class KRaftStateReader:
+    def __init__(
+        self, brokers: Sequence[Endpoint], controllers: Sequence[Endpoint], timeout_s: float = 0.5
+    ) -> None:
+        self.brokers, self.controllers, self.timeout_s = list(brokers), list(controllers), timeout_s
+
+    def _metadata(self, topics: list[str] | None) -> list[Metadata]:
+        answers, failures = [], []
+        for broker in self.brokers:
+            try:
+                reader = kafka_protocol.exchange(
+                    (broker.ip, broker.port),
+                    kafka_protocol.metadata_request(topics),
+                    self.timeout_s,
+                    flexible=False,
+                )
+                answers.append(kafka_protocol.parse_metadata(reader))
+            except ClusterError as exc:
+                failures.append(f"broker {broker.node_id}: {exc}")
+        if not answers:
+            raise ClusterError(f"no broker answered a Metadata request: {'; '.join(failures)}")
+        return answers
+
+    def quorum(self) -> Quorum | None:
+        """The metadata quorum as its leader describes it; None when no node could say."""
+        for node in [*self.controllers, *self.brokers]:
+            try:
+                reader = kafka_protocol.exchange(
+                    (node.ip, node.port),
+                    kafka_protocol.describe_quorum_request(),
+                    self.timeout_s,
+                    flexible=True,
+                )
+                quorum = kafka_protocol.parse_describe_quorum(reader)
+            except ClusterError:
+                continue
+            if quorum.error_code == 0 and quorum.leader >= 0:
+                return quorum
+        return None
+
+    def snapshot(self, topics: Iterable[str] | None = None) -> ClusterSnapshot:
+        answers = self._metadata(sorted(topics) if topics is not None else None)
+        quorum = self.quorum()
+        return ClusterSnapshot(
+            controller=quorum.leader if quorum else None,
+            controller_epoch=quorum.leader_epoch if quorum else None,
+            live_brokers=merge_brokers(answers),
+            partitions=tuple(merge_partitions(answers)),
+        )
+
+    def live_brokers(self) -> tuple[int, ...]:
+        return merge_brokers(self._metadata([]))
+
+    def topics(self) -> list[str]:
+        answers = self._metadata(None)
+        return sorted({name for a in answers for name, error in a.topics.items() if error == 0})
+
+    def replica_counts(self, topic: str) -> tuple[int, ...]:
+        parts = merge_partitions([a for a in self._metadata([topic]) if a.topics.get(topic) != UNKNOWN_TOPIC])
+        return tuple(len(p.replicas) for p in parts)
+
+    def close(self) -> None:
+        """Nothing to close: every request has its own connection."""
