@@ -38,14 +38,13 @@ from harness.cluster_state import ClusterSnapshot, MetadataReader
 from harness.errors import ClusterError, ConfigError, Failures
 from harness.groups import ConsumerGroups
 from harness.history import new_run_id
+from harness.history_fields import METADATA_MODES
 from harness.images import LOCAL_BASE_IMAGE, KafkaDistribution, KafkaImage, ensure_kafka_image
 from harness.kraft_state import Endpoint, KRaftStateReader
 from harness.run_network import NO_NETWORK, create_network
 from harness.services import CONTROLLER_ID_BASE, KafkaBroker, KRaftController, Node, ZooKeeperNode
 from harness.waiting import wait_until
 from harness.zkstate import ZkStateReader
-
-METADATA_MODES = ("zookeeper", "kraft")
 
 _CONFIG_REJECTED = re.compile(
     r"Invalid value (?P<value>.*?) for configuration (?P<key>[\w.]+)(?::\s*(?P<why>.*))?"

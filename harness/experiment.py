@@ -206,6 +206,12 @@ def run_metadata(spec: ExperimentSpec, run_id: str, cluster: KafkaCluster) -> di
         "cluster": {
             "brokers": len(cluster.brokers),
             "zookeepers": len(cluster.zookeepers),
+            "metadata": "kraft" if cluster.kraft else "zookeeper",
+            **(
+                {"controllers": len(cluster.voter_ids), "combined": not cluster.controllers}
+                if cluster.kraft
+                else {}
+            ),
             "broker_config": cluster.recorded_broker_config,
         },
         "topics": spec.workload.topics(),

@@ -169,9 +169,15 @@ def check_run(run: dict[str, Any], path: Path) -> None:
     kafka = top.child("kafka")
     kafka.text("version", longest=MAX_VERSION)
     kafka.text("image")
+    kafka.text("source")
+    kafka.text("java")
     cluster = top.child("cluster")
     cluster.integer("brokers", 1, MAX_NODES)
-    cluster.integer("zookeepers", 1, MAX_NODES)
+    cluster.integer("zookeepers", 0, MAX_NODES)  # 0 in KRaft mode
+    metadata = cluster.text("metadata")
+    if metadata is not None and metadata not in METADATA_MODES:
+        raise cluster.fail("metadata", f"one of {', '.join(METADATA_MODES)}", metadata)
+    cluster.integer("controllers", 0, MAX_NODES)
     cluster.settings("broker_config")
     top.settings("producer")
     for partition in top.child("final_read").children("incomplete"):
@@ -181,6 +187,8 @@ def check_run(run: dict[str, Any], path: Path) -> None:
     _check_groups(top, names)
 
 
+METADATA_MODES = ("zookeeper", "kraft")
+"""Who holds a cluster's metadata: a ZooKeeper ensemble, or a KRaft quorum of controllers."""
 COMMIT_MODES = ("after-process", "before-process", "auto")
 """after-process: commit what was processed (at least once); before-process: commit, and process
 only once the commit is ok (at most once); auto: the client's periodic auto-commit."""

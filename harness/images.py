@@ -1,10 +1,10 @@
 """Kafka distributions and the kchaos/kafka image, tagged by the content of its inputs.
 
 A distribution is a Kafka release: by version number, resolved from Maven Central
-(`harness.maven_release`), or a release tarball or unpacked directory the user points at. The default
-is DEFAULT_KAFKA_VERSION from Maven. The image tag is a hash of the Dockerfile, entrypoint, logging
-configurations, base image id and every file of the distribution, so a changed input rebuilds and an
-unchanged one does not.
+(`harness.maven_release`), or a release tarball or unpacked directory the user points at. The
+default is what $KCHAOS_KAFKA names, else DEFAULT_KAFKA_VERSION. The image tag is a hash of the
+Dockerfile, entrypoint, logging configurations, base image id and every file of the distribution, so
+a changed input rebuilds and an unchanged one does not.
 """
 
 from __future__ import annotations
@@ -33,8 +33,17 @@ IMAGE_FILES = ("Dockerfile", "entrypoint.sh", "log4j.properties", "log4j2.proper
 LOCAL_BASE_SCRIPT = COMPOSE_DIR / "base" / "build-local-base.sh"
 LOCAL_BASE_IMAGE = "kchaos/base-jre:bookworm"
 IMAGE_REPO = "kchaos/kafka"
-DEFAULT_KAFKA_VERSION = "0.9.0.1"
-"""The release a run uses when it names none."""
+DEFAULT_KAFKA_VERSION = "3.9.2"
+"""The release a run uses when it names none: the newest that still has ZooKeeper mode, the
+replication model the design describes (seed 000); KRaft is `cluster.metadata: kraft` away."""
+KAFKA_ENV = "KCHAOS_KAFKA"
+"""Names the release a run uses when it names none, instead of DEFAULT_KAFKA_VERSION."""
+
+
+def default_release() -> str:
+    """$KCHAOS_KAFKA, else DEFAULT_KAFKA_VERSION."""
+    return os.environ.get(KAFKA_ENV, "").strip() or DEFAULT_KAFKA_VERSION
+
 
 CACHE_ENV = "KCHAOS_CACHE"
 VERSION_LABEL = "kchaos.kafka.version"
@@ -83,8 +92,8 @@ class KafkaDistribution:
     @classmethod
     def locate(cls, source: str | Path | None = None) -> KafkaDistribution:
         """The release `source` names: a version number (from Maven Central), a tarball or a
-        directory; None is DEFAULT_KAFKA_VERSION."""
-        text = str(source) if source is not None else DEFAULT_KAFKA_VERSION
+        directory; None is `default_release()`."""
+        text = str(source) if source is not None else default_release()
         path = Path(text)
         if maven_release.is_version(text) and not path.exists():
             return cls.from_directory(maven_release.resolve(text, cache_dir()))

@@ -136,7 +136,7 @@ class Reader:
             if not byte & 0x80:
                 return value
             shift += 7
-            if shift > 35:
+            if shift > 28:
                 raise ClusterError("a Kafka response holds a varint longer than 5 bytes")
 
     def string(self) -> str | None:

@@ -7,13 +7,13 @@ import os
 from pathlib import Path
 
 from harness.errors import ConfigError
-from harness.images import DEFAULT_KAFKA_VERSION
+from harness.images import DEFAULT_KAFKA_VERSION, KAFKA_ENV
 from harness.limits import finite, whole
 
 METADATA_OPTION_HELP = "zookeeper or kraft (default: ZooKeeper before Kafka 4.0, KRaft from 4.0)."
 KAFKA_OPTION_HELP = (
     "Kafka release: a version resolved from Maven Central (e.g. 3.9.1), a release tarball "
-    f"or an unpacked directory (default: {DEFAULT_KAFKA_VERSION})."
+    f"or an unpacked directory (default: ${KAFKA_ENV}, else {DEFAULT_KAFKA_VERSION})."
 )
 
 

@@ -338,3 +338,57 @@ def test_a_groups_offsets_partition_counts_run_json_partitions_over_the_sampled_
     assert offsets_partitions({"offsets_topic": {"error": "ZooKeeper gone"}}) is None
     assert group_offsets_partition("g-alo", None, [0, 4]) == 96559934 % 5
     assert group_offsets_partition("g-alo", None, []) is None
+
+
+# -- KRaft: the controller is a quorum voter, dedicated (controller-N, node id 100+N) or a broker -----
+CONTROLLERS = ["controller-1", "controller-2", "controller-3"]
+KRAFT = ClusterSnapshot(
+    controller=102, controller_epoch=9, live_brokers=(1, 2, 3), partitions=SNAPSHOT.partitions
+)
+
+
+def pick_kraft(
+    target: str, seed: int = 1, voters: list[str] = CONTROLLERS, metadata: list[str] = CONTROLLERS
+) -> list[str]:
+    return choose(target, KRAFT, BROKERS, metadata, random.Random(seed), voters=voters).names
+
+
+def test_kraft_controller_and_quorum_targets() -> None:
+    assert pick_kraft("controller") == ["controller-2"]  # the active controller, node id 102
+    assert {pick_kraft("quorum-follower", s)[0] for s in range(40)} == {"controller-1", "controller-3"}
+    majorities = {tuple(pick_kraft("quorum-majority", s)) for s in range(40)}
+    assert majorities == {
+        ("controller-1", "controller-2"),
+        ("controller-1", "controller-3"),
+        ("controller-2", "controller-3"),
+    }
+    assert pick_kraft("controller-3,kafka-1") == ["controller-3", "kafka-1"]
+    with pytest.raises(
+        TargetError, match="runs KRaft; its controllers are controller-1, controller-2, controller-3"
+    ):
+        pick_kraft("zookeeper")
+
+
+def test_combined_kraft_controller_is_a_broker() -> None:
+    combined = ClusterSnapshot(controller=2, controller_epoch=3, live_brokers=(1, 2, 3), partitions=())
+    voters = ["kafka-1", "kafka-2", "kafka-3"]
+    choice = choose("controller", combined, BROKERS, [], random.Random(1), voters=voters)
+    assert choice.names == ["kafka-2"]
+    followers = {
+        choose("quorum-follower", combined, BROKERS, [], random.Random(s), voters=voters).names[0]
+        for s in range(40)
+    }
+    assert followers == {"kafka-1", "kafka-3"}
+
+
+def test_quorum_targets_need_a_kraft_cluster() -> None:
+    with pytest.raises(TargetError, match="no KRaft quorum"):
+        pick("quorum-follower")
+    unknown = ClusterSnapshot(controller=None, controller_epoch=None, live_brokers=(1,), partitions=())
+    with pytest.raises(TargetError, match="active controller unknown"):
+        choose("quorum-follower", unknown, BROKERS, CONTROLLERS, random.Random(1), voters=CONTROLLERS)
+
+
+def test_isolating_from_the_metadata_nodes_cuts_the_controllers() -> None:
+    cuts, _ = cut_links("isolate-from-zookeeper", ["kafka-1"], BROKERS[:3], CONTROLLERS, random.Random(1))
+    assert cuts == {link("kafka-1", c) for c in CONTROLLERS}

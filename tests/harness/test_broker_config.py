@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from harness.app.cluster_cli import parse_overrides
 from harness.broker_config import (
     BROKER_PORT,
     KafkaVersion,
+    KRaftRole,
     render_broker_config,
     render_zookeeper_config,
     validate_overrides,
 )
+from harness.cluster import ClusterSpec
 from harness.errors import ConfigError
 
 IP = "172.28.0.101"
@@ -170,3 +174,82 @@ def test_parse_cli_overrides() -> None:
     }
     with pytest.raises(ConfigError, match="expected KEY=VALUE"):
         parse_overrides(["min.insync.replicas"])
+
+
+# -- KRaft -------------------------------------------------------------------------------------------
+VOTERS = ((101, "172.28.0.51"), (102, "172.28.0.52"), (103, "172.28.0.53"))
+
+
+def test_render_kraft_broker_controller_and_combined() -> None:
+    v391 = KafkaVersion.parse("3.9.1")
+    broker = properties(
+        render_broker_config(v391, 2, IP, [], 3, {"min.insync.replicas": 2}, KRaftRole(("broker",), VOTERS))
+    )
+    assert {k: broker[k] for k in ("node.id", "process.roles", "controller.quorum.voters", "listeners")} == {
+        "node.id": "2",
+        "process.roles": "broker",
+        "controller.quorum.voters": "101@172.28.0.51:9093,102@172.28.0.52:9093,103@172.28.0.53:9093",
+        "listeners": f"PLAINTEXT://0.0.0.0:{BROKER_PORT}",
+    }
+    assert broker["advertised.listeners"] == f"PLAINTEXT://{IP}:{BROKER_PORT}"
+    assert broker["inter.broker.listener.name"] == "PLAINTEXT" and broker["min.insync.replicas"] == "2"
+    assert not [k for k in broker if k.startswith("zookeeper.") or k == "broker.id"]
+
+    controller = properties(
+        render_broker_config(
+            v391,
+            101,
+            "172.28.0.51",
+            [],
+            3,
+            {"unclean.leader.election.enable": True},
+            KRaftRole(("controller",), VOTERS),
+        )
+    )
+    assert controller["process.roles"] == "controller"
+    assert controller["listeners"] == "CONTROLLER://0.0.0.0:9093"
+    assert "advertised.listeners" not in controller and "inter.broker.listener.name" not in controller
+    assert controller["unclean.leader.election.enable"] == "true"  # the controller elects leaders in KRaft
+
+    combined = properties(
+        render_broker_config(v391, 1, IP, [], 3, {}, KRaftRole(("broker", "controller"), VOTERS[:1]))
+    )
+    assert combined["process.roles"] == "broker,controller"
+    assert combined["listeners"] == f"PLAINTEXT://0.0.0.0:{BROKER_PORT},CONTROLLER://0.0.0.0:9093"
+
+
+@pytest.mark.parametrize(
+    "key", ["node.id", "process.roles", "controller.quorum.voters", "controller.listener.names"]
+)
+def test_kraft_layout_keys_are_managed(key: str) -> None:
+    with pytest.raises(ConfigError, match="set by kafka-chaos from the cluster layout"):
+        validate_overrides({key: "1"}, [], "3.9.1")
+
+
+def test_metadata_mode_per_release() -> None:
+    spec = ClusterSpec()
+    assert spec.metadata_mode(KafkaVersion.parse("0.9.0.1")) == "zookeeper"
+    assert (
+        spec.metadata_mode(KafkaVersion.parse("3.9.1")) == "zookeeper"
+    )  # the design's model while there is one
+    assert spec.metadata_mode(KafkaVersion.parse("4.1.1")) == "kraft"
+    assert ClusterSpec(metadata="kraft").metadata_mode(KafkaVersion.parse("3.3.2")) == "kraft"
+    with pytest.raises(
+        ConfigError, match=r"kraft needs Kafka 3\.3 or later \(KIP-833\); this is Kafka 2\.8\.2"
+    ):
+        ClusterSpec(metadata="kraft").metadata_mode(KafkaVersion.parse("2.8.2"))
+    with pytest.raises(ConfigError, match=r"Kafka 4\.0\.0 has no ZooKeeper mode"):
+        ClusterSpec(metadata="zookeeper").metadata_mode(KafkaVersion.parse("4.0.0"))
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"metadata": "raft"}, "cluster.metadata must be one of zookeeper, kraft, got 'raft'"),
+        ({"controllers": 2}, "cluster.controllers must be 1, 3 or 5, got 2"),
+        ({"controllers": 5, "combined": True, "brokers": 3}, "5 controllers cannot be among 3 brokers"),
+    ],
+)
+def test_kraft_spec_errors(fields: dict[str, object], message: str) -> None:
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        ClusterSpec(**fields)  # type: ignore[arg-type]
