@@ -13,12 +13,8 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from checkers.release_facts import fact, message_format
 from harness.anomaly_kinds import kind
-
-IDEMPOTENCE_SINCE = (0, 11)
-"""Kafka 0.11 introduced the idempotent producer and made unclean leader election off by default."""
-LEADER_EPOCH_SINCE = (0, 11)
-"""Kafka 0.11 truncates a follower by leader epoch, not to its high watermark (KIP-101)."""
 
 HELD, VIOLATED, NOT_PROMISED, UNKNOWN = "held", "violated", "not-promised", "unknown"
 
@@ -42,6 +38,8 @@ class TopicConfig:
     """The run cut every replica's power at once (a `power-loss` fault)."""
     fsync_each: bool = False
     """Every message is flushed to disk before it is acknowledged (flush.messages=1)."""
+    message_format: tuple[int, ...] | None = None
+    """The topic's message format version, when configured (KIP-101 needs v2, 0.11 or later)."""
 
 
 def parse_version(text: object) -> tuple[int, ...] | None:
@@ -58,7 +56,6 @@ def topic_config(
     run: Mapping[str, Any], topic: Mapping[str, Any], faults: Collection[str] = ()
 ) -> TopicConfig:
     version = parse_version((run.get("kafka") or {}).get("version"))
-    modern = version is None or version >= IDEMPOTENCE_SINCE
     broker = (run.get("cluster") or {}).get("broker_config") or {}
     overrides = topic.get("config") or {}
     producer = {**(run.get("producer") or {}), **(topic.get("producer") or {})}
@@ -68,19 +65,23 @@ def topic_config(
 
     unclean = setting("unclean.leader.election.enable")
     flush = overrides.get("flush.messages", broker.get("log.flush.interval.messages"))
+    fmt = overrides.get("message.format.version", broker.get("log.message.format.version"))
     return TopicConfig(
         topic=str(topic["name"]),
         acks=str(topic["acks"]),
         replication_factor=int(topic.get("replication_factor") or 1),
         min_insync_replicas=int(setting("min.insync.replicas") or 1),
-        unclean_leader_election=(not modern) if unclean is None else _truthy(unclean),
+        unclean_leader_election=not fact("KIP-106").holds_in(version)
+        if unclean is None
+        else _truthy(unclean),
         unclean_is_default=unclean is None,
-        idempotent=modern and _truthy(producer.get("enable.idempotence", False)),
+        idempotent=fact("KIP-98").holds_in(version) and _truthy(producer.get("enable.idempotence", False)),
         max_in_flight=int(producer.get("max.in.flight.requests.per.connection") or 5),
         version=version,
         client=_client_text(run.get("client")),
         power_loss="power-loss" in faults,
         fsync_each=str(flush).strip() == "1",
+        message_format=message_format(fmt),
     )
 
 
@@ -184,14 +185,28 @@ def _no_lost(config: TopicConfig, counts: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _known_truncation(config: TopicConfig, verdict: str) -> str:
-    """What a loss or divergence is known to come from on a Kafka before leader epochs."""
-    if verdict != VIOLATED or config.version is None or config.version >= LEADER_EPOCH_SINCE:
+    """What a loss or divergence is known to come from in this release (KIP-101, KIP-279)."""
+    if verdict != VIOLATED:
         return ""
-    return (
-        f"; known in Kafka {_version_text(config)}: a follower truncates its log to its own high "
-        "watermark when the leader changes and can then be elected without committed writes "
-        "(KIP-101, fixed in 0.11 by leader epochs)"
-    )
+    epochs, fast_failovers = fact("KIP-101"), fact("KIP-279")
+    if not epochs.holds_in(config.version):
+        return (
+            f"; known in Kafka {_version_text(config)}: a follower truncates its log to its own high "
+            "watermark when the leader changes and can then be elected without committed writes "
+            f"({epochs.id}, fixed in {epochs.since_text} by leader epochs)"
+        )
+    if config.message_format is not None and config.message_format < epochs.since:
+        return (
+            f"; known: message format {'.'.join(map(str, config.message_format))} keeps the high-watermark "
+            f"truncation of releases before {epochs.since_text} ({epochs.id} truncates by leader epoch "
+            "only for message format v2)"
+        )
+    if not fast_failovers.holds_in(config.version):
+        return (
+            f"; known in Kafka {_version_text(config)}: replicas can still diverge after fast "
+            f"successive leader fail-overs ({fast_failovers.id}, fixed in {fast_failovers.since_text})"
+        )
+    return ""
 
 
 def _no_lost_reads(config: TopicConfig, counts: Mapping[str, Any]) -> dict[str, Any]:
@@ -270,8 +285,8 @@ def _no_phantom(config: TopicConfig, counts: Mapping[str, Any]) -> dict[str, Any
 
 
 def _no_duplicates(config: TopicConfig, counts: Mapping[str, Any]) -> dict[str, Any]:
-    if config.version is not None and config.version < IDEMPOTENCE_SINCE:
-        basis = f"Kafka {_version_text(config)} has no idempotent producer"
+    if not fact("KIP-98").holds_in(config.version):
+        basis = f"Kafka {_version_text(config)} has no idempotent producer ({fact('KIP-98').cite()})"
     else:
         basis = f"enable.idempotence={'true' if config.idempotent else 'false'}"
     duplicated = int(counts["duplicated"])
@@ -291,11 +306,18 @@ def _order(config: TopicConfig, counts: Mapping[str, Any]) -> dict[str, Any]:
     # A truncated acknowledged write's offset is handed out again, which reorders by definition:
     # order can only be promised where acknowledged writes are promised to survive.
     durable = _acks_are_durable(config)
-    promised = config.acks != "0" and durable and (single_flight or config.idempotent)
+    in_order = fact("KAFKA-5494")
+    idempotent_order = config.idempotent and (single_flight or in_order.holds_in(config.version))
+    promised = config.acks != "0" and durable and (single_flight or idempotent_order)
     if config.acks == "0":
         basis = "acks=0 gives no offsets to order"
     elif not durable:
         basis = "acknowledged writes may be truncated here (see no-lost-acked-writes), reusing their offsets"
+    elif config.idempotent and not idempotent_order:
+        basis = (
+            f"idempotent producer with {config.max_in_flight} requests in flight: Kafka "
+            f"{_version_text(config)} keeps order for one only ({in_order.cite()})"
+        )
     elif config.idempotent:
         basis = "idempotent producer"
     else:

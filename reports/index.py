@@ -235,6 +235,53 @@ def _trends(runs: list[RunEntry]) -> list[Markup]:
     return trends
 
 
+VERDICT_ORDER = ("violated", "unknown", "held", "not-promised")
+"""A run's verdict on a guarantee is the worst of its topics' and groups', in this order."""
+
+
+@dataclass
+class ReleaseCell:
+    """One guarantee on one Kafka release: how many runs judged it each way, and those runs."""
+
+    counts: dict[str, int] = field(default_factory=dict)
+    runs: list[tuple[RunEntry, str]] = field(default_factory=list)
+
+
+def _version_key(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in version.split("-")[0].split(".") if part.isdigit())
+
+
+def _run_verdicts(summary: dict[str, Any]) -> dict[str, str]:
+    """Each guarantee of a run, topics' and groups' alike, with its worst verdict."""
+    rows = [
+        *summary.get("guarantees", []),
+        *(g for group in summary.get("groups", {}).values() for g in group["guarantees"]),
+    ]
+    worst: dict[str, str] = {}
+    for row in rows:
+        verdict = row["verdict"] if row["verdict"] in VERDICT_ORDER else "unknown"
+        known = worst.get(row["id"])
+        if known is None or VERDICT_ORDER.index(verdict) < VERDICT_ORDER.index(known):
+            worst[row["id"]] = verdict
+    return worst
+
+
+def release_table(runs: list[RunEntry]) -> dict[str, Any] | None:
+    """A scenario's guarantees by Kafka release (rows: guarantees; columns: releases), when its checked
+    runs span more than one release; None otherwise."""
+    checked = [r for r in runs if r.summary]
+    versions = sorted({str(r.summary["kafka_version"]) for r in checked}, key=_version_key)
+    if len(versions) < 2:
+        return None
+    cells: dict[str, dict[str, ReleaseCell]] = {}
+    for run in checked:
+        for gid, verdict in _run_verdicts(run.summary).items():
+            cell = cells.setdefault(gid, {}).setdefault(str(run.summary["kafka_version"]), ReleaseCell())
+            cell.counts[verdict] = cell.counts.get(verdict, 0) + 1
+            cell.runs.append((run, verdict))
+    return {"versions": versions, "rows": cells, "verdicts": VERDICT_ORDER}
+
+
 def render_index(runs_dir: Path, entries: list[RunEntry]) -> str:
     groups: dict[str, list[RunEntry]] = defaultdict(list)
     for e in sorted(entries, key=lambda e: (e.started_at, e.name)):
@@ -243,7 +290,7 @@ def render_index(runs_dir: Path, entries: list[RunEntry]) -> str:
     for name in sorted(groups):
         runs = groups[name]
         trends = _trends(runs) if any(r.summary for r in runs) else []
-        scenarios.append({"name": name, "runs": runs, "trends": trends})
+        scenarios.append({"name": name, "runs": runs, "trends": trends, "releases": release_table(runs)})
     return (
         environment()
         .get_template("index.html.j2")

@@ -101,7 +101,10 @@ def run(
     ),
     seeds: str = typer.Option("1", help="With --matrix: comma-separated seeds."),
     acks_sets: str = typer.Option(
-        "0,1,all", "--acks-sets", help="With --matrix: acks sets separated by ';', e.g. 'all;1;0,1,all'."
+        None,
+        "--acks-sets",
+        help="With --matrix: acks sets separated by ';', e.g. 'all;1;0,1,all' (default 0,1,all; "
+        "with several --kafka releases and no --matrix, the scenario's own).",
     ),
     budget: float = typer.Option(3600.0, help="With --matrix: stop starting runs after this many seconds."),
     kafka: str = typer.Option(
@@ -114,8 +117,10 @@ def run(
     options.number("--duration", duration, 1.0, MAX_DURATION_S)
     options.integer("--seed", seed, 0, MAX_SEED)
     releases = options.releases("--kafka", kafka)
-    if not matrix and len(releases) > 1:  # the version axis alone: this scenario and seed on each
+    if not matrix and len(releases) > 1:  # the version axis alone: this scenario, seed and acks on each
         matrix, seeds = True, "" if seed is None else str(seed)
+    elif matrix and acks_sets is None:
+        acks_sets = ",".join(ACKS_MODES)
     if not matrix:
         loaded = on_release(load_scenario(scenario), releases[0])
         options.output_dir("--out", out)
@@ -134,13 +139,14 @@ def _run_matrix(
     names: str,
     duration: float | None,
     seeds: str,
-    acks_sets: str,
+    acks_sets: str | None,
     out: Path,
     master: str | None,
     budget_s: float,
     releases: list[str | None],
 ) -> int:
-    """Every scenario x acks set x seed x release; `seeds` empty: each scenario's own seed."""
+    """Every scenario x acks set x seed x release; `seeds` empty: each scenario's own seed;
+    `acks_sets` None: each scenario's own acks modes."""
     options.number("--budget", budget_s, 0.0, MAX_BUDGET_S)
     try:
         seed_list: list[int | None] = [int(s) for s in seeds.split(",") if s.strip()] or [None]
@@ -149,12 +155,21 @@ def _run_matrix(
     for one in seed_list:
         options.integer("--seeds", one, 0, MAX_SEED)
     loaded = [load_scenario(n.strip()) for n in names.split(",") if n.strip()]
-    acks_list = [
-        tuple(a.strip() for a in group.split(",") if a.strip())
-        for group in acks_sets.split(";")
-        if group.strip()
-    ]
-    if not seed_list or not loaded or not acks_list or any(a not in ACKS_MODES for g in acks_list for a in g):
+    acks_list: list[tuple[str, ...] | None] = (
+        [
+            tuple(a.strip() for a in group.split(",") if a.strip())
+            for group in acks_sets.split(";")
+            if group.strip()
+        ]
+        if acks_sets is not None
+        else [None]
+    )
+    if (
+        not seed_list
+        or not loaded
+        or not acks_list
+        or any(a not in ACKS_MODES for g in acks_list for a in g or ())
+    ):
         raise ConfigError(
             f"--matrix needs scenarios, --seeds and --acks-sets of {', '.join(ACKS_MODES)}; "
             f"got {brief(names)}, {brief(seeds)}, {brief(acks_sets)}"
@@ -172,11 +187,11 @@ def _run_matrix(
                 skipped += 1
                 continue
             on = f" kafka={release}" if release else ""
-            console.print(
-                f"--- {scenario.name} acks={','.join(acks)} seed={seed or scenario.experiment.seed}{on}"
-            )
+            modes = ",".join(acks or scenario.experiment.workload.acks)
+            shown_seed = seed if seed is not None else scenario.experiment.seed
+            console.print(f"--- {scenario.name} acks={modes} seed={shown_seed}{on}")
             try:
-                variant = on_release(matrix_variant(scenario, acks), release)
+                variant = on_release(matrix_variant(scenario, acks) if acks else scenario, release)
                 outcome = run_scenario(variant, out, duration_s=duration, seed=seed, master=master)
                 _print_outcome(outcome)
             except HarnessError as exc:

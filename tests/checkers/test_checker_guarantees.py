@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from checkers.guarantees import derive_guarantees, is_valid, parse_version, unjudged
+from checkers.release_facts import fact, message_format
 
 CLEAN = {
     "lost": 0,
@@ -250,3 +251,63 @@ def test_a_power_loss_takes_the_durability_promise_unless_every_message_is_flush
     topic_flush = run_with(broker=clean, topic_config={"flush.messages": "1"})
     assert judged(topic_flush)["no-lost-acked-writes"] == (True, "held")
     assert derive_guarantees(topic_flush, {"t": CLEAN}, {"power-loss"})[0]["promised"]
+
+
+def _reason(run: dict[str, Any], guarantee: str, **counts: Any) -> str:
+    rows = {r["id"]: r for r in derive_guarantees(run, {"t": CLEAN | counts})}
+    assert rows[guarantee]["verdict"] == "violated"
+    return str(rows[guarantee]["reason"])
+
+
+@pytest.mark.parametrize(
+    ("version", "broker", "known"),
+    [
+        ("0.9.0.1", {}, "truncates its log to its own high watermark when the leader changes"),
+        (
+            "0.11.0.3",
+            {"log.message.format.version": "0.10.2-IV0"},
+            "message format 0.10.2 keeps the high-watermark",
+        ),
+        ("1.1.1", {}, "can still diverge after fast successive leader fail-overs (KIP-279, fixed in 2.0)"),
+        ("2.8.2", {}, ""),
+        ("3.9.2", {"log.message.format.version": "2.8"}, ""),
+    ],
+)
+def test_a_loss_names_what_its_release_is_known_for(version: str, broker: dict[str, str], known: str) -> None:
+    clean = {"min.insync.replicas": "2", "unclean.leader.election.enable": "false"} | broker
+    reason = _reason(run_with(version, broker=clean), "no-lost-acked-writes", lost=3)
+    assert reason.endswith(
+        "3 lost, 0 divergent" + (f"; known{reason.split('; known', 1)[1]}" if known else "")
+    )
+    assert (known in reason) if known else "known" not in reason
+
+
+@pytest.mark.parametrize(
+    ("version", "in_flight", "promised", "basis"),
+    [
+        ("0.11.0.3", 1, True, "idempotent producer"),
+        (
+            "0.11.0.3",
+            5,
+            False,
+            "idempotent producer with 5 requests in flight: Kafka 0.11.0.3 keeps order for one only "
+            "(KAFKA-5494, 1.0)",
+        ),
+        ("1.0.2", 5, True, "idempotent producer"),
+        ("3.9.2", 5, True, "idempotent producer"),
+    ],
+)
+def test_idempotent_order_with_requests_in_flight_from_1_0(
+    version: str, in_flight: int, promised: bool, basis: str
+) -> None:
+    producer = {"enable.idempotence": "true", "max.in.flight.requests.per.connection": in_flight}
+    run = run_with(version, broker={"min.insync.replicas": "2"}, producer=producer)
+    row = next(r for r in derive_guarantees(run, {"t": CLEAN}) if r["id"] == "per-partition-order")
+    assert (row["promised"], row["reason"].split(";")[0]) == (promised, basis)
+
+
+def test_release_facts_parse_message_formats_and_cite() -> None:
+    assert message_format("0.10.2-IV0") == (0, 10, 2) and message_format("2.8") == (2, 8)
+    assert message_format(None) is None and message_format("x") is None
+    assert fact("KIP-966").cite() == "KIP-966, 4.0" and fact("KIP-101").holds_in(None)
+    assert not fact("KIP-279").holds_in((1, 1, 1)) and fact("KIP-279").holds_in((2, 0, 0))

@@ -286,3 +286,37 @@ def test_index_charts_a_groups_recovery_after_heals_where_runs_measured_it(tmp_p
     assert tips[1].endswith("again (s) 12 or more (not reached by the workload's end or the next fault)"), (
         tips
     )
+
+
+def _on_release(run: Path, version: str) -> Path:
+    data = json.loads((run / "run.json").read_text())
+    data["kafka"]["version"] = version
+    (run / "run.json").write_text(json.dumps(data))
+    return run
+
+
+def test_index_tables_a_scenarios_guarantees_by_kafka_release(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    make_passing(runs / "n1-leader-kill", "2026-11-19T02:00:00Z")
+    _on_release(make_failing(runs / "n2-leader-kill", "2026-11-20T02:00:00Z"), "3.9.2")
+    _on_release(make_passing(runs / "n3-leader-kill", "2026-11-21T02:00:00Z"), "3.9.2")
+    make_passing(runs / "n1-partition", scenario="partition-halves")  # one release: no table
+
+    page = parse(write_index(runs).read_text(encoding="utf-8"))
+    assert len(page.find("table", "releases")) == 1  # leader-kill's; partition-halves ran on one release
+    heads = [" ".join(th.text).strip() for th in page.find("th") if " ".join(th.text).startswith("Kafka ")]
+    assert heads == ["Kafka 0.9.0.1", "Kafka 3.9.2"]
+    cells = {
+        td.attrs["data-kafka"]: " ".join("".join(td.text).split())
+        for td in page.find("td", data_guarantee="no-phantom-writes")
+    }
+    assert cells == {"0.9.0.1": "held 1 seed 7", "3.9.2": "violated 1 held 1 seed 7, seed 7"}  # worst first
+    links = [
+        (a.attrs["href"], a.attrs["title"])
+        for a in page.find("a", "release-run", data_guarantee="no-phantom-writes")
+    ]
+    assert links == [
+        ("./n1-leader-kill/report/index.html", "n1-leader-kill: held"),
+        ("./n2-leader-kill/report/index.html", "n2-leader-kill: violated"),
+        ("./n3-leader-kill/report/index.html", "n3-leader-kill: held"),
+    ]
