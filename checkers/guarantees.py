@@ -40,6 +40,8 @@ class TopicConfig:
     """Every message is flushed to disk before it is acknowledged (flush.messages=1)."""
     message_format: tuple[int, ...] | None = None
     """The topic's message format version, when configured (KIP-101 needs v2, 0.11 or later)."""
+    eligible_leaders: bool = False
+    """Eligible Leader Replicas are on (KIP-966): KRaft, 4.0 and later, the feature's level >= 1."""
 
 
 def parse_version(text: object) -> tuple[int, ...] | None:
@@ -82,7 +84,19 @@ def topic_config(
         power_loss="power-loss" in faults,
         fsync_each=str(flush).strip() == "1",
         message_format=message_format(fmt),
+        eligible_leaders=_eligible_leaders(run, version),
     )
+
+
+def _eligible_leaders(run: Mapping[str, Any], version: tuple[int, ...] | None) -> bool:
+    """ELR (KIP-966): a KRaft cluster of 4.0 or later whose feature eligible.leader.replicas.version is
+    at least 1, as formatted (run.json's cluster.features) or by default (on from 4.1)."""
+    cluster = run.get("cluster") or {}
+    elr = fact("KIP-966")
+    if cluster.get("metadata") != "kraft" or version is None or not elr.holds_in(version):
+        return False
+    level = (cluster.get("features") or {}).get("eligible.leader.replicas.version")
+    return int(level) >= 1 if level is not None else version >= (4, 1)
 
 
 def _client_text(client: object) -> str:
@@ -133,7 +147,26 @@ def _acks_are_durable(config: TopicConfig) -> bool:
         and config.replication_factor >= 3
         and config.min_insync_replicas >= 2
         and not config.unclean_leader_election
-        and (config.fsync_each or not config.power_loss)
+        and _survives_power_loss(config)
+    )
+
+
+def _survives_power_loss(config: TopicConfig) -> bool:
+    return not config.power_loss or config.fsync_each or config.eligible_leaders
+
+
+def _power_loss_text(config: TopicConfig) -> str:
+    if config.fsync_each:
+        return "every replica lost power; flush.messages=1: every acknowledged write was on disk"
+    if config.eligible_leaders:
+        elr = fact("KIP-966")
+        return (
+            "every replica lost power; Eligible Leader Replicas are on: a replica that lost unflushed "
+            f"writes in an unclean shutdown is not elected, the partition waits instead ({elr.cite()})"
+        )
+    return (
+        "every replica lost power, and writes are acknowledged before they are flushed "
+        "(flush.messages is not 1): acknowledged writes in the page cache are lost"
     )
 
 
@@ -157,15 +190,7 @@ def _no_lost(config: TopicConfig, counts: Mapping[str, Any]) -> dict[str, Any]:
         ),
     ]
     if config.power_loss:
-        conditions.append(
-            (
-                config.fsync_each,
-                "every replica lost power; flush.messages=1: every acknowledged write was on disk"
-                if config.fsync_each
-                else "every replica lost power, and writes are acknowledged before they are flushed "
-                "(flush.messages is not 1): acknowledged writes in the page cache are lost",
-            )
-        )
+        conditions.append((_survives_power_loss(config), _power_loss_text(config)))
     promised = _acks_are_durable(config)
     lost, divergent = int(counts["lost"]), int(counts["divergent"])
     verdict = _judge(promised, lost + divergent, bool(counts["complete"]))
@@ -210,7 +235,7 @@ def _known_truncation(config: TopicConfig, verdict: str) -> str:
 
 
 def _no_lost_reads(config: TopicConfig, counts: Mapping[str, Any]) -> dict[str, Any]:
-    survives_power_loss = config.fsync_each or not config.power_loss
+    survives_power_loss = _survives_power_loss(config)
     promised = not config.unclean_leader_election and survives_power_loss
     read_lost = int(counts["read_lost"])
     verdict = _judge(promised, read_lost, bool(counts["complete"]))

@@ -46,6 +46,7 @@ from harness.services import CONTROLLER_ID_BASE, KafkaBroker, KRaftController, N
 from harness.waiting import wait_until
 from harness.zkstate import ZkStateReader
 
+_FEATURE_NAME = re.compile(r"[a-z][a-z0-9._-]*")
 _CONFIG_REJECTED = re.compile(
     r"Invalid value (?P<value>.*?) for configuration (?P<key>[\w.]+)(?::\s*(?P<why>.*))?"
 )
@@ -68,6 +69,9 @@ class ClusterSpec:
     """KRaft: the voters of the metadata quorum."""
     combined: bool = False
     """KRaft: the first `controllers` brokers are the controllers too (process.roles=broker,controller)."""
+    features: Mapping[str, int] = field(default_factory=dict)
+    """KRaft: feature levels the log dirs are formatted with, e.g. {"eligible.leader.replicas.version": 0}
+    (`kafka-storage format --feature`, 3.8 and later); the release's defaults for the rest."""
 
     def __post_init__(self) -> None:
         if not 1 <= self.brokers <= 9:
@@ -80,6 +84,17 @@ class ClusterSpec:
             )
         if self.controllers not in (1, 3, 5):
             raise ConfigError(f"cluster.controllers must be 1, 3 or 5, got {self.controllers}")
+        for name, level in self.features.items():
+            if (
+                not _FEATURE_NAME.fullmatch(str(name))
+                or isinstance(level, bool)
+                or not isinstance(level, int)
+                or level < 0
+            ):
+                raise ConfigError(
+                    f"cluster.features: {name!r}: {level!r} is not a feature level "
+                    "(a feature name such as eligible.leader.replicas.version, and a whole number >= 0)"
+                )
         if self.combined and self.controllers > self.brokers:
             raise ConfigError(
                 f"cluster.combined: {self.controllers} controllers cannot be among {self.brokers} brokers"
@@ -96,6 +111,11 @@ class ClusterSpec:
         if mode == "zookeeper" and not version.has_zookeeper:
             raise ConfigError(
                 f"Kafka {version} has no ZooKeeper mode (removed in 4.0, KIP-833): use cluster.metadata kraft"
+            )
+        if self.features and (mode != "kraft" or not version.at_least(3, 8)):
+            raise ConfigError(
+                f"cluster.features are KRaft feature levels set when the storage is formatted (Kafka 3.8 "
+                f"and later); this cluster is Kafka {version} in {mode} mode"
             )
         return mode
 
@@ -263,6 +283,7 @@ class KafkaCluster:
             voters = tuple((CONTROLLER_ID_BASE + i, spare_ips[i - 1]) for i in range(1, count + 1))
         self.voter_ids = tuple(node_id for node_id, _ in voters)
         cluster_id = _kraft_cluster_id()
+        features = " ".join(f"{name}={level}" for name, level in spec.features.items())
 
         def config(node_id: int, ip: str, roles: tuple[str, ...]) -> str:
             kraft = KRaftRole(roles, voters)
@@ -293,6 +314,7 @@ class KafkaCluster:
                 config(i, ip, ("broker", "controller") if i in self.voter_ids else ("broker",)),
                 spec.heap,
                 cluster_id,
+                features,
             )
             for i, ip in enumerate(broker_ips, start=1)
         ]

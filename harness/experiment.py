@@ -208,7 +208,11 @@ def run_metadata(spec: ExperimentSpec, run_id: str, cluster: KafkaCluster) -> di
             "zookeepers": len(cluster.zookeepers),
             "metadata": "kraft" if cluster.kraft else "zookeeper",
             **(
-                {"controllers": len(cluster.voter_ids), "combined": not cluster.controllers}
+                {
+                    "controllers": len(cluster.voter_ids),
+                    "combined": not cluster.controllers,
+                    "features": dict(cluster.spec.features),
+                }
                 if cluster.kraft
                 else {}
             ),

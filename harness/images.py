@@ -133,12 +133,13 @@ class KafkaDistribution:
     def java_problem(self, java_major: int) -> str | None:
         """Why this release cannot run on Java `java_major`, or None. Seen on real starts: 0.9-1.1 and
         2.4-4.x run on 17; the ZooKeeper 3.4.13/3.4.14 client of 2.0-2.3 cannot connect on 14 and
-        later (it asks an unresolved address for its host, ZOOKEEPER-3779), so those brokers exit."""
+        later (it parses the text of an unresolved address, whose form changed in Java 14:
+        apache/zookeeper#1509), so those brokers exit."""
         client = next((jar.name for jar in (self.root / "libs").glob("zookeeper-3.4.1[34].jar")), None)
         if client and java_major >= 14:
             return (
                 f"Kafka {self.version} does not start on Java {java_major}: its ZooKeeper client "
-                f"({client}) cannot connect on Java 14 and later (ZOOKEEPER-3779); use a base image "
+                f"({client}) cannot connect on Java 14 and later (apache/zookeeper#1509); use a base image "
                 "with Java 8 or 11 (--base-image eclipse-temurin:11-jre where a registry answers), "
                 "or a release of another line (1.1.1, 2.4.1 and later run on 17)"
             )

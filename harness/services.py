@@ -222,10 +222,15 @@ class ZooKeeperNode(Node):
         self.number = number
 
 
-def _kafka_env(config: str, heap: str, kraft_cluster_id: str | None) -> dict[str, str]:
-    """A Kafka process's environment; with a KRaft cluster id its entrypoint formats the log directory."""
+def _kafka_env(config: str, heap: str, kraft_cluster_id: str | None, features: str) -> dict[str, str]:
+    """A Kafka process's environment; with a KRaft cluster id its entrypoint formats the log directory
+    (with `features`, "name=level" separated by spaces)."""
     env = {"KCHAOS_CONFIG": config, "KCHAOS_HEAP": heap}
-    return env | {"KCHAOS_KRAFT_CLUSTER_ID": kraft_cluster_id} if kraft_cluster_id else env
+    if kraft_cluster_id:
+        env["KCHAOS_KRAFT_CLUSTER_ID"] = kraft_cluster_id
+    if features:
+        env["KCHAOS_KRAFT_FEATURES"] = features
+    return env
 
 
 class KafkaBroker(Node):
@@ -241,10 +246,10 @@ class KafkaBroker(Node):
         config: str,
         heap: str,
         kraft_cluster_id: str | None = None,
+        features: str = "",
     ) -> None:
-        super().__init__(
-            broker_name(broker_id), image, run_id, network, ip, _kafka_env(config, heap, kraft_cluster_id)
-        )
+        env = _kafka_env(config, heap, kraft_cluster_id, features)
+        super().__init__(broker_name(broker_id), image, run_id, network, ip, env)
         self.broker_id = broker_id
 
     @property
@@ -267,10 +272,10 @@ class KRaftController(Node):
         config: str,
         heap: str,
         kraft_cluster_id: str | None = None,
+        features: str = "",
     ) -> None:
-        super().__init__(
-            controller_name(number), image, run_id, network, ip, _kafka_env(config, heap, kraft_cluster_id)
-        )
+        env = _kafka_env(config, heap, kraft_cluster_id, features)
+        super().__init__(controller_name(number), image, run_id, network, ip, env)
         self.number = number
 
     @property

@@ -26,12 +26,14 @@ esac
 before=/etc/kchaos/before-start.sh
 if [ -f "$before" ]; then bash "$before"; rm -f "$before"; fi
 
-# KRaft: the log directory is formatted with the cluster's id before its first start (a restart finds
-# it formatted and changes nothing).
+# KRaft: the log directory is formatted with the cluster's id (and KCHAOS_KRAFT_FEATURES, "name=level"
+# separated by spaces) before its first start; a restart finds it formatted and changes nothing.
 if [ -n "${KCHAOS_KRAFT_CLUSTER_ID:-}" ]; then
+  features=()
+  for feature in ${KCHAOS_KRAFT_FEATURES:-}; do features+=(--feature "$feature"); done
   java -Xmx128m -cp '/opt/kafka/libs/*' -Dlog4j.configuration=file:/etc/kchaos/log4j.properties \
     -Dlog4j2.configurationFile=/etc/kchaos/log4j2.properties -Dkafka.logs.dir=/var/log/kafka \
-    kafka.tools.StorageTool format -t "$KCHAOS_KRAFT_CLUSTER_ID" -c "$conf" --ignore-formatted
+    kafka.tools.StorageTool format -t "$KCHAOS_KRAFT_CLUSTER_ID" -c "$conf" --ignore-formatted "${features[@]}"
 fi
 
 heap=${KCHAOS_HEAP:-256m}

@@ -242,6 +242,7 @@ def parse_scenario(data: Any, source: str) -> Scenario:
             "metadata",
             "controllers",
             "combined",
+            "features",
         ),
     )
     kafka = c.text("kafka", None)
@@ -257,6 +258,7 @@ def parse_scenario(data: Any, source: str) -> Scenario:
             metadata=c.text("metadata", None),
             controllers=c.integer("controllers", 1, 1, MAX_INT64),
             combined=c.get("combined", bool, False),
+            features=c.mapping("features"),
         ),
         "cluster",
     )

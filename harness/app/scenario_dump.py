@@ -77,6 +77,8 @@ def scenario_data(scenario: Scenario) -> dict[str, Any]:
         cluster_data["controllers"] = cluster.controllers
     if cluster.combined:
         cluster_data["combined"] = True
+    if cluster.features:
+        cluster_data["features"] = dict(cluster.features)
     plan = scenario.faults
     faults: dict[str, Any] = {"mode": plan.mode}
     if plan.mode == "schedule":

@@ -311,3 +311,25 @@ def test_release_facts_parse_message_formats_and_cite() -> None:
     assert message_format(None) is None and message_format("x") is None
     assert fact("KIP-966").cite() == "KIP-966, 4.0" and fact("KIP-101").holds_in(None)
     assert not fact("KIP-279").holds_in((1, 1, 1)) and fact("KIP-279").holds_in((2, 0, 0))
+
+
+@pytest.mark.parametrize(
+    ("version", "metadata", "features", "promised"),
+    [
+        ("3.9.2", "kraft", {}, False),  # no ELR before 4.0
+        ("4.0.0", "kraft", {}, False),  # opt-in in 4.0
+        ("4.0.0", "kraft", {"eligible.leader.replicas.version": 1}, True),
+        ("4.1.1", "kraft", {}, True),  # on for new clusters from 4.1
+        ("4.1.1", "kraft", {"eligible.leader.replicas.version": 0}, False),
+        ("3.9.2", "zookeeper", {"eligible.leader.replicas.version": 1}, False),
+    ],
+)
+def test_a_power_loss_keeps_the_durability_promise_with_eligible_leader_replicas(
+    version: str, metadata: str, features: dict[str, int], promised: bool
+) -> None:
+    run = run_with(version, broker={"min.insync.replicas": "2"})
+    run["cluster"] |= {"metadata": metadata, "features": features}
+    rows = {r["id"]: r for r in derive_guarantees(run, {"t": CLEAN}, {"power-loss"})}
+    lost = rows["no-lost-acked-writes"]
+    assert (lost["promised"], rows["no-lost-reads"]["promised"]) == (promised, promised)
+    assert ("the partition waits instead (KIP-966, 4.0)" in lost["reason"]) == promised
