@@ -3,9 +3,10 @@
 A check's JVM loads, parses and links some ten thousand classes of Spark and its libraries, most of
 them during its first jobs. A JVM started with an archive of those classes maps them from one file
 instead; measured with `benchmarks/bench_check.py`, this is the largest single saving in a first
-check. The archive belongs to one Java binary and one set of Spark jars: `archive_path` names it
-after both, so an upgrade of either means a new archive (a JVM that cannot use an archive ignores
-it and loads classes as usual). `kchaos spark-archive` (run by `make setup`) builds it by checking a
+check. The archive belongs to one Java binary and one set of Spark jars at one place: `archive_path`
+names it after all three, so an upgrade of either, or a second checkout (another .venv), means a new
+archive. A JVM rejects an archive whose class path differs from the one it was dumped with, silently,
+and loads classes as usual: slower, with nothing said. `kchaos spark-archive` (run by `make setup`) builds it by checking a
 small synthetic history in a child process whose JVM writes the archive when it exits.
 """
 
@@ -48,7 +49,8 @@ def archive_path() -> Path | None:
         return None
     stat = java.stat()
     identity = [f"{java}:{stat.st_size}:{stat.st_mtime_ns}", f"training:{TRAINING_VERSION}"]
-    jars = Path(pyspark.__file__).parent / "jars"
+    jars = Path(pyspark.__file__).resolve().parent / "jars"
+    identity.append(f"classpath:{jars}")  # the JVM checks the archive's class path, place included
     identity += sorted(f"{jar.name}:{jar.stat().st_size}" for jar in jars.glob("*.jar"))
     key = hashlib.sha256("\n".join(identity).encode()).hexdigest()[:16]
     return user_cache_dir() / f"spark-classes-{key}.jsa"

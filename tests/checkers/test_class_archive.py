@@ -69,6 +69,21 @@ def test_another_java_gets_another_archive(
     assert first is not None and second is not None and first != second
 
 
+def test_spark_jars_elsewhere_get_another_archive(
+    cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A second checkout's .venv holds the same jars at another path; the JVM would reject (silently)
+    # an archive dumped with the first one's class path.
+    paths = []
+    for checkout in ("one", "two"):
+        package = tmp_path / checkout / "pyspark"
+        (package / "jars").mkdir(parents=True)
+        (package / "jars" / "spark-core_2.13-4.3.0.jar").write_bytes(b"same jar")
+        monkeypatch.setattr(class_archive.pyspark, "__file__", str(package / "__init__.py"))
+        paths.append(class_archive.archive_path())
+    assert None not in paths and paths[0] != paths[1]
+
+
 def test_builder_child_writes_the_archive_instead_of_reading_it(
     cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
