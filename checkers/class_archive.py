@@ -6,8 +6,9 @@ instead; measured with `benchmarks/bench_check.py`, this is the largest single s
 check. The archive belongs to one Java binary and one set of Spark jars at one place: `archive_path`
 names it after all three, so an upgrade of either, or a second checkout (another .venv), means a new
 archive. A JVM rejects an archive whose class path differs from the one it was dumped with, silently,
-and loads classes as usual: slower, with nothing said. `kchaos spark-archive` (run by `make setup`) builds it by checking a
-small synthetic history in a child process whose JVM writes the archive when it exits.
+and loads classes as usual: slower, with nothing said. `kchaos spark-archive` (run by `make setup`)
+builds it by checking a small synthetic history in a child process whose JVM writes the archive when
+it exits.
 """
 
 from __future__ import annotations
