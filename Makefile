@@ -1,5 +1,5 @@
 # kafka-chaos: `make demo` and `make test` install everything they need (see scripts/setup.sh).
-.PHONY: setup demo test test-fast lint images clean
+.PHONY: setup demo test test-fast lint images clean releases
 
 VENV := .venv/bin
 DEMO_DURATION ?= 60
@@ -23,6 +23,15 @@ lint: setup
 	$(VENV)/ruff format --check harness faults checkers reports tests benchmarks scripts
 	$(VENV)/mypy
 	$(VENV)/python scripts/check_layers.py
+
+# The nightly version matrix: each release of scripts/nightly-releases.txt x the scenarios whose
+# verdicts differ by release x 5 seeds, then runs/releases/index.html with its release tables.
+RELEASES := $(shell grep -v '^\#' scripts/nightly-releases.txt | tr '\n' ',' | sed 's/,$$//')
+RELEASE_SCENARIOS ?= hw-truncation,isolate-leader,power-loss
+RELEASE_SEEDS ?= 1,2,3,4,5
+releases: setup
+	$(VENV)/kchaos run $(RELEASE_SCENARIOS) --matrix --kafka $(RELEASES) --seeds $(RELEASE_SEEDS) \
+	  --acks-sets all --out runs/releases --budget 36000
 
 images: setup
 	$(VENV)/kchaos images build

@@ -46,6 +46,8 @@ from harness.services import CONTROLLER_ID_BASE, KafkaBroker, KRaftController, N
 from harness.waiting import wait_until
 from harness.zkstate import ZkStateReader
 
+TIMED_OUT = 124
+"""The exit code of `timeout`, which Node.exec runs a command under."""
 _FEATURE_NAME = re.compile(r"[a-z][a-z0-9._-]*")
 _CONFIG_REJECTED = re.compile(
     r"Invalid value (?P<value>.*?) for configuration (?P<key>[\w.]+)(?::\s*(?P<why>.*))?"
@@ -545,6 +547,8 @@ class KafkaCluster:
         for key, value in (config or {}).items():
             command += ["--config", f"{key}={format_value(value)}"]
         code, output = broker.exec(command, timeout_s=int(timeout_s))
+        if code == TIMED_OUT:  # no controller to answer: the cluster's state, not the request, is at fault
+            raise ClusterError(f"creating topic {name!r} did not finish within {timeout_s:.0f} s")
         if code != 0 or "Error while executing" in output or "Exception" in output:
             detail = "\n".join(line for line in output.splitlines() if "log4j" not in line)[-1500:]
             raise ConfigError(f"creating topic {name!r} failed (exit {code}):\n{detail}")

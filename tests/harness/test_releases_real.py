@@ -110,8 +110,8 @@ def test_a_kraft_run_samples_the_quorum_and_checks(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     code = main(["run", "leader-kill", "--kafka", "4.1.1", "--duration", "30", "--out", str(tmp_path)])
-    out = capsys.readouterr().out
-    assert code in (0, 1), out  # a verdict, whatever it is
+    said = capsys.readouterr()
+    assert code in (0, 1), said.out + said.err  # a verdict, whatever it is
     (run_dir,) = [p for p in tmp_path.iterdir() if p.is_dir()]
     run = json.loads((run_dir / "run.json").read_text())
     assert (
