@@ -89,7 +89,7 @@ KINDS: tuple[AnomalyKind, ...] = (
         "write also read below this one was first appended by an attempt whose acknowledgement never "
         "came (a timed-out request), then appended again, and acknowledged, by a retry sent after this "
         "write. client_log quotes what the producer's client logged meanwhile: a REQERR 'Request timed "
-        "out: actions Retry' line is the retry that fell behind (librdkafka, see README Findings).",
+        "out: actions Retry' line is the retry that fell behind (librdkafka, see docs/FINDINGS.md).",
         "acknowledged writes stored out of their send order",
         "per-partition-order",
     ),

@@ -2,7 +2,7 @@
 
 A write is `fail` only when it cannot have been appended to any log; anything that might have been
 (timeouts, lost connections, errors after a retry that may have followed a timed-out attempt) is
-`info`. When in doubt: `info`. The table (README, "How a write is classified"):
+`info`. When in doubt: `info`. The table:
 
 - ALWAYS_DEFINITE: refused by the client before sending, or rejected the same way on every
   attempt (message too large, invalid topic, authorization): `fail`.

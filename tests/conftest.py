@@ -15,7 +15,7 @@ from harness.images import KAFKA_ENV, KafkaImage
 
 SUITE_KAFKA = "0.9.0.1"
 """The release the suite's scenario, fault and group tests run on when they name none: their
-assertions pin what kafka-chaos found on it (README's Findings). The other release lines have tests
+assertions pin what kafka-chaos found on it (docs/FINDINGS.md). The other release lines have tests
 of their own (tests/harness/test_releases_real.py). Set KCHAOS_KAFKA to run the suite on another."""
 os.environ.setdefault(KAFKA_ENV, SUITE_KAFKA)  # before any test resolves the default, subprocesses too
 

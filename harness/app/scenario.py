@@ -2,7 +2,7 @@
 
 Validation is strict and names the field path of every mistake (`faults.schedule[1].params.shape`),
 because a typo in a chaos experiment otherwise silently tests something else. Built-in scenarios
-live in `harness/app/scenarios/*.yaml`; see README "Scenario format".
+live in `harness/app/scenarios/*.yaml`; see docs/SCENARIOS.md.
 """
 
 from __future__ import annotations

@@ -48,7 +48,7 @@ def test_logs_that_may_be_cut_withdraw_the_position_and_commit_promises() -> Non
     assert not rows["no-consumer-skips"]["promised"] and not rows["monotonic-polls"]["promised"]
     assert rows["no-consumer-skips"]["reason"].startswith("unclean leader election is enabled on t-all")
     # A member whose position falls past a cut log's end resets it and commits lower, in the same
-    # generation: seen in a real unclean-election run (README, Findings).
+    # generation: seen in a real unclean-election run (docs/FINDINGS.md).
     assert not rows["commits-advance"]["promised"]
     assert rows["commits-advance"]["reason"].startswith("unclean leader election is enabled on t-all")
     assert not promised(run_json(), group("after-process"), ("power-loss",))["no-consumer-skips"]

@@ -119,7 +119,7 @@ def high_watermark(cluster: KafkaCluster) -> int:
     """Partition 0's high watermark, asked again while librdkafka says it knows no such partition. A
     CI run got "Local: Unknown partition" right after the power loss's heal, with ZooKeeper showing
     the ISR whole: most likely a broker just restarted answered from a metadata cache the controller
-    had not filled yet (README's Findings)."""
+    had not filled yet (docs/FINDINGS.md)."""
     found: list[int] = []
 
     def asked() -> tuple[bool, str]:

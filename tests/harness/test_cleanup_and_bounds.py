@@ -192,15 +192,15 @@ def test_cluster_close_goes_on_past_each_failure(engine: FakeEngine) -> None:
     cluster = KafkaCluster(ClusterSpec(), run_id=LIVE_RUN)
 
     class StuckSession:
-        def __exit__(self, *exc: object) -> None:
+        def close(self) -> None:
             raise RuntimeError("Writer still open from prior connection")
 
-    cluster._zk = StuckSession()  # type: ignore[assignment]
+    cluster._metadata = StuckSession()  # type: ignore[assignment]
     refused = engine.all_containers[1].fails = api_error(400)
     with pytest.raises(ClusterError) as info:
         cluster.close()
     assert str(info.value) == (
-        "cannot close the ZooKeeper session: Writer still open from prior connection; "
+        "cannot close the metadata reader: Writer still open from prior connection; "
         f"cannot remove run {LIVE_RUN}: cannot remove container {LIVE_RUN}-kafka-1: {refused}"
     )
     others = [*(f"{DEAD_RUN}-{n}" for n in ("zk-1", "kafka-1", "net")), f"{BARE_NETWORK_RUN}-net"]

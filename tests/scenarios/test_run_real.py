@@ -76,7 +76,7 @@ def test_unclean_election_is_reported_as_promising_nothing(chaos_run: ChaosRun) 
     no_loss = verdicts[("all", "no-lost-acked-writes")]
     assert no_loss["verdict"] == "not-promised" and "unclean" in no_loss["reason"]
     # Nor for the group: a member whose position falls past a cut log's end resets it and polls and
-    # commits lower offsets again (README, Findings), which no promise of its commit mode survives.
+    # commits lower offsets again (docs/FINDINGS.md), which no promise of its commit mode survives.
     group = outcome.result["groups"]["g-alo"]
     assert [(g["id"], g["promised"]) for g in group["guarantees"] if g["promised"]] == []
     assert all("unclean" in g["reason"] for g in group["guarantees"] if g["id"] != "no-redeliveries")
