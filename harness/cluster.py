@@ -71,6 +71,8 @@ class ClusterSpec:
     """KRaft: the voters of the metadata quorum."""
     combined: bool = False
     """KRaft: the first `controllers` brokers are the controllers too (process.roles=broker,controller)."""
+    zookeeper_only: str = ""
+    """Why this cluster's scenario means ZooKeeper mode (empty: it runs on KRaft too)."""
     features: Mapping[str, int] = field(default_factory=dict)
     """KRaft: feature levels the log dirs are formatted with, e.g. {"eligible.leader.replicas.version": 0}
     (`kafka-storage format --feature`, 3.8 and later); the release's defaults for the rest."""
@@ -106,6 +108,10 @@ class ClusterSpec:
     def metadata_mode(self, version: KafkaVersion) -> str:
         """`metadata`, or the version's default; ConfigError for a mode the release does not have."""
         mode = self.metadata or ("zookeeper" if version.has_zookeeper else "kraft")
+        if mode == "kraft" and self.zookeeper_only:
+            raise ConfigError(
+                f"this scenario runs on ZooKeeper only (Kafka {version} is KRaft here): {self.zookeeper_only}"
+            )
         if mode == "kraft" and not version.has_kraft:
             raise ConfigError(
                 f"cluster.metadata kraft needs Kafka 3.3 or later (KIP-833); this is Kafka {version}"

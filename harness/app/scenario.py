@@ -243,6 +243,7 @@ def parse_scenario(data: Any, source: str) -> Scenario:
             "controllers",
             "combined",
             "features",
+            "zookeeper_only",
         ),
     )
     kafka = c.text("kafka", None)
@@ -259,6 +260,7 @@ def parse_scenario(data: Any, source: str) -> Scenario:
             controllers=c.integer("controllers", 1, 1, MAX_INT64),
             combined=c.get("combined", bool, False),
             features=c.mapping("features"),
+            zookeeper_only=c.text("zookeeper_only", "") or "",
         ),
         "cluster",
     )

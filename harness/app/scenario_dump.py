@@ -79,6 +79,8 @@ def scenario_data(scenario: Scenario) -> dict[str, Any]:
         cluster_data["combined"] = True
     if cluster.features:
         cluster_data["features"] = dict(cluster.features)
+    if cluster.zookeeper_only:
+        cluster_data["zookeeper_only"] = cluster.zookeeper_only
     plan = scenario.faults
     faults: dict[str, Any] = {"mode": plan.mode}
     if plan.mode == "schedule":

@@ -253,3 +253,12 @@ def test_metadata_mode_per_release() -> None:
 def test_kraft_spec_errors(fields: dict[str, object], message: str) -> None:
     with pytest.raises(ConfigError, match=re.escape(message)):
         ClusterSpec(**fields)  # type: ignore[arg-type]
+
+
+def test_a_zookeeper_only_scenario_says_why_on_kraft() -> None:
+    spec = ClusterSpec(zookeeper_only="it drops ZooKeeper's packets")
+    assert spec.metadata_mode(KafkaVersion.parse("3.9.2")) == "zookeeper"
+    with pytest.raises(
+        ConfigError, match=r"runs on ZooKeeper only \(Kafka 4\.1\.1 is KRaft here\): it drops"
+    ):
+        spec.metadata_mode(KafkaVersion.parse("4.1.1"))

@@ -48,6 +48,24 @@ def test_every_builtin_scenario_parses_and_describes_itself() -> None:
     assert scenarios["unclean-election"].experiment.cluster.broker_config["min.insync.replicas"] == 1
 
 
+def test_every_builtin_scenario_runs_on_kraft_or_says_why_not() -> None:
+    # What binds a scenario to ZooKeeper: a fault on ZooKeeper's nodes, or a ZooKeeper session setting.
+    for scenario in builtin_scenarios():
+        aims = [params for _, params in scenario.faults.faults] + [
+            s["params"] for s in scenario.faults.schedule
+        ]
+        on_zookeeper = any(p.get("target") == "zookeeper" for p in aims) or any(
+            key.startswith("zookeeper.") for key in scenario.experiment.cluster.broker_config
+        )
+        said = scenario.experiment.cluster.zookeeper_only
+        assert on_zookeeper == bool(said), (scenario.name, said)
+    assert {s.name for s in builtin_scenarios() if s.experiment.cluster.zookeeper_only} == {
+        "controller-pause",
+        "lossy-zookeeper",
+        "zk-session-pause",
+    }
+
+
 @pytest.mark.parametrize(
     ("document", "message"),
     [
