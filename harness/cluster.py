@@ -568,8 +568,12 @@ class KafkaCluster:
 
 
 def _kraft_cluster_id() -> str:
-    """A new KRaft cluster id: 16 random bytes in URL-safe base64 without padding, as Kafka's own."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    """A new KRaft cluster id: 16 random bytes in URL-safe base64 without padding, as Kafka's own, and
+    like Kafka's never starting with '-', which kafka-storage's `-t` would read as an option."""
+    while True:
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cluster_id.startswith("-"):
+            return cluster_id
 
 
 def _voters_of(container: Any) -> tuple[int, ...]:

@@ -107,6 +107,12 @@ def config_rows(run: Run) -> list[tuple[str, str]]:
     info = run.info
     rows = [
         ("Kafka version", info.kafka_version),
+        *(
+            (label, value)
+            for label, value in (("Kafka source", info.kafka_source), ("Java", info.java))
+            if value
+        ),
+        *((("metadata", info.metadata),) if info.metadata else ()),
         ("brokers", "" if info.brokers is None else str(info.brokers)),
         ("min.insync.replicas", info.broker_config.get("min.insync.replicas", "1 (default)")),
         ("unclean.leader.election.enable", unclean_election(run)),
@@ -222,7 +228,13 @@ def fault_rows(run: Run) -> list[dict[str, Any]]:
 
 
 def _all_guarantees(run: Run) -> list[Guarantee]:
-    return [*run.result.guarantees, *(g for group in run.result.groups for g in group.guarantees)]
+    return [g for _, g in _placed_guarantees(run)]
+
+
+def _placed_guarantees(run: Run) -> list[tuple[str, Guarantee]]:
+    """Every guarantee with where it was judged: its topic, or `group <name>`."""
+    topics = [(g.topic, g) for g in run.result.guarantees]
+    return topics + [(f"group {group.name}", g) for group in run.result.groups for g in group.guarantees]
 
 
 def render_report(run: Run) -> str:
@@ -240,6 +252,8 @@ def render_report(run: Run) -> str:
         "guarantee_help": explain.GUARANTEES,
         "verdict_help": explain.VERDICTS,
         "violated": [g for g in _all_guarantees(run) if g.promised and g.verdict != "held"],
+        # What broke, first in the verdict box: each promise that did not hold, where, and whose it was.
+        "broke": [(where, g) for where, g in _placed_guarantees(run) if g.promised and g.verdict != "held"],
         "groups": consumer_groups(run),
         "group_counts": GROUP_COUNTS,
         "anomalies": anomaly_groups(run),

@@ -44,6 +44,9 @@ class RunInfo:
     producer: dict[str, str]
     topics: tuple[Topic, ...]
     offsets_partitions: int | None  # of __consumer_offsets, when the run had groups
+    kafka_source: str = ""  # maven:<coordinates>, tarball:<path> or directory:<path>; "" when not recorded
+    java: str = ""  # what `java -version` said in a running broker
+    metadata: str = ""  # who held the metadata, in words ("ZooKeeper, 1 node"); "" when not recorded
 
 
 @dataclass(frozen=True)
@@ -103,7 +106,25 @@ def load_info(root: Path) -> RunInfo:
         producer=_str_dict(run.get("producer")),
         topics=topics,
         offsets_partitions=offsets_partitions(run),
+        kafka_source=str(kafka.get("source") or ""),
+        java=str(kafka.get("java") or ""),
+        metadata=_metadata_words(cluster),
     )
+
+
+def _metadata_words(cluster: dict[str, Any]) -> str:
+    """`cluster.metadata` and its quorum in words; "" for runs recorded before it was kept."""
+    if cluster.get("metadata") == "kraft":
+        voters = _opt_int(cluster.get("controllers")) or 0
+        kind = "combined with brokers" if cluster.get("combined") else "dedicated"
+        features = ", ".join(f"{k}={v}" for k, v in sorted(_str_dict(cluster.get("features")).items()))
+        return f"KRaft, {voters} {kind} controller{'s' if voters != 1 else ''}" + (
+            f"; {features}" if features else ""
+        )
+    if cluster.get("metadata") == "zookeeper":
+        nodes = _opt_int(cluster.get("zookeepers")) or 0
+        return f"ZooKeeper, {nodes} node{'s' if nodes != 1 else ''}"
+    return ""
 
 
 def load_faults(root: Path) -> tuple[FaultWindow, ...]:

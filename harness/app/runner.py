@@ -185,7 +185,7 @@ class _LeaderChanges:
         try:
             state = self._cluster.state(self._topics)
         except Exception:
-            return f"leader changes: {self.changes} (ZooKeeper unreachable)"
+            return f"leader changes: {self.changes} (metadata unreachable)"
         for p in state.partitions:
             key = (p.topic, p.partition)
             if key in self._leaders and self._leaders[key] != p.leader:

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import re
+from types import SimpleNamespace
 
 import pytest
 
+from harness import cluster as cluster_module
 from harness.app.cluster_cli import parse_overrides
 from harness.broker_config import (
     BROKER_PORT,
@@ -262,3 +264,11 @@ def test_a_zookeeper_only_scenario_says_why_on_kraft() -> None:
         ConfigError, match=r"runs on ZooKeeper only \(Kafka 4\.1\.1 is KRaft here\): it drops"
     ):
         spec.metadata_mode(KafkaVersion.parse("4.1.1"))
+
+
+def test_kraft_cluster_ids_are_kafkas_shape_and_never_an_option(monkeypatch: pytest.MonkeyPatch) -> None:
+    ids = iter(
+        [b"\xfb" + b"\x00" * 15, b"\x01" * 16]
+    )  # the first encodes to "-wAAA...": an option to argparse
+    monkeypatch.setattr(cluster_module.uuid, "uuid4", lambda: SimpleNamespace(bytes=next(ids)))
+    assert cluster_module._kraft_cluster_id() == "AQEBAQEBAQEBAQEBAQEBAQ"

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.expectation_outcomes import ExpectationOutcome, write_expectations
 from reports import write_index, write_report
 
 pytestmark = pytest.mark.browser
@@ -105,3 +106,17 @@ def test_the_consumer_section_renders_in_chromium(failing_run: Path, tmp_path: P
     assert section.count('class="example"') == 2  # the two skipped records, with their commit
     lane = dom[dom.index('aria-label="records processed per second by each consumer group"') :]
     assert lane.count('class="rebalance g0"') == 2 and lane.count('class="commit-failed"') == 1
+
+
+def test_the_verdict_box_names_what_broke_first(failing_run: Path, tmp_path: Path) -> None:
+    held = ExpectationOutcome("acks=all lost == 0", "held", 0)
+    write_expectations(failing_run, [held, ExpectationOutcome("unexpected == 0", "failed", 2)])
+    page = write_report(failing_run)
+    dom = chromium(tmp_path, "--dump-dom", page.as_uri())
+    box = dom[dom.index('id="verdict"') : dom.index('id="completeness"')]
+    broke = re.findall(r'<li data-id="([^"]+)" data-where="([^"]*)" data-verdict="violated">', box)
+    assert ("no-phantom-writes", "chaos-acks-1") in broke and ("no-unexpected-values", "") in broke
+    assert box.index('id="broke"') < box.index('id="expectations"')  # what broke before the expectations
+    verdicts = re.findall(r'<li data-verdict="(\w+)">expect', box)
+    assert verdicts == sorted(verdicts, key=lambda v: v == "held")  # failed expectations first
+    assert "promised by the consumer" in box[box.index('id="broke"') : box.index('id="expectations"')]
