@@ -42,10 +42,19 @@ from harness.history_fields import METADATA_MODES
 from harness.images import LOCAL_BASE_IMAGE, KafkaDistribution, KafkaImage, ensure_kafka_image
 from harness.kraft_state import Endpoint, KRaftStateReader
 from harness.run_network import NO_NETWORK, create_network
-from harness.services import CONTROLLER_ID_BASE, KafkaBroker, KRaftController, Node, ZooKeeperNode
+from harness.services import (
+    CONTROLLER_ID_BASE,
+    KafkaBroker,
+    KafkaLaunch,
+    KRaftController,
+    Node,
+    ZooKeeperNode,
+)
 from harness.waiting import wait_until
 from harness.zkstate import ZkStateReader
 
+ATTACHED = KafkaLaunch("", "")
+"""The launch of a node attached to, not started: its container already holds how it started."""
 TIMED_OUT = 124
 """The exit code of `timeout`, which Node.exec runs a command under."""
 _FEATURE_NAME = re.compile(r"[a-z][a-z0-9._-]*")
@@ -181,13 +190,13 @@ class KafkaCluster:
                 node = ZooKeeperNode(number, cluster.image.tag, run_id, NO_NETWORK, ip, "")
                 cluster.zookeepers.append(node)
             elif role == "controller":
-                node = KRaftController(
-                    number, cluster.image.tag, run_id, NO_NETWORK, ip, "", cluster.spec.heap
-                )
-                cluster.controllers.append(node)
+                controller = KRaftController(number, cluster.image.tag, run_id, NO_NETWORK, ip, ATTACHED)
+                cluster.controllers.append(controller)
+                node = controller
             else:
-                node = KafkaBroker(number, cluster.image.tag, run_id, NO_NETWORK, ip, "", cluster.spec.heap)
-                cluster.brokers.append(node)
+                broker = KafkaBroker(number, cluster.image.tag, run_id, NO_NETWORK, ip, ATTACHED)
+                cluster.brokers.append(broker)
+                node = broker
             voters = _voters_of(container) or voters
             node.attach(container)
         cluster.kraft, cluster.voter_ids = bool(voters), voters
@@ -275,8 +284,10 @@ class KafkaCluster:
                 self.run_id,
                 self._network_or_fail,
                 ip,
-                render_broker_config(version, i, ip, zk_ips, self.spec.brokers, self.spec.broker_config),
-                self.spec.heap,
+                KafkaLaunch(
+                    render_broker_config(version, i, ip, zk_ips, self.spec.brokers, self.spec.broker_config),
+                    self.spec.heap,
+                ),
             )
             for i, ip in enumerate(broker_ips, start=1)
         ]
@@ -293,23 +304,15 @@ class KafkaCluster:
         cluster_id = _kraft_cluster_id()
         features = " ".join(f"{name}={level}" for name, level in spec.features.items())
 
-        def config(node_id: int, ip: str, roles: tuple[str, ...]) -> str:
+        def launch(node_id: int, ip: str, roles: tuple[str, ...]) -> KafkaLaunch:
             kraft = KRaftRole(roles, voters)
-            return render_broker_config(version, node_id, ip, [], spec.brokers, spec.broker_config, kraft)
+            config = render_broker_config(version, node_id, ip, [], spec.brokers, spec.broker_config, kraft)
+            return KafkaLaunch(config, spec.heap, cluster_id, features)  # every node formats alike
 
         network = self._network_or_fail
         if not spec.combined:
             self.controllers = [
-                KRaftController(
-                    i,
-                    image.tag,
-                    self.run_id,
-                    network,
-                    ip,
-                    config(node_id, ip, ("controller",)),
-                    spec.heap,
-                    cluster_id,
-                )
+                KRaftController(i, image.tag, self.run_id, network, ip, launch(node_id, ip, ("controller",)))
                 for i, (node_id, ip) in enumerate(voters, start=1)
             ]
         self.brokers = [
@@ -319,10 +322,7 @@ class KafkaCluster:
                 self.run_id,
                 network,
                 ip,
-                config(i, ip, ("broker", "controller") if i in self.voter_ids else ("broker",)),
-                spec.heap,
-                cluster_id,
-                features,
+                launch(i, ip, ("broker", "controller") if i in self.voter_ids else ("broker",)),
             )
             for i, ip in enumerate(broker_ips, start=1)
         ]

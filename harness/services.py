@@ -12,6 +12,7 @@ import contextlib
 import io
 import tarfile
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from docker.errors import APIError, NotFound
@@ -222,62 +223,54 @@ class ZooKeeperNode(Node):
         self.number = number
 
 
-def _kafka_env(config: str, heap: str, kraft_cluster_id: str | None, features: str) -> dict[str, str]:
-    """A Kafka process's environment; with a KRaft cluster id its entrypoint formats the log directory
-    (with `features`, "name=level" separated by spaces)."""
-    env = {"KCHAOS_CONFIG": config, "KCHAOS_HEAP": heap}
-    if kraft_cluster_id:
-        env["KCHAOS_KRAFT_CLUSTER_ID"] = kraft_cluster_id
-    if features:
-        env["KCHAOS_KRAFT_FEATURES"] = features
-    return env
+@dataclass(frozen=True)
+class KafkaLaunch:
+    """How a Kafka process starts: its properties file and heap, and in KRaft the cluster id and
+    feature levels ("name=level" separated by spaces) its entrypoint formats the log directory with."""
+
+    config: str
+    heap: str
+    kraft_cluster_id: str | None = None
+    features: str = ""
+
+    def env(self) -> dict[str, str]:
+        env = {"KCHAOS_CONFIG": self.config, "KCHAOS_HEAP": self.heap}
+        if self.kraft_cluster_id:
+            env["KCHAOS_KRAFT_CLUSTER_ID"] = self.kraft_cluster_id
+        if self.features:
+            env["KCHAOS_KRAFT_FEATURES"] = self.features
+        return env
 
 
-class KafkaBroker(Node):
+class KafkaProcess(Node):
+    """A Kafka JVM (kafka.Kafka) with its node id: a broker, a dedicated KRaft controller, or both."""
+
+    def __init__(
+        self, name: str, node_id: int, image: str, run_id: str, network: Network, ip: str, launch: KafkaLaunch
+    ) -> None:
+        super().__init__(name, image, run_id, network, ip, launch.env())
+        self.node_id = node_id
+
+
+class KafkaBroker(KafkaProcess):
     role = "kafka"
 
     def __init__(
-        self,
-        broker_id: int,
-        image: str,
-        run_id: str,
-        network: Network,
-        ip: str,
-        config: str,
-        heap: str,
-        kraft_cluster_id: str | None = None,
-        features: str = "",
+        self, broker_id: int, image: str, run_id: str, network: Network, ip: str, launch: KafkaLaunch
     ) -> None:
-        env = _kafka_env(config, heap, kraft_cluster_id, features)
-        super().__init__(broker_name(broker_id), image, run_id, network, ip, env)
+        super().__init__(broker_name(broker_id), broker_id, image, run_id, network, ip, launch)
         self.broker_id = broker_id
 
-    @property
-    def node_id(self) -> int:
-        return self.broker_id
 
-
-class KRaftController(Node):
+class KRaftController(KafkaProcess):
     """A dedicated KRaft controller: a voter of the metadata quorum that leads no partition."""
 
     role = "controller"
 
     def __init__(
-        self,
-        number: int,
-        image: str,
-        run_id: str,
-        network: Network,
-        ip: str,
-        config: str,
-        heap: str,
-        kraft_cluster_id: str | None = None,
-        features: str = "",
+        self, number: int, image: str, run_id: str, network: Network, ip: str, launch: KafkaLaunch
     ) -> None:
-        env = _kafka_env(config, heap, kraft_cluster_id, features)
-        super().__init__(controller_name(number), image, run_id, network, ip, env)
+        super().__init__(
+            controller_name(number), CONTROLLER_ID_BASE + number, image, run_id, network, ip, launch
+        )
         self.number = number
-
-    @property
-    def node_id(self) -> int:
-        return CONTROLLER_ID_BASE + self.number
