@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import tarfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
@@ -260,7 +261,12 @@ def _forensics_kept(cluster: KafkaCluster, rundir: RunDir, topics: list[str]) ->
                     rundir.write_run_json({**load_run_json(rundir.root), "replicas": summary})
             except (HarnessError, OSError) as exc:
                 log.warning("could not keep the replicas' contents: %s", exc)
-        for node in [*cluster.zookeepers, *cluster.brokers]:
+        for controller in cluster.controllers:  # KRaft's elections are in their controller.log
+            try:
+                forensics.keep_broker_logs(controller, rundir)
+            except (HarnessError, OSError, tarfile.TarError) as exc:
+                log.warning("could not keep %s's log files: %s", controller.name, exc)
+        for node in cluster.nodes:
             try:
                 write_atomic(rundir.root, f"{NODE_LOGS}/{node.name}.log", node.logs(tail="all"))
             except (HarnessError, OSError) as exc:  # the run's verdict does not depend on them

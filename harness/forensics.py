@@ -27,7 +27,7 @@ from harness.replica_logs import (
     read_segment,
     segment_order,
 )
-from harness.services import KafkaBroker
+from harness.services import KafkaBroker, KafkaProcess
 
 log = logging.getLogger("kchaos")
 VALUES_PER_LINE = 10_000
@@ -58,7 +58,7 @@ class _ChunkReader(io.RawIOBase):
         return size
 
 
-def _archive(broker: KafkaBroker, path: str) -> tarfile.TarFile:
+def _archive(broker: KafkaProcess, path: str) -> tarfile.TarFile:
     try:
         chunks = broker.archive(path)
     except ClusterError as exc:
@@ -159,8 +159,9 @@ def value_runs(contents: SegmentContents) -> Iterator[tuple[int, list[str | None
             start, size = i, 0
 
 
-def broker_log_files(broker: KafkaBroker) -> Iterator[tuple[str, bytes]]:
-    """The broker's log4j files (BROKER_LOG_FILES: server, state change, controller), name and content."""
+def broker_log_files(broker: KafkaProcess) -> Iterator[tuple[str, bytes]]:
+    """A Kafka process's log4j files (BROKER_LOG_FILES: server, state change, controller), name and
+    content: a broker's, or a dedicated KRaft controller's."""
     with _archive(broker, KAFKA_LOG_DIR) as archive:
         for member in archive:
             name = PurePosixPath(member.name).name
@@ -169,8 +170,8 @@ def broker_log_files(broker: KafkaBroker) -> Iterator[tuple[str, bytes]]:
                 yield name, extracted.read()
 
 
-def keep_broker_logs(broker: KafkaBroker, rundir: RunDir) -> None:
-    """Copy the broker's log4j files to RUN/logs/kafka-N/."""
+def keep_broker_logs(broker: KafkaProcess, rundir: RunDir) -> None:
+    """Copy a Kafka process's log4j files to RUN/logs/<node>/ (kafka-N, or controller-N)."""
     for name, content in broker_log_files(broker):
         write_atomic(rundir.root, f"{NODE_LOGS}/{broker.name}/{name}", content)
 
