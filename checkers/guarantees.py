@@ -41,7 +41,8 @@ class TopicConfig:
     message_format: tuple[int, ...] | None = None
     """The topic's message format version, when configured (KIP-101 needs v2, 0.11 or later)."""
     eligible_leaders: bool = False
-    """Eligible Leader Replicas are on (KIP-966): KRaft, 4.0 and later, the feature's level >= 1."""
+    """Eligible Leader Replicas are on (KIP-966): KRaft, 4.0 and later, the feature's level >= 1. They
+    change what a power loss of every replica does to availability, not what it loses."""
 
 
 def parse_version(text: object) -> tuple[int, ...] | None:
@@ -152,22 +153,23 @@ def _acks_are_durable(config: TopicConfig) -> bool:
 
 
 def _survives_power_loss(config: TopicConfig) -> bool:
-    return not config.power_loss or config.fsync_each or config.eligible_leaders
+    return not config.power_loss or config.fsync_each
 
 
 def _power_loss_text(config: TopicConfig) -> str:
     if config.fsync_each:
         return "every replica lost power; flush.messages=1: every acknowledged write was on disk"
-    if config.eligible_leaders:
-        elr = fact("KIP-966")
-        return (
-            "every replica lost power; Eligible Leader Replicas are on: a replica that lost unflushed "
-            f"writes in an unclean shutdown is not elected, the partition waits instead ({elr.cite()})"
-        )
-    return (
+    text = (
         "every replica lost power, and writes are acknowledged before they are flushed "
         "(flush.messages is not 1): acknowledged writes in the page cache are lost"
     )
+    if config.eligible_leaders:
+        elr = fact("KIP-966")
+        text += (
+            f"; Eligible Leader Replicas ({elr.cite()}) do not keep them: with no live replica in the ISR "
+            "or ELR the controller elects the last known leader once it is back, as before 4.0"
+        )
+    return text
 
 
 def _no_lost(config: TopicConfig, counts: Mapping[str, Any]) -> dict[str, Any]:

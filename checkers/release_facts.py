@@ -82,10 +82,11 @@ FACTS = {
         ReleaseFact(
             "KIP-966",
             (4, 0),
-            "Eligible Leader Replicas: a leader is elected only from replicas known to hold every "
-            "committed write, so the loss of the last in-sync replica makes a partition unavailable "
-            "instead of losing writes",
-            "opt-in in 4.0 (feature eligible.leader.replicas.version=1); on for new clusters from 4.1",
+            "Eligible Leader Replicas: replicas the ISR dropped below min.insync.replicas stay electable, "
+            "so a partition fails over without loss while its ISR is empty",
+            "opt-in in 4.0 (feature eligible.leader.replicas.version=1), on for new clusters from 4.1; "
+            "with no live ISR or ELR member the controller still elects the last known leader once it "
+            "is back, as before 4.0 (the 4.x documentation), unflushed writes lost or not",
         ),
     )
 }

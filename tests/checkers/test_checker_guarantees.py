@@ -314,7 +314,7 @@ def test_release_facts_parse_message_formats_and_cite() -> None:
 
 
 @pytest.mark.parametrize(
-    ("version", "metadata", "features", "promised"),
+    ("version", "metadata", "features", "elr"),
     [
         ("3.9.2", "kraft", {}, False),  # no ELR before 4.0
         ("4.0.0", "kraft", {}, False),  # opt-in in 4.0
@@ -324,12 +324,14 @@ def test_release_facts_parse_message_formats_and_cite() -> None:
         ("3.9.2", "zookeeper", {"eligible.leader.replicas.version": 1}, False),
     ],
 )
-def test_a_power_loss_keeps_the_durability_promise_with_eligible_leader_replicas(
-    version: str, metadata: str, features: dict[str, int], promised: bool
+def test_a_power_loss_takes_the_durability_promise_with_or_without_eligible_leader_replicas(
+    version: str, metadata: str, features: dict[str, int], elr: bool
 ) -> None:
+    # Seen on 4.1.1 (docs/FINDINGS.md): with every replica's page cache gone, the controller elected
+    # the last known leader as soon as it was back, ELR or not, as its documentation says it does.
     run = run_with(version, broker={"min.insync.replicas": "2"})
     run["cluster"] |= {"metadata": metadata, "features": features}
     rows = {r["id"]: r for r in derive_guarantees(run, {"t": CLEAN}, {"power-loss"})}
     lost = rows["no-lost-acked-writes"]
-    assert (lost["promised"], rows["no-lost-reads"]["promised"]) == (promised, promised)
-    assert ("the partition waits instead (KIP-966, 4.0)" in lost["reason"]) == promised
+    assert (lost["promised"], rows["no-lost-reads"]["promised"]) == (False, False)
+    assert ("Eligible Leader Replicas (KIP-966, 4.0) do not keep them" in lost["reason"]) == elr
