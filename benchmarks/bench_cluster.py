@@ -32,7 +32,6 @@ from harness.images import (
     LOCAL_BASE_IMAGE,
     LOCAL_BASE_SCRIPT,
     KafkaDistribution,
-    default_distribution,
     ensure_kafka_image,
 )
 
@@ -50,7 +49,7 @@ def remove_image(tag: str) -> None:
 
 def bench_kafka_image() -> None:
     print("== Kafka image build (on the existing base image)")
-    dist = default_distribution()
+    dist = KafkaDistribution.locate()
     with tempfile.TemporaryDirectory(prefix="kchaos-bench-dist-") as tmp:
         copy = Path(tmp) / "kafka"
         shutil.copytree(dist.root, copy)
@@ -70,7 +69,7 @@ def bench_kafka_image() -> None:
         remove_image(image.tag)
 
     started = time.monotonic()
-    warm_image = ensure_kafka_image(default_distribution(), LOCAL_BASE_IMAGE)
+    warm_image = ensure_kafka_image(KafkaDistribution.locate(), LOCAL_BASE_IMAGE)
     warm = time.monotonic() - started
     print(f"  warm (cache hit): {warm:6.2f} s  ({warm_image.tag})")
     print(f"  cold / warm: {cold / warm:.0f}x")

@@ -222,7 +222,11 @@ def _known_truncation(config: TopicConfig, verdict: str) -> str:
             "watermark when the leader changes and can then be elected without committed writes "
             f"({epochs.id}, fixed in {epochs.since_text} by leader epochs)"
         )
-    if config.message_format is not None and config.message_format < epochs.since:
+    if (
+        config.message_format is not None
+        and config.message_format < epochs.since
+        and (config.version is None or config.version < (3, 0))  # 3.0 ignores the setting (KIP-724)
+    ):
         return (
             f"; known: message format {'.'.join(map(str, config.message_format))} keeps the high-watermark "
             f"truncation of releases before {epochs.since_text} ({epochs.id} truncates by leader epoch "

@@ -63,9 +63,16 @@ def plan_cut(folder: str, segments: dict[str, bytes], recovery_point: int) -> Cu
     return Cut(folder, recovery_point, tuple(commands))
 
 
+METADATA_LOG = "__cluster_metadata-0"
+"""KRaft's metadata log: fsynced as Raft appends to it, so a power loss keeps it; it is not in the
+recovery-point checkpoint, which would read as 0."""
+
+
 def _wanted(folder: str, name: str) -> bool:
     if folder == "":
         return name == RECOVERY_CHECKPOINT
+    if folder == METADATA_LOG:
+        return False
     return PARTITION_DIR.fullmatch(folder) is not None and SEGMENT_NAME.fullmatch(name) is not None
 
 

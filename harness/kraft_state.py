@@ -1,7 +1,8 @@
 """Cluster state of a KRaft cluster, in the shape ZooKeeper's is read in (`harness.cluster_state`).
 
-The active controller and its epoch come from DescribeQuorum, asked of the controllers and then of
-the brokers (which forward it); partitions and live brokers from Metadata v8, asked of every broker.
+The active controller and its epoch come from DescribeQuorum, asked of every controller (the answer
+of the newest epoch wins: a controller just woken from a pause may still answer as an old leader),
+else of the brokers, which forward it; partitions and live brokers from Metadata v8, asked of every broker.
 A broker cut off or paused by a fault still answers from its own stale view, so the answers are
 merged: per partition the highest leader epoch wins (epochs only grow), and among equal epochs, and
 for the live brokers, what most brokers say. No read waits longer than `timeout_s` per node.
@@ -73,21 +74,25 @@ class KRaftStateReader:
         return answers
 
     def quorum(self) -> Quorum | None:
-        """The metadata quorum as its leader describes it; None when no node could say."""
-        for node in [*self.controllers, *self.brokers]:
-            try:
-                reader = kafka_protocol.exchange(
-                    (node.ip, node.port),
-                    kafka_protocol.describe_quorum_request(),
-                    self.timeout_s,
-                    flexible=True,
-                )
-                quorum = kafka_protocol.parse_describe_quorum(reader)
-            except ClusterError:
-                continue
-            if quorum.error_code == 0 and quorum.leader >= 0:
-                return quorum
+        """The metadata quorum as its leader of the newest epoch describes it: every controller is
+        asked, since a controller that was paused or cut off may still answer as the leader of an
+        older epoch; the brokers (which forward the request) only when no controller answers.
+        None when no node could say."""
+        for nodes in (self.controllers, self.brokers):
+            answers = [q for q in (self._describe_quorum(n) for n in nodes) if q is not None]
+            if answers:
+                return max(answers, key=lambda q: q.leader_epoch)
         return None
+
+    def _describe_quorum(self, node: Endpoint) -> Quorum | None:
+        try:
+            reader = kafka_protocol.exchange(
+                (node.ip, node.port), kafka_protocol.describe_quorum_request(), self.timeout_s, flexible=True
+            )
+            quorum = kafka_protocol.parse_describe_quorum(reader)
+        except ClusterError:
+            return None
+        return quorum if quorum.error_code == 0 and quorum.leader >= 0 else None
 
     def snapshot(self, topics: Iterable[str] | None = None) -> ClusterSnapshot:
         answers = self._metadata(sorted(topics) if topics is not None else None)

@@ -132,8 +132,17 @@ def resolve(version: str, cache: Path) -> Path:
             raise _maven_failure(release, done.stdout + done.stderr)
         (staging / "pom.xml").unlink()
         (staging / _COMPLETE).write_text(release.coordinates + "\n")
+        if (target / _COMPLETE).is_file():  # another process resolved it meanwhile: keep theirs
+            return target
         shutil.rmtree(target, ignore_errors=True)  # an interrupted resolve's leftovers
-        staging.rename(target)
+        try:
+            staging.rename(target)
+        except OSError as exc:
+            if (target / _COMPLETE).is_file():
+                return target
+            raise EnvironmentError_(
+                f"cannot keep Kafka {version} in the cache at {target}: {exc.strerror}"
+            ) from None
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return target

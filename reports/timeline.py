@@ -15,6 +15,7 @@ from collections.abc import Callable
 
 from harness.events import FaultWindow
 from harness.groups import OFFSETS_TOPIC, group_offsets_partition
+from harness.services import node_name
 from reports import svg
 from reports.load import Run
 from reports.load_cluster import ClusterSample
@@ -258,13 +259,13 @@ def _lane(segs: list[Segment], frame: Frame, y: float, h: float) -> str:
 def _controller(s: ClusterSample) -> Value:
     if s.controller is None:
         return None
-    return (f"b{s.controller % 8}", str(s.controller), f"controller: broker {s.controller}")
+    return (f"b{s.controller % 8}", str(s.controller), f"controller: {node_name(s.controller)}")
 
 
 def _broker(b: int) -> Callable[[ClusterSample], Value]:
     def value(s: ClusterSample) -> Value:
         if b in s.live_brokers:
-            return ("alive", "", f"broker {b} registered in ZooKeeper")
+            return ("alive", "", f"broker {b} registered (ZooKeeper) or unfenced (KRaft)")
         return ("down", "", f"broker {b} not registered (down or session expired)")
 
     return value

@@ -87,6 +87,9 @@ def up(
         broker_config=parse_overrides(config),
         image=image,
         kafka=kafka,
+        metadata=metadata,
+        controllers=controllers,
+        combined=combined,
     )
     cluster = KafkaCluster(spec, run_id=new_run_id(name))
     with terminate_as_interrupt():

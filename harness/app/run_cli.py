@@ -99,7 +99,9 @@ def run(
     matrix: bool = typer.Option(
         False, help="Run every scenario x acks set x seed, then write the index page."
     ),
-    seeds: str = typer.Option("1", help="With --matrix: comma-separated seeds."),
+    seeds: str = typer.Option(
+        None, help="With --matrix (default 1) or several --kafka releases: comma-separated seeds."
+    ),
     acks_sets: str = typer.Option(
         None,
         "--acks-sets",
@@ -112,17 +114,20 @@ def run(
         help="Kafka release(s), comma-separated: each a version from Maven Central (e.g. 3.9.1), a "
         "tarball or a directory. Several run the scenario on each (a matrix; the index compares them).",
     ),
+    metadata: str = typer.Option(None, help=options.METADATA_OPTION_HELP),
 ) -> None:
     """Run a chaos experiment end to end: cluster, workload, faults, heal, final read, check, report."""
     options.number("--duration", duration, 1.0, MAX_DURATION_S)
     options.integer("--seed", seed, 0, MAX_SEED)
     releases = options.releases("--kafka", kafka)
-    if not matrix and len(releases) > 1:  # the version axis alone: this scenario, seed and acks on each
-        matrix, seeds = True, "" if seed is None else str(seed)
-    elif matrix and acks_sets is None:
-        acks_sets = ",".join(ACKS_MODES)
+    if not matrix and (len(releases) > 1 or "," in scenario):  # the version axis alone: own acks modes
+        matrix = True
+        seeds = seeds if seeds is not None else "" if seed is None else str(seed)
+    elif matrix:
+        seeds = seeds if seeds is not None else "1"
+        acks_sets = acks_sets if acks_sets is not None else ",".join(ACKS_MODES)
     if not matrix:
-        loaded = on_release(load_scenario(scenario), releases[0])
+        loaded = on_release(load_scenario(scenario), releases[0], metadata)
         options.output_dir("--out", out)
         console.print(Text.assemble((loaded.name, "bold"), f": {loaded.description}"))
         with terminate_as_interrupt():
@@ -132,7 +137,9 @@ def run(
         console.print()
         _print_outcome(outcome)
         raise typer.Exit(outcome.exit_code)
-    raise typer.Exit(_run_matrix(scenario, duration, seeds, acks_sets, out, master, budget, releases))
+    raise typer.Exit(
+        _run_matrix(scenario, duration, seeds, acks_sets, out, master, budget, releases, metadata)
+    )
 
 
 def _run_matrix(
@@ -144,6 +151,7 @@ def _run_matrix(
     master: str | None,
     budget_s: float,
     releases: list[str | None],
+    metadata: str | None = None,
 ) -> int:
     """Every scenario x acks set x seed x release; `seeds` empty: each scenario's own seed;
     `acks_sets` None: each scenario's own acks modes."""
@@ -191,7 +199,7 @@ def _run_matrix(
             shown_seed = seed if seed is not None else scenario.experiment.seed
             console.print(f"--- {scenario.name} acks={modes} seed={shown_seed}{on}")
             try:
-                variant = on_release(matrix_variant(scenario, acks) if acks else scenario, release)
+                variant = on_release(matrix_variant(scenario, acks) if acks else scenario, release, metadata)
                 outcome = run_scenario(variant, out, duration_s=duration, seed=seed, master=master)
                 _print_outcome(outcome)
             except HarnessError as exc:

@@ -158,6 +158,11 @@ def check_aims(plan: FaultPlan, experiment: ExperimentSpec) -> None:
     for path, fault, params in aimed:
         if fault in MEMBER_FAULTS and not groups:
             raise fail(path, f"{fault} needs consumer groups, and the workload has none (workload.groups)")
+        target = str(params.get("target", ""))
+        if spec.metadata == "kraft" and target == "zookeeper":
+            raise fail(f"{path}.params.target", "cluster.metadata is kraft: there is no ZooKeeper to aim at")
+        if spec.metadata == "zookeeper" and target in ("quorum-follower", "quorum-majority"):
+            raise fail(f"{path}.params.target", f"{target} is a KRaft voter; cluster.metadata is zookeeper")
         for key in ("target", "peers"):
             missing = [n for n in named_nodes(str(params.get(key, ""))) if n not in nodes]
             if missing:

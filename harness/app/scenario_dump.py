@@ -48,11 +48,16 @@ def pinned(scenario: Scenario, image: str) -> Scenario:
     return dataclasses.replace(scenario, experiment=dataclasses.replace(scenario.experiment, cluster=cluster))
 
 
-def on_release(scenario: Scenario, kafka: str | None) -> Scenario:
-    """`scenario` on the Kafka release `kafka` names (ClusterSpec.kafka); None keeps its own."""
-    if kafka is None:
+def on_release(scenario: Scenario, kafka: str | None, metadata: str | None = None) -> Scenario:
+    """`scenario` on the Kafka release `kafka` names (ClusterSpec.kafka) and in `metadata` mode
+    (ClusterSpec.metadata); None keeps the scenario's own."""
+    if kafka is None and metadata is None:
         return scenario
-    cluster = dataclasses.replace(scenario.experiment.cluster, image=None, kafka=kafka)
+    cluster = scenario.experiment.cluster
+    if kafka is not None:
+        cluster = dataclasses.replace(cluster, image=None, kafka=kafka)
+    if metadata is not None:
+        cluster = dataclasses.replace(cluster, metadata=metadata)
     return dataclasses.replace(scenario, experiment=dataclasses.replace(scenario.experiment, cluster=cluster))
 
 

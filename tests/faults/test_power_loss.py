@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import struct
 
-from faults.power import RECOVERY_CHECKPOINT, plan_cuts
+from faults.power import RECOVERY_CHECKPOINT, _wanted, plan_cuts
 
 
 def message(offset: int, value: bytes) -> bytes:
@@ -50,3 +50,11 @@ def test_logs_are_cut_back_to_their_recovery_points() -> None:
 def test_a_log_flushed_to_its_end_is_left_alone() -> None:
     files = {("", RECOVERY_CHECKPOINT): b"0\n1\nt 0 10\n", ("t-0", name(0)): segment(0, 10)}
     assert [c.commands for c in plan_cuts(files)] == [()]
+
+
+def test_the_kraft_metadata_log_is_never_cut() -> None:
+    # Raft fsyncs it as it appends, and the recovery-point checkpoint leaves it out (it would read
+    # as 0): a power loss keeps it whole.
+    assert not _wanted("__cluster_metadata-0", "00000000000000000000.log")
+    assert _wanted("chaos-acks-all-0", "00000000000000000000.log")
+    assert _wanted("", RECOVERY_CHECKPOINT)

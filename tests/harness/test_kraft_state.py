@@ -445,3 +445,16 @@ def test_snapshot_end_to_end(serve: Callable[[Responder, int], _Server]) -> None
     server.thread.join(SERVER_TIMEOUT_S)
     assert [struct.unpack(">h", r[:2])[0] for r in server.requests] == [3, 55]
     assert server.requests[0] == metadata_request(["missing", "orders"])[4:]
+
+
+def test_the_quorum_of_the_newest_epoch_wins(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A controller woken from a pause may still answer as the leader of the epoch it slept in.
+    c1, c2, c3 = (Endpoint(100 + i, f"10.0.0.{i}", 9093) for i in (1, 2, 3))
+    answers = {
+        c1: Quorum(0, 101, 4, 10, (), ()),  # stale: it led epoch 4 before its pause
+        c2: Quorum(0, 102, 5, 12, (), ()),
+        c3: None,  # unreachable
+    }
+    reader = KRaftStateReader([Endpoint(1, "10.0.0.11", 9092)], [c1, c2, c3])
+    monkeypatch.setattr(reader, "_describe_quorum", lambda node: answers[node])
+    assert reader.quorum() == answers[c2]

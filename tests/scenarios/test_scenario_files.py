@@ -244,6 +244,22 @@ def test_every_builtin_scenario_runs_on_kraft_or_says_why_not() -> None:
             "faults.schedule (step 1).after.group: no group 'h' in workload.groups",
         ),
         ({"cluster": {"broker_config": {"broker.id": 5}}, "name": "x"}, None),  # checked at cluster start
+        (
+            {
+                "cluster": {"metadata": "kraft"},
+                "faults": {"schedule": [{**STEP, "params": {"target": "zookeeper"}}]},
+            },
+            "faults.schedule (step 1).params.target: cluster.metadata is kraft: "
+            "there is no ZooKeeper to aim at",
+        ),
+        (
+            {
+                "cluster": {"metadata": "zookeeper"},
+                "faults": {"schedule": [{**STEP, "params": {"target": "quorum-follower"}}]},
+            },
+            "faults.schedule (step 1).params.target: quorum-follower is a KRaft voter; "
+            "cluster.metadata is zookeeper",
+        ),
     ],
 )
 def test_mistakes_name_the_field_path(document: dict[str, object], message: str | None) -> None:
