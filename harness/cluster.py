@@ -154,7 +154,6 @@ class KafkaCluster:
         self.controllers: list[KRaftController] = []
         """Dedicated KRaft controllers (none in ZooKeeper mode or when combined)."""
         self.brokers: list[KafkaBroker] = []
-        self.kraft = False
         self.voter_ids: tuple[int, ...] = ()
         """KRaft: the node ids of the metadata quorum's voters."""
         self._network: Network | None = None
@@ -199,7 +198,7 @@ class KafkaCluster:
                 node = broker
             voters = _voters_of(container) or voters
             node.attach(container)
-        cluster.kraft, cluster.voter_ids = bool(voters), voters
+        cluster.voter_ids = voters
         cluster.spec = ClusterSpec(
             brokers=len(cluster.brokers),
             zookeepers=len(cluster.zookeepers) or 1,
@@ -237,13 +236,13 @@ class KafkaCluster:
     def start(self) -> None:
         image = self.image = self.spec.resolve_image()
         version = KafkaVersion.parse(image.kafka_version)
-        self.kraft = self.spec.metadata_mode(version) == "kraft"
+        kraft = self.spec.metadata_mode(version) == "kraft"
         validate_overrides(self.spec.broker_config, image.config_keys, image.kafka_version)
         try:
             self._network, subnet = create_network(self.run_id)
             hosts = subnet.network_address
             broker_ips = [str(hosts + 100 + i) for i in range(1, self.spec.brokers + 1)]
-            if self.kraft:
+            if kraft:
                 self._create_kraft_nodes(
                     version, image, broker_ips, [str(hosts + 50 + i) for i in range(1, 6)]
                 )
@@ -368,6 +367,11 @@ class KafkaCluster:
     @property
     def nodes(self) -> list[Node]:
         return [*self.zookeepers, *self.controllers, *self.brokers]
+
+    @property
+    def kraft(self) -> bool:
+        """Whether a KRaft quorum, not ZooKeeper, holds the metadata (it has voters)."""
+        return bool(self.voter_ids)
 
     @property
     def metadata_nodes(self) -> list[Node]:
