@@ -9,13 +9,16 @@ from pathlib import Path
 from typing import Any
 
 from checkers.io import check_layout, discard_result, history_bytes, load_history, parsed_files, write_result
+from checkers.io.judged import judge
 from checkers.result import build_result
 from checkers.session import get_spark, size_for, spark_errors, start_in_background
 from harness.history import WRITES
 
 
-def check_run(run_dir: Path, master: str | None = None) -> dict[str, Any]:
+def check_run(run_dir: Path, master: str | None = None, *, prefix: bool = False) -> dict[str, Any]:
     """Check one run directory on Spark; return the result dict, also written to check/result.json.
+    With `prefix`, a history file with a torn tail is judged up to its last whole line
+    (`checkers.io.judged`).
 
     Raises HistoryError for unusable input, EnvironmentError_ when Spark cannot start and SparkError
     when a Spark job fails.
@@ -25,16 +28,19 @@ def check_run(run_dir: Path, master: str | None = None) -> dict[str, Any]:
     discard_result(run_dir)
     # The JVM starts while Python validates the files and pyarrow parses them.
     start_checking(run_dir, master, read_back=False)
-    layout = check_layout(run_dir)
-    size = history_bytes(run_dir)
-    with parsed_files(run_dir, layout.run) as parsed:
+    judged = judge(run_dir, prefix=prefix)
+    layout = check_layout(judged.root)
+    size = history_bytes(judged.root)
+    with parsed_files(judged.root, layout.run, judged.digests()) as parsed:
         spark = get_spark(master, history_bytes=size)
         size_for(spark, size)
-        history = load_history(spark, run_dir, layout, parsed)
+        history = load_history(spark, judged.root, layout, parsed)
     spark_info: dict[str, Any] = {"master": spark.sparkContext.master, "version": spark.version}
     with spark_errors("checking the history", str(run_dir)):
         result = build_result(history, checked_at, spark_info)
     spark_info["seconds"] = round(time.monotonic() - started, 1)
+    result["history_files"] = judged.recorded()
+    result["prefix"] = judged.prefix
     write_result(run_dir, result)
     return result
 

@@ -72,8 +72,8 @@ class HistoryWriter:
 
     The file is opened O_APPEND and never buffered in this process, so a crash of the harness
     leaves every event written so far on disk. A SIGKILL in the middle of a write can tear that
-    one last line (Linux may cut a write short on a fatal signal); every reader skips a torn final
-    line, as HISTORY_FORMAT.md's "readable prefix" allows. Thread-safe.
+    one last line (Linux may cut a write short on a fatal signal): `kchaos check` names such a torn
+    tail and, with `--prefix`, judges the whole lines before it. Thread-safe.
     """
 
     def __init__(self, path: Path, root: Path | None = None) -> None:

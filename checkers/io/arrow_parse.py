@@ -213,9 +213,8 @@ def _object_lines(path: Path) -> int | None:
 
     No object can go on past such a line: after a `}` inside an object, JSON goes on with `,`, `}`
     or `]`, never with the `{` that every next line starts with. So when pyarrow parsed as many
-    objects as there are lines, each line was one object. A last line with no newline may be torn
-    (a run cut short), which a check forgives: such a file is Spark's to parse, so that every line
-    pyarrow took is one the check validates (the read records keep pyarrow's rows, `cache`).
+    objects as there are lines, each line was one object. (A check never sees a last line with no
+    newline: `checkers.io.judged` refuses or cuts off a torn tail.)
     """
     newlines = joined = 0
     first = tail = b""

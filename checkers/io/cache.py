@@ -17,7 +17,6 @@ import hashlib
 import json
 import math
 from collections.abc import Iterable, Iterator, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -114,15 +113,21 @@ class ParsedFiles(NamedTuple):
 
 
 @contextmanager
-def parsed_files(run_dir: Path, run: dict[str, Any]) -> Iterator[ParsedFiles]:
-    """Fingerprint writes.jsonl, reads.jsonl and the SIDE_FILES and, unless the cache was made from
+def parsed_files(run_dir: Path, run: dict[str, Any], digests: Mapping[str, str]) -> Iterator[ParsedFiles]:
+    """Fingerprint writes.jsonl, reads.jsonl and the SIDE_FILES by the SHA-256 `digests` of their
+    content (`checkers.io.judged`: their content, not size and modification time, which an edit
+    can keep) and, unless the cache was made from
     their present content (and run.json's topics), parse them with pyarrow into a fresh cache
     directory: no Spark, so `kchaos check` does it while the JVM starts. pyarrow's parse of
     writes.jsonl is deleted when the block ends; that of reads.jsonl is the read records table
     (`_convert_into`), those of the side files are kept for the checks (`parsed_table`)."""
     fingerprint = {
         "cache_version": CACHE_VERSION,
-        "sources": _content_digests(run_dir),
+        "sources": {
+            name: digests[name]
+            for name in [source.name for source in SOURCES] + list(SIDE_FILES)
+            if (run_dir / name).is_file()
+        },
         "topics": hashlib.sha256(json.dumps(topic_acks(run), sort_keys=True).encode()).hexdigest(),
     }
     counts = _cached_counts(run_dir / CHECK_CACHE / _FINGERPRINT, fingerprint)
@@ -185,26 +190,6 @@ def cached_history(
         reads = _read_records(spark, cache)
     complete = frames.complete_partitions(end for _, end in iter_jsonl(cache / _ENDS))
     return CachedHistory(counts, values, reads, complete)
-
-
-def _content_digests(run_dir: Path) -> dict[str, str]:
-    """SHA-256 of writes.jsonl, of reads.jsonl and of the side files there are: what the cache was made from.
-
-    Their content, not size and modification time, which an edit can keep. The files at once
-    (hashlib releases the GIL): 0.72 CPU-s per GB with SHA instructions, a 10M-event history
-    (1.38 GB, in the page cache) in 0.7-1.0 s, against a re-check's 30 s or more.
-    """
-    names = [source.name for source in SOURCES] + [name for name in SIDE_FILES if (run_dir / name).is_file()]
-    with ThreadPoolExecutor(max_workers=len(names)) as pool:
-        return dict(zip(names, pool.map(lambda name: _sha256(run_dir / name), names), strict=True))
-
-
-def _sha256(path: Path) -> str:
-    try:
-        with path.open("rb") as handle:
-            return hashlib.file_digest(handle, "sha256").hexdigest()
-    except OSError as exc:
-        raise HistoryError(f"cannot read: {exc.strerror or exc}", str(path)) from None
 
 
 def _cached_counts(fingerprint_path: Path, fingerprint: dict[str, Any]) -> dict[str, int] | None:

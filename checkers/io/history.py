@@ -14,6 +14,7 @@ from pyspark.sql import types as T
 
 from checkers import frames
 from checkers.io.cache import SIDE_FILES, ParsedFiles, cached_history, parsed_files, parsed_table
+from checkers.io.judged import judge
 from checkers.io.layout import Layout, check_layout
 from checkers.io.sources import uri
 from checkers.session import empty_frame, spark_errors
@@ -61,7 +62,7 @@ def load_history(
     JSONL to Parquet if needed (from `parsed`, when given: see `parsed_files`)."""
     layout = layout or check_layout(run_dir)
     if parsed is None:
-        with parsed_files(run_dir, layout.run) as parsed_now:
+        with parsed_files(run_dir, layout.run, judge(run_dir).digests()) as parsed_now:
             return load_history(spark, run_dir, layout, parsed_now)
     run, cluster = layout.run, layout.cluster
     cached = cached_history(spark, run_dir, run, parsed)
@@ -155,8 +156,7 @@ def _consumes(spark: SparkSession, run_dir: Path) -> DataFrame:
     member's events are in its own order there, and times of two events may tie."""
     with spark_errors("reading consumes.jsonl", str(run_dir / CONSUMES)):
         lines = _side_lines(spark, run_dir, CONSUMES)
-        # A torn last line (a run cut short) reads as all nulls: no event.
-        return lines.where(F.col("type").isNotNull()).withColumn("seq", F.monotonically_increasing_id())
+        return lines.withColumn("seq", F.monotonically_increasing_id())
 
 
 def _side_lines(spark: SparkSession, run_dir: Path, name: str) -> DataFrame:

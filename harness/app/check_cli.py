@@ -16,6 +16,7 @@ from harness.app.crash import note_run_dir
 from harness.app.group_lines import acks_after_heals, every_guarantee, group_lines
 from harness.errors import EnvironmentError_, HarnessError, SparkError
 from harness.history import RESULT
+from harness.history_scan import judged_prefixes
 
 _err_console = make_console(stderr=True)
 
@@ -35,6 +36,7 @@ def _summary(result: dict[str, Any], run_dir: Path) -> str:
                 + ", ".join(f"{name} {counts[name]}" for name in ANOMALY_COUNTS)
                 + acks_after_heals(counts)
             )
+    lines.extend(f"  {line}" for line in judged_prefixes(result.get("history_files") or {}))
     for error in result["errors"]:
         lines.append(f"  CHECKER FAILED: {error['kind']}: {error['error']}")
     if result["unexpected"]:
@@ -56,6 +58,13 @@ def check(
         "--master",
         help="Spark master URL (default local[*]); the run directories must be readable there.",
     ),
+    prefix: bool = typer.Option(
+        False,
+        "--prefix",
+        help="Judge a history file whose end is torn (a run cut short by a crash or power loss: a "
+        "last line without its newline, or NUL bytes) up to its last whole line, instead of refusing "
+        "it; result.json and the report say how many lines of each file were judged.",
+    ),
     as_json: bool = typer.Option(
         False,
         "--json",
@@ -70,7 +79,7 @@ def check(
     worst = 0
     for run_dir in run_dirs:
         try:
-            worst = max(worst, _check_one(run_dir, master, as_json, one_line=len(run_dirs) > 1))
+            worst = max(worst, _check_one(run_dir, master, prefix, as_json, one_line=len(run_dirs) > 1))
         except EnvironmentError_:
             raise  # Spark cannot start: nothing else can be checked either
         except HarnessError as exc:
@@ -83,9 +92,9 @@ def check(
         raise typer.Exit(worst)
 
 
-def _check_one(run_dir: Path, master: str | None, as_json: bool, one_line: bool) -> int:
+def _check_one(run_dir: Path, master: str | None, prefix: bool, as_json: bool, one_line: bool) -> int:
     note_run_dir(run_dir)
-    result = check_run(run_dir, master)
+    result = check_run(run_dir, master, prefix=prefix)
     typer.echo(json.dumps(result, indent=None if one_line else 2) if as_json else _summary(result, run_dir))
     if result["errors"]:  # could not judge every guarantee: not a verdict
         kinds = ", ".join(error["kind"] for error in result["errors"])

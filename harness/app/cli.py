@@ -27,6 +27,7 @@ from typer.core import TyperGroup
 
 from harness.app.console import guarded_stdout, make_console, print_error
 from harness.app.crash import log_crash, note_run_dir
+from harness.app.signals import terminate_as_interrupt
 from harness.errors import HarnessError
 
 
@@ -105,7 +106,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         # Not standalone: usage errors come here, to be said on one line like every other error.
         app = build_app(args[0] if args else None)
-        with guarded_stdout():
+        # SIGTERM as Ctrl-C for every command: `with` blocks clean up, and the exit code is 130.
+        with terminate_as_interrupt(), guarded_stdout():
             code = app(args=args, prog_name="kchaos", standalone_mode=False)
         if code == 130:  # typer turns Ctrl-C into exit 130 without a word
             err_console.print("interrupted")

@@ -8,7 +8,6 @@ from rich.text import Text
 from harness import docker_env
 from harness.app import options
 from harness.app.console import make_console
-from harness.app.signals import terminate_as_interrupt
 from harness.app.smoke import SMOKE_TOPIC, run_smoke
 from harness.broker_config import ConfigValue
 from harness.cluster import ClusterSpec, KafkaCluster
@@ -54,8 +53,7 @@ def smoke(
     """Start 3 brokers and their metadata quorum, write, kill and restart a leader, read every write
     back, tear down."""
     options.integer("--messages", messages, 1, MAX_SMOKE_MESSAGES)
-    with terminate_as_interrupt():
-        result = run_smoke(messages, kafka=kafka, metadata=metadata)
+    result = run_smoke(messages, kafka=kafka, metadata=metadata)
     print_state(result.state)
     console.print(
         f"Kafka {result.kafka_version}: leader {result.killed_leader} of {SMOKE_TOPIC}/0 killed, "
@@ -92,8 +90,7 @@ def up(
         combined=combined,
     )
     cluster = KafkaCluster(spec, run_id=new_run_id(name))
-    with terminate_as_interrupt():
-        cluster.start()
+    cluster.start()
     quorum = (
         f"controllers: {', '.join(f'{n.name} {n.ip}' for n in cluster.voters)}"
         if cluster.kraft

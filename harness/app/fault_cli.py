@@ -17,7 +17,6 @@ from faults.triggers import EVENTS
 from harness.app import options
 from harness.app.cluster_cli import print_state
 from harness.app.console import make_console
-from harness.app.signals import terminate_as_interrupt
 from harness.cluster import KafkaCluster
 from harness.errors import ClusterError, ConfigError, FaultError, ReadinessTimeout
 from harness.limits import MAX_DURATION_S, MAX_SEED
@@ -89,27 +88,26 @@ def run_fault(
     try:
         console.print("before", style="bold")
         print_state(cluster.state())
-        with terminate_as_interrupt():
+        try:
+            fault.start(cluster, rng)
+            console.print(
+                Text(name, style="bold"),
+                f"on {', '.join(fault.targets)} {fault.detail};",
+                f"healing in {duration:g} s (Ctrl-C to heal now)",
+            )
+            time.sleep(duration)  # the fault's own duration, not a readiness wait
+            console.print("during", style="bold")
             try:
-                fault.start(cluster, rng)
-                console.print(
-                    Text(name, style="bold"),
-                    f"on {', '.join(fault.targets)} {fault.detail};",
-                    f"healing in {duration:g} s (Ctrl-C to heal now)",
-                )
-                time.sleep(duration)  # the fault's own duration, not a readiness wait
-                console.print("during", style="bold")
-                try:
-                    print_state(cluster.state())
-                except ClusterError as exc:  # e.g. ZooKeeper itself is the target
-                    console.print(f"cannot read the state now: {exc}", style="yellow")
-            except KeyboardInterrupt:
-                console.print("interrupted: healing")
-            finally:
-                try:
-                    fault.heal(cluster)
-                except FaultError as exc:
-                    raise FaultError(f"{exc}; `kchaos heal {run}` removes what is left") from None
+                print_state(cluster.state())
+            except ClusterError as exc:  # e.g. ZooKeeper itself is the target
+                console.print(f"cannot read the state now: {exc}", style="yellow")
+        except KeyboardInterrupt:
+            console.print("interrupted: healing")
+        finally:
+            try:
+                fault.heal(cluster)
+            except FaultError as exc:
+                raise FaultError(f"{exc}; `kchaos heal {run}` removes what is left") from None
         console.print(f"healed {name} on {', '.join(fault.targets)}")
         topics = cluster.metadata.topics()
         if topics and settle:
@@ -149,8 +147,7 @@ def heal(
         console.print(f"healed {line}")
 
     try:
-        with terminate_as_interrupt():
-            heal_leftovers(cluster, report, timeout)
+        heal_leftovers(cluster, report, timeout)
         if not healed:
             console.print(f"nothing to heal on {run_id}")
         print_state(cluster.state())

@@ -19,7 +19,6 @@ from harness.app.runner import RunOutcome, run_scenario
 from harness.app.scenario import Scenario
 from harness.app.scenario_dump import scenario_yaml, with_timeline
 from harness.app.shrink import Candidate, Step, Timeline, reproduces, shrink
-from harness.app.signals import terminate_as_interrupt
 from harness.errors import ConfigError
 from harness.history import write_atomic
 
@@ -65,21 +64,20 @@ def replay(
     _introduce(recorded)
     again = {b.key: 0 for b in recorded.broke}
     failed = made = 0
-    with terminate_as_interrupt():
-        for number in range(1, times + 1):
-            outcome = run_scenario(recorded.scenario, out, master=master, on_tick=run_ticker(console))
-            if outcome.interrupted:
-                console.print(f"\nreplay {number} interrupted: {outcome.rundir.root}")
-                raise typer.Exit(130)
-            made += 1
-            broke = _broke(outcome)
-            failed += outcome.exit_code != 0
-            for b in broke:
-                if b.key in again:
-                    again[b.key] += 1
-            console.print(
-                f"\nreplay {number}/{times}: broke {_keys(broke)} ({outcome.rundir.root})", soft_wrap=True
-            )
+    for number in range(1, times + 1):
+        outcome = run_scenario(recorded.scenario, out, master=master, on_tick=run_ticker(console))
+        if outcome.interrupted:
+            console.print(f"\nreplay {number} interrupted: {outcome.rundir.root}")
+            raise typer.Exit(130)
+        made += 1
+        broke = _broke(outcome)
+        failed += outcome.exit_code != 0
+        for b in broke:
+            if b.key in again:
+                again[b.key] += 1
+        console.print(
+            f"\nreplay {number}/{times}: broke {_keys(broke)} ({outcome.rundir.root})", soft_wrap=True
+        )
     for key, count in again.items():
         console.print(f"{key}: broke again in {count} of {made} replays", soft_wrap=True)
     console.print(f"replays that broke a promise: {failed} of {made}")
@@ -168,11 +166,10 @@ def shrink_run(
             _write_shrunk(recorded, target, original, step.candidate.timeline, (failures, made), destination)
 
     interrupted = False
-    with terminate_as_interrupt():
-        try:
-            shrink(original, still_fails, max_trials, on_step)
-        except KeyboardInterrupt:
-            interrupted = True
+    try:
+        shrink(original, still_fails, max_trials, on_step)
+    except KeyboardInterrupt:
+        interrupted = True
     if not kept:
         console.print("no smaller timeline broke it" + (" before the interrupt" if interrupted else ""))
         raise typer.Exit(130 if interrupted else 1)

@@ -20,7 +20,6 @@ from harness.app.progress import phase_times, run_ticker
 from harness.app.runner import RunOutcome, run_scenario
 from harness.app.scenario import Scenario, builtin_scenarios, check_aims, load_scenario
 from harness.app.scenario_dump import on_release
-from harness.app.signals import terminate_as_interrupt
 from harness.errors import ConfigError, HarnessError
 from harness.events import fault_windows
 from harness.history import ACKS_MODES, FAULTS
@@ -130,10 +129,9 @@ def run(
         loaded = on_release(load_scenario(scenario), releases[0], metadata)
         options.output_dir("--out", out)
         console.print(Text.assemble((loaded.name, "bold"), f": {loaded.description}"))
-        with terminate_as_interrupt():
-            outcome = run_scenario(
-                loaded, out, duration_s=duration, seed=seed, master=master, on_tick=run_ticker(console)
-            )
+        outcome = run_scenario(
+            loaded, out, duration_s=duration, seed=seed, master=master, on_tick=run_ticker(console)
+        )
         console.print()
         _print_outcome(outcome)
         raise typer.Exit(outcome.exit_code)
@@ -189,26 +187,25 @@ def _run_matrix(
         f"{len(seed_list)} seeds x {len(releases)} Kafka releases)"
     )
     started, worst, skipped = time.monotonic(), 0, 0
-    with terminate_as_interrupt():
-        for scenario, acks, seed, release in combos:
-            if time.monotonic() - started > budget_s:
-                skipped += 1
-                continue
-            on = f" kafka={release}" if release else ""
-            modes = ",".join(acks or scenario.experiment.workload.acks)
-            shown_seed = seed if seed is not None else scenario.experiment.seed
-            console.print(f"--- {scenario.name} acks={modes} seed={shown_seed}{on}")
-            try:
-                variant = on_release(matrix_variant(scenario, acks) if acks else scenario, release, metadata)
-                outcome = run_scenario(variant, out, duration_s=duration, seed=seed, master=master)
-                _print_outcome(outcome)
-            except HarnessError as exc:
-                console.print(Text.assemble(("could not run:", "red"), " ", str(exc)), soft_wrap=True)
-                worst = max(worst, 2)
-                continue
-            worst = max(worst, outcome.exit_code)
-            if outcome.interrupted:
-                break  # Ctrl-C ends the matrix after the run it cut short was checked
+    for scenario, acks, seed, release in combos:
+        if time.monotonic() - started > budget_s:
+            skipped += 1
+            continue
+        on = f" kafka={release}" if release else ""
+        modes = ",".join(acks or scenario.experiment.workload.acks)
+        shown_seed = seed if seed is not None else scenario.experiment.seed
+        console.print(f"--- {scenario.name} acks={modes} seed={shown_seed}{on}")
+        try:
+            variant = on_release(matrix_variant(scenario, acks) if acks else scenario, release, metadata)
+            outcome = run_scenario(variant, out, duration_s=duration, seed=seed, master=master)
+            _print_outcome(outcome)
+        except HarnessError as exc:
+            console.print(Text.assemble(("could not run:", "red"), " ", str(exc)), soft_wrap=True)
+            worst = max(worst, 2)
+            continue
+        worst = max(worst, outcome.exit_code)
+        if outcome.interrupted:
+            break  # Ctrl-C ends the matrix after the run it cut short was checked
     note_run_dir(None)  # what follows is about all runs, not the last one
     if skipped:
         console.print(f"{skipped} runs skipped: the {budget_s:.0f} s budget was used up", style="yellow")

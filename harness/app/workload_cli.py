@@ -11,7 +11,6 @@ from harness.app.cluster_cli import parse_overrides
 from harness.app.console import make_console
 from harness.app.crash import note_run_dir
 from harness.app.progress import Progress, phase_times, summary_table
-from harness.app.signals import terminate_as_interrupt
 from harness.cluster import ClusterSpec
 from harness.experiment import ExperimentSpec, run_experiment
 from harness.history import RunDir, new_run_id
@@ -65,8 +64,7 @@ def workload(
         last["w"] = w
         progress(w, left)
 
-    with terminate_as_interrupt():
-        result = run_experiment(spec, rundir, run_id, on_tick=tick)
+    result = run_experiment(spec, rundir, run_id, on_tick=tick)
     console.print()
     if "w" in last:
         console.print(summary_table(last["w"].counts(), duration))

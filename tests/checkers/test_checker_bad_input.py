@@ -1,5 +1,6 @@
 """`kchaos check` on bad run directories: one clear error naming the file and line, exit code 2, no
-stack trace; a torn last line of a killed run is no error; Ctrl-C while converting exits 130."""
+stack trace; a torn tail of a killed run is named, and judged up to it with --prefix; Ctrl-C while
+converting exits 130."""
 
 from __future__ import annotations
 
@@ -236,18 +237,45 @@ def test_a_directory_where_a_history_file_belongs_is_named_as_such(
     )
 
 
-def test_torn_last_line_of_a_killed_run_is_ignored(
+def test_a_torn_last_line_is_named_with_the_option_that_judges_the_rest(
     spark: SparkSession, tmp_path: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
     run_dir = clean_run(tmp_path / "run")
     with (run_dir / WRITES).open("a") as handle:
         handle.write('{"type": "invoke", "time_ns": 99')
     code, text = kchaos_check(capfd, run_dir)
+    assert code == 2
+    assert text.strip() == (
+        f"error: {run_dir / WRITES}:7: torn tail: line 7 has no newline (a run cut short in a write); "
+        "`kchaos check --prefix` judges its 6 whole lines before it (and says so in the result and the report)"
+    )
+    assert not (run_dir / RESULT).exists()
+
+
+@pytest.mark.parametrize("tail", [b'{"type": "invoke", "time_ns": 99', b"\0" * 100_000])
+def test_prefix_judges_the_whole_lines_of_a_torn_file_and_says_so(
+    spark: SparkSession, tmp_path: Path, capfd: pytest.CaptureFixture[str], tail: bytes
+) -> None:
+    run_dir = clean_run(tmp_path / "run")
+    whole = (run_dir / READS).read_bytes()
+    with (run_dir / READS).open("ab") as handle:
+        handle.write(tail)
+    code, text = kchaos_check(capfd, run_dir, "--prefix")
     assert code == 0, text
-    assert json.loads((run_dir / RESULT).read_text())["events"]["writes"] == 6
+    assert f"{READS} judged up to line 9 of 10 (torn tail:" in text
+    result = json.loads((run_dir / RESULT).read_text())
+    assert result["prefix"] is True
+    assert result["events"]["reads"] == 9
+    recorded = result["history_files"][READS]
+    assert (recorded["judged_lines"], recorded["lines"], recorded["torn_tail"]["line"]) == (9, 9, 10)
+    assert recorded["torn_tail"]["nul"] is (tail[:1] == b"\0")
+    assert recorded["bytes"] == len(whole) + len(tail)
+    assert result["history_files"][WRITES]["torn_tail"] is None
+    assert (run_dir / READS).read_bytes() == whole + tail  # the evidence is never changed
 
 
-def test_ctrl_c_while_converting_exits_130_quietly(tmp_path: Path) -> None:
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_ctrl_c_or_sigterm_while_converting_exits_130_quietly(tmp_path: Path, signum: signal.Signals) -> None:
     writes = [event for i in range(150_000) for event in acked(i, f"p:{i}", i)]
     run_dir = make_run(tmp_path / "run", writes, [record(10**9 + i, f"p:{i}", i) for i in range(150_000)])
     # Its own process with Ctrl-C's default action, even if this one was started with it ignored.
@@ -268,7 +296,7 @@ def test_ctrl_c_while_converting_exits_130_quietly(tmp_path: Path) -> None:
             timeout_s=120,
             interval_s=0.05,
         )
-        check.send_signal(signal.SIGINT)
+        check.send_signal(signum)
         output, _ = check.communicate(timeout=30)
     finally:
         check.kill()

@@ -1,0 +1,112 @@
+"""What a check judges: every history file of the run scanned byte by byte (`harness.history_scan`)
+before a parser reads it, and a torn tail refused, or cut off when the user asks for the prefix.
+
+Without `prefix`, a file whose end is torn (a run cut short by a crash or power loss) is one
+HistoryError naming its line and the option. With it, the check reads a copy of the run directory
+under check/prefix/ in which each torn file holds its whole lines only (the others are hard links:
+nothing is copied), so that every reader, pyarrow's and Spark's alike, sees the same lines; the run
+directory itself is never changed. result.json records what was judged of each file.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness.errors import HistoryError
+from harness.history import (
+    CLIENT,
+    CLUSTER,
+    CONSUMES,
+    FAULTS,
+    NODE_LOGS,
+    READS,
+    REPLICAS,
+    RUN_JSON,
+    WRITES,
+    fresh_dir,
+)
+from harness.history_readers import load_run_json, require_file
+from harness.history_scan import FileScan, scan
+
+HISTORY_FILES = (WRITES, READS, CONSUMES, FAULTS, CLUSTER, CLIENT, REPLICAS)
+"""Every JSON Lines file of a run directory, in the order a torn one is named."""
+REQUIRED = (WRITES, READS)
+PREFIX_DIR = "check/prefix"
+"""Where the whole-lines copy of a run with a torn file is judged from."""
+
+
+@dataclass(frozen=True)
+class Judged:
+    """The run directory a check reads (`root`: the run's own, or its whole-lines copy) and what the
+    scan found of each history file there is."""
+
+    root: Path
+    files: Mapping[str, FileScan]
+    prefix: bool
+
+    def digests(self) -> dict[str, str]:
+        """SHA-256 of each file as scanned: what a cache made from them keys on."""
+        return {name: found.sha256 for name, found in self.files.items()}
+
+    def recorded(self) -> dict[str, Any]:
+        """result.json's `history_files` (HISTORY_FORMAT.md)."""
+        return {name: {**found.recorded(), "judged_lines": found.lines} for name, found in self.files.items()}
+
+
+def judge(run_dir: Path, *, prefix: bool = False) -> Judged:
+    """Scan the run's history files; the first torn one is refused unless `prefix` (see module)."""
+    load_run_json(run_dir)  # a run directory at all, before its files are named
+    for name in REQUIRED:
+        require_file(run_dir / name, "missing history file")
+    present = [name for name in HISTORY_FILES if (run_dir / name).exists()]
+    for name in present:
+        require_file(run_dir / name, "")
+    with ThreadPoolExecutor(max_workers=len(present)) as pool:  # hashlib releases the GIL
+        files = dict(zip(present, pool.map(lambda name: scan(run_dir / name), present), strict=True))
+    torn = [found for found in files.values() if found.torn is not None]
+    if not torn:
+        return Judged(run_dir, files, prefix)
+    if not prefix:
+        first = torn[0]
+        assert first.torn is not None
+        raise HistoryError(
+            f"{first.torn.describe()}; `kchaos check --prefix` judges its {first.lines:,} whole lines "
+            "before it (and says so in the result and the report)",
+            str(first.path),
+            first.torn.line,
+        )
+    return Judged(_whole_lines_copy(run_dir, files), files, prefix)
+
+
+def _whole_lines_copy(run_dir: Path, files: Mapping[str, FileScan]) -> Path:
+    """RUN/check/prefix: run.json, the broker logs and each history file as hard links (copies
+    where the file system has none), a torn file's whole lines copied."""
+    root = fresh_dir(run_dir, PREFIX_DIR)
+    _link(run_dir / RUN_JSON, root / RUN_JSON)
+    for name, found in files.items():
+        target = root / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if found.torn is None:
+            _link(found.path, target)
+            continue
+        with found.path.open("rb") as source, target.open("wb") as copy:
+            left = found.whole_bytes
+            while left and (chunk := source.read(min(left, 16 << 20))):
+                copy.write(chunk)
+                left -= len(chunk)
+    if (run_dir / NODE_LOGS).is_dir():
+        shutil.copytree(run_dir / NODE_LOGS, root / NODE_LOGS, copy_function=_link, symlinks=True)
+    return root
+
+
+def _link(source: str | Path, target: str | Path) -> None:
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copy2(source, target)
