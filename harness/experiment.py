@@ -113,7 +113,7 @@ def run_experiment(
         _forensics_kept(cluster, rundir, topics) as forensics,
     ):
         # Closed however the block ends (a second Ctrl-C in stop() too): the history files with it.
-        with Workload(cluster, spec.workload, rundir, clock) as workload:
+        with Workload(cluster, spec.workload, rundir, clock) as workload, rundir.syncing():
             workload.create_topics()
             # The brokers' log lines carry wall-clock times: this maps them to the run clock.
             unix_ns_at_zero = time.time_ns() - clock.now_ns()
@@ -123,7 +123,7 @@ def run_experiment(
             phase("setup")
             with (
                 rundir.writer(CLUSTER) as cluster_writer,
-                rundir.writer(FAULTS) as fault_writer,
+                rundir.writer(FAULTS, boundary=True) as fault_writer,  # each start and heal: synced
                 # With groups, the offsets topic too: its leaders are the groups' coordinators.
                 ClusterSampler(cluster.metadata, cluster_writer, clock, topics + _offsets(spec)),
             ):

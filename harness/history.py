@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import shutil
 import stat
 import threading
 import time
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -28,6 +28,8 @@ import orjson
 
 from harness.errors import HistoryError
 from harness.history_fields import ACKS_MODES as ACKS_MODES
+
+_log = logging.getLogger(__name__)
 
 FORMAT = 1
 KNOWN_FORMATS = (FORMAT,)
@@ -67,24 +69,38 @@ class RunClock:
         return monotonic_ns - self.origin_ns
 
 
+SYNC_INTERVAL_S = 1.0
+"""How often a run's history files are synced to disk while it runs (`RunDir.syncing`)."""
+
+
 class HistoryWriter:
     """Append-only JSON Lines file; each event is written whole before `write` returns.
 
     The file is opened O_APPEND and never buffered in this process, so a crash of the harness
     leaves every event written so far on disk. A SIGKILL in the middle of a write can tear that
     one last line (Linux may cut a write short on a fatal signal): `kchaos check` names such a torn
-    tail and, with `--prefix`, judges the whole lines before it. Thread-safe.
+    tail and, with `--prefix`, judges the whole lines before it. A power loss of the machine can
+    lose what the page cache held: `sync` makes what was written durable (`RunDir` calls it at a
+    bounded interval, at every fault boundary and at close). Thread-safe.
     """
 
-    def __init__(self, path: Path, root: Path | None = None) -> None:
-        """Append to `path`, which lies inside `root` (by default its own directory): see `open_append`."""
+    def __init__(
+        self, path: Path, root: Path | None = None, after_write: Callable[[], None] | None = None
+    ) -> None:
+        """Append to `path`, which lies inside `root` (by default its own directory): see
+        `open_append`. `after_write` is called after each event is written (a fault boundary)."""
         root = path.parent if root is None else root
         self.path = path
         self._fd: int | None = open_append(root, path.relative_to(root).as_posix())
         self._lock = threading.Lock()
+        self._after_write = after_write
+        self.synced_bytes = 0
+        """The file's size when it was last synced: every byte before it is on disk."""
 
     def write(self, event: Mapping[str, Any]) -> None:
         self.write_bytes(orjson.dumps(event) + b"\n")  # orjson: ~10x cheaper than json.dumps
+        if self._after_write is not None:
+            self._after_write()
 
     def write_bytes(self, data: bytes) -> None:
         """Events already encoded as JSON lines, each ending in a newline, in one write(2), in order.
@@ -99,7 +115,27 @@ class HistoryWriter:
     def closed(self) -> bool:
         return self._fd is None
 
+    def sync(self) -> None:
+        """Make every byte written so far durable (fdatasync) and note how many (`synced_bytes`).
+        Writers go on meanwhile: the lock is held only to read the size."""
+        with self._lock:
+            if self._fd is None:
+                return
+            fd, size = self._fd, os.fstat(self._fd).st_size
+            # Another descriptor of the same file, so that a close meanwhile cannot make this
+            # sync's descriptor number another file's.
+            fd = os.dup(fd)
+        try:
+            os.fdatasync(fd)
+        except OSError as exc:
+            raise HistoryError(f"cannot sync to disk: {exc.strerror or exc}", str(self.path)) from None
+        finally:
+            os.close(fd)
+        self.synced_bytes = max(self.synced_bytes, size)
+
     def close(self) -> None:
+        """Sync, then close."""
+        self.sync()
         with self._lock:
             if self._fd is not None:
                 os.close(self._fd)
@@ -112,28 +148,78 @@ class HistoryWriter:
         self.close()
 
 
-@dataclass(frozen=True)
 class RunDir:
-    """A run directory on local disk."""
+    """A run directory on local disk, and the history writers it opened: it syncs them to disk
+    and records in run.json (`synced`) how many bytes of each are synced, so a check can tell the
+    events recorded and synced from those a power loss of this machine could have taken."""
 
-    root: Path
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._writers: dict[str, HistoryWriter] = {}
+        self._run: Mapping[str, Any] | None = None
+        self._lock = threading.Lock()  # one sync or run.json write at a time
 
     def path(self, name: str) -> Path:
         return self.root / name
 
-    def writer(self, name: str) -> HistoryWriter:
-        return HistoryWriter(self.root / name, self.root)
+    def writer(self, name: str, *, boundary: bool = False) -> HistoryWriter:
+        """A writer of the history file `name`; with `boundary`, each of its events is a fault
+        boundary: the whole history is synced right after it is written."""
+        writer = HistoryWriter(self.root / name, self.root, self.sync if boundary else None)
+        with self._lock:
+            self._writers[name] = writer
+        return writer
 
     def write_run_json(self, run: Mapping[str, Any]) -> None:
-        """Write run.json atomically (a reader never sees half of it)."""
-        write_atomic(self.root, RUN_JSON, json.dumps({"format": FORMAT, **run}, indent=2) + "\n")
+        """Write run.json atomically (a reader never sees half of it), with `synced` as it stands."""
+        with self._lock:
+            self._run = {key: value for key, value in run.items() if key not in ("format", "synced")}
+            self._write_run_json()
+
+    def sync(self) -> None:
+        """Sync every open history file to disk, then record the synced sizes in run.json."""
+        with self._lock:
+            for writer in self._writers.values():
+                writer.sync()
+            if self._run is not None:
+                self._write_run_json()
+
+    @contextlib.contextmanager
+    def syncing(self, interval_s: float = SYNC_INTERVAL_S) -> Iterator[None]:
+        """Sync the history every `interval_s` while the block runs, and once more as it ends."""
+        done = threading.Event()
+
+        def loop() -> None:
+            while not done.wait(interval_s):
+                try:
+                    self.sync()
+                except HistoryError as exc:  # the disk is full or failing: said once, the run goes on
+                    _log.warning("%s; the history is no longer synced", exc)
+                    return
+
+        thread = threading.Thread(target=loop, name="kchaos-history-sync", daemon=True)
+        thread.start()
+        try:
+            yield
+        finally:
+            done.set()
+            thread.join()
+            self.sync()
+
+    def _write_run_json(self) -> None:
+        assert self._run is not None
+        synced = {name: writer.synced_bytes for name, writer in sorted(self._writers.items())}
+        run = {"format": FORMAT, **self._run, "synced": synced}
+        write_atomic(self.root, RUN_JSON, json.dumps(run, indent=2) + "\n", durable=True)
 
 
 _NO_FOLLOW = os.O_NOFOLLOW | os.O_CLOEXEC
 
 
-def write_atomic(root: Path, name: str, data: str | bytes) -> Path:
-    """Replace ROOT/NAME whole (a temporary file renamed over it: a reader never sees half of it).
+def write_atomic(root: Path, name: str, data: str | bytes, *, durable: bool = False) -> Path:
+    """Replace ROOT/NAME whole (a temporary file renamed over it: a reader never sees half of it);
+    `durable`: on disk before this returns (the file and its directory synced), a power loss after
+    it keeps the new content.
 
     `name` is a relative path inside the run directory `root`. Missing directories are made; a
     symbolic link at NAME or on the way to it is refused (`_parent_dir`). Text is written as UTF-8,
@@ -148,9 +234,13 @@ def write_atomic(root: Path, name: str, data: str | bytes) -> Path:
             fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NO_FOLLOW, 0o666, dir_fd=dir_fd)
             try:
                 _write_all(fd, payload)
+                if durable:
+                    os.fsync(fd)
             finally:
                 os.close(fd)
             os.replace(temporary, base, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+            if durable:
+                os.fsync(dir_fd)
         except OSError as exc:
             with contextlib.suppress(OSError):
                 os.unlink(temporary, dir_fd=dir_fd)

@@ -180,6 +180,9 @@ def check_run(run: dict[str, Any], path: Path) -> None:
     cluster.integer("controllers", 0, MAX_NODES)
     cluster.settings("broker_config")
     top.settings("producer")
+    synced = top.child("synced")
+    for name in synced.obj:
+        synced.integer(name, required=True)
     for partition in top.child("final_read").children("incomplete"):
         partition.text("topic", required=True)
         partition.integer("partition", 0, MAX_PARTITIONS, required=True)

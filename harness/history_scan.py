@@ -17,12 +17,11 @@ result.json records, so that a reader of a verdict can tell it judged the whole 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from harness.errors import HistoryError
+from harness.history_fields import Fields
 
 BYTE_ORDER_MARK = b"\xef\xbb\xbf"
 _CHUNK_BYTES = 16 << 20
@@ -144,17 +143,22 @@ def _check_utf8(whole_lines: bytes, path: Path, first_line: int) -> None:
         raise HistoryError(f"not UTF-8 (byte {whole_lines[exc.start]:#04x})", str(path), line) from None
 
 
-def judged_prefixes(history_files: Mapping[str, Any]) -> list[str]:
+def judged_prefixes(history_files: Fields) -> list[str]:
     """A sentence for each file of result.json's `history_files` that was judged up to its torn tail
     only (`kchaos check --prefix`), e.g. "history/writes.jsonl judged up to line 1,234 of 1,235
     (torn tail: ...)"; none for a file judged whole."""
     sentences = []
-    for name, recorded in history_files.items():
-        torn = recorded.get("torn_tail")
-        if not isinstance(torn, dict):
+    for name in history_files.obj:
+        recorded = history_files.child(name, required=True)
+        if recorded.obj.get("torn_tail") is None:
             continue
-        tail = TornTail(int(torn["line"]), int(torn["offset"]), int(torn["bytes"]), bool(torn["nul"]))
-        sentences.append(
-            f"{name} judged up to line {int(recorded['judged_lines']):,} of {tail.line:,} ({tail.describe()})"
+        torn = recorded.child("torn_tail")
+        tail = TornTail(
+            torn.integer("line", 1, required=True) or 1,
+            torn.integer("offset", required=True) or 0,
+            torn.integer("bytes", required=True) or 0,
+            bool(torn.flag("nul", required=True)),
         )
+        judged = recorded.integer("judged_lines", required=True) or 0
+        sentences.append(f"{name} judged up to line {judged:,} of {tail.line:,} ({tail.describe()})")
     return sentences

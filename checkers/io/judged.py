@@ -49,19 +49,24 @@ class Judged:
     root: Path
     files: Mapping[str, FileScan]
     prefix: bool
+    synced: Mapping[str, int]
+    """run.json's `synced`: bytes of each file the harness had synced to disk (none before it)."""
 
     def digests(self) -> dict[str, str]:
         """SHA-256 of each file as scanned: what a cache made from them keys on."""
         return {name: found.sha256 for name, found in self.files.items()}
 
     def recorded(self) -> dict[str, Any]:
-        """result.json's `history_files` (HISTORY_FORMAT.md)."""
-        return {name: {**found.recorded(), "judged_lines": found.lines} for name, found in self.files.items()}
+        """result.json's `history_files` (RESULT_FORMAT.md)."""
+        return {
+            name: {**found.recorded(), "judged_lines": found.lines, "synced_bytes": self.synced.get(name)}
+            for name, found in self.files.items()
+        }
 
 
 def judge(run_dir: Path, *, prefix: bool = False) -> Judged:
     """Scan the run's history files; the first torn one is refused unless `prefix` (see module)."""
-    load_run_json(run_dir)  # a run directory at all, before its files are named
+    run = load_run_json(run_dir)  # a run directory at all, before its files are named
     for name in REQUIRED:
         require_file(run_dir / name, "missing history file")
     present = [name for name in HISTORY_FILES if (run_dir / name).exists()]
@@ -69,9 +74,18 @@ def judge(run_dir: Path, *, prefix: bool = False) -> Judged:
         require_file(run_dir / name, "")
     with ThreadPoolExecutor(max_workers=len(present)) as pool:  # hashlib releases the GIL
         files = dict(zip(present, pool.map(lambda name: scan(run_dir / name), present), strict=True))
+    synced: dict[str, int] = dict(run.get("synced") or {})
+    for name, found in files.items():
+        if found.bytes < synced.get(name, 0):
+            raise HistoryError(
+                f"{found.bytes:,} bytes, but run.json says the harness had synced {synced[name]:,} to "
+                "disk: synced events were lost (a file system that broke its promise, or a file cut "
+                "after the run)",
+                str(found.path),
+            )
     torn = [found for found in files.values() if found.torn is not None]
     if not torn:
-        return Judged(run_dir, files, prefix)
+        return Judged(run_dir, files, prefix, synced)
     if not prefix:
         first = torn[0]
         assert first.torn is not None
@@ -81,7 +95,7 @@ def judge(run_dir: Path, *, prefix: bool = False) -> Judged:
             str(first.path),
             first.torn.line,
         )
-    return Judged(_whole_lines_copy(run_dir, files), files, prefix)
+    return Judged(_whole_lines_copy(run_dir, files), files, prefix, synced)
 
 
 def _whole_lines_copy(run_dir: Path, files: Mapping[str, FileScan]) -> Path:

@@ -16,6 +16,7 @@ from harness.app.crash import note_run_dir
 from harness.app.group_lines import acks_after_heals, every_guarantee, group_lines
 from harness.errors import EnvironmentError_, HarnessError, SparkError
 from harness.history import RESULT
+from harness.history_fields import Fields
 from harness.history_scan import judged_prefixes
 
 _err_console = make_console(stderr=True)
@@ -36,7 +37,9 @@ def _summary(result: dict[str, Any], run_dir: Path) -> str:
                 + ", ".join(f"{name} {counts[name]}" for name in ANOMALY_COUNTS)
                 + acks_after_heals(counts)
             )
-    lines.extend(f"  {line}" for line in judged_prefixes(result.get("history_files") or {}))
+    lines.extend(
+        f"  {line}" for line in judged_prefixes(Fields(result.get("history_files") or {}, run_dir / RESULT))
+    )
     for error in result["errors"]:
         lines.append(f"  CHECKER FAILED: {error['kind']}: {error['error']}")
     if result["unexpected"]:

@@ -29,7 +29,8 @@ from checker_rundirs import (
 )
 from pyspark.sql import SparkSession
 
-from harness.history import CHECK_CACHE, CLIENT, READS, RESULT, WRITES
+from harness.app.cli import main
+from harness.history import CHECK_CACHE, CLIENT, READS, REPORT, RESULT, WRITES
 from harness.waiting import wait_until
 
 pytestmark = pytest.mark.spark
@@ -163,6 +164,18 @@ BAD_INPUTS = {
         {"client": _lines(client_line(5, "p", "fine"), {"time_ns": 6, "process": "p"})},
         f"{CLIENT}:2: field 'message': expected a string of at most 10000 characters, got None",
     ),
+    "shorter-than-synced": (  # the harness had synced more of it to disk than is there
+        {"run": json.dumps(run_json(synced={WRITES: 1_000_000}))},
+        f"{WRITES}: 632 bytes, but run.json says the harness had synced 1,000,000 to disk",
+    ),
+    "synced-not-a-count": (
+        {"run": json.dumps(run_json(synced={WRITES: "all"}))},
+        f"field 'synced.{WRITES}': expected an integer",
+    ),
+    "a-byte-order-mark": (
+        {"reads": "\ufeff" + _lines(*all_ends())},
+        f"{READS}:1: starts with a UTF-8 byte-order mark",
+    ),
     "unknown-format": (
         {"run": json.dumps(run_json(format=7))},
         "unknown format 7; this kafka-chaos reads format 1",
@@ -247,7 +260,8 @@ def test_a_torn_last_line_is_named_with_the_option_that_judges_the_rest(
     assert code == 2
     assert text.strip() == (
         f"error: {run_dir / WRITES}:7: torn tail: line 7 has no newline (a run cut short in a write); "
-        "`kchaos check --prefix` judges its 6 whole lines before it (and says so in the result and the report)"
+        "`kchaos check --prefix` judges its 6 whole lines before it "
+        "(and says so in the result and the report)"
     )
     assert not (run_dir / RESULT).exists()
 
@@ -272,6 +286,9 @@ def test_prefix_judges_the_whole_lines_of_a_torn_file_and_says_so(
     assert recorded["bytes"] == len(whole) + len(tail)
     assert result["history_files"][WRITES]["torn_tail"] is None
     assert (run_dir / READS).read_bytes() == whole + tail  # the evidence is never changed
+    assert main(["report", str(run_dir)]) == 0
+    page = (run_dir / REPORT).read_text()
+    assert f"{READS} judged up to line 9 of 10 (torn tail:" in page
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+import threading
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ from linked import LINK_REFUSED, make_outside, untouched
 from harness.errors import HistoryError
 from harness.history import HistoryWriter, RunDir, fresh_dir, write_atomic
 from harness.history_readers import iter_jsonl, read_json_object
+from harness.waiting import wait_until
 
 
 @pytest.fixture
@@ -146,3 +148,54 @@ def test_history_writer_opens_inside_a_given_root(tmp_path: Path) -> None:
     with HistoryWriter(tmp_path / "run/history/faults.jsonl", tmp_path / "run") as writer:
         writer.write({"time_ns": 1})
     assert (tmp_path / "run/history/faults.jsonl").read_text() == '{"time_ns":1}\n'
+
+
+def test_history_is_synced_and_run_json_says_how_much(tmp_path: Path) -> None:
+    run = RunDir(tmp_path / "run")
+    writes = run.writer("history/writes.jsonl")
+    writes.write({"type": "invoke", "value": "p:1"})
+    run.write_run_json({"topics": []})
+    assert read_json_object(run.root / "run.json")["synced"] == {"history/writes.jsonl": 0}
+    run.sync()
+    size = (run.root / "history/writes.jsonl").stat().st_size
+    assert read_json_object(run.root / "run.json")["synced"] == {"history/writes.jsonl": size}
+    writes.write({"type": "ok", "value": "p:1"})
+    writes.close()  # syncs what is left
+    assert writes.synced_bytes == (run.root / "history/writes.jsonl").stat().st_size > size
+    # run.json read back and written again (as a run does at its end) keeps the newest positions
+    run.write_run_json({**read_json_object(run.root / "run.json"), "replicas": {}})
+    recorded = read_json_object(run.root / "run.json")
+    assert recorded["synced"] == {"history/writes.jsonl": writes.synced_bytes}
+    assert recorded["format"] == 1 and recorded["replicas"] == {}
+
+
+def test_each_fault_boundary_syncs_the_whole_history(tmp_path: Path) -> None:
+    run = RunDir(tmp_path / "run")
+    writes = run.writer("history/writes.jsonl")
+    faults = run.writer("history/faults.jsonl", boundary=True)
+    run.write_run_json({"topics": []})
+    writes.write({"type": "invoke", "value": "p:1"})
+    faults.write({"phase": "start"})
+    synced = read_json_object(run.root / "run.json")["synced"]
+    assert synced == {
+        "history/faults.jsonl": (run.root / "history/faults.jsonl").stat().st_size,
+        "history/writes.jsonl": (run.root / "history/writes.jsonl").stat().st_size,
+    }
+
+
+def test_syncing_syncs_while_a_block_runs_and_as_it_ends(tmp_path: Path) -> None:
+    run = RunDir(tmp_path / "run")
+    writes = run.writer("history/writes.jsonl")
+    run.write_run_json({"topics": []})
+    path = run.root / "history/writes.jsonl"
+    with run.syncing(interval_s=0.01):
+        writes.write({"type": "invoke", "value": "p:1"})
+        wait_until(
+            lambda: (writes.synced_bytes == path.stat().st_size, f"synced {writes.synced_bytes} bytes"),
+            what="the interval's sync",
+            timeout_s=10,
+            interval_s=0.01,
+        )
+        writes.write({"type": "ok", "value": "p:1"})
+    assert read_json_object(run.root / "run.json")["synced"] == {"history/writes.jsonl": path.stat().st_size}
+    assert not [t for t in threading.enumerate() if t.name == "kchaos-history-sync"]
