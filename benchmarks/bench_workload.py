@@ -1,14 +1,17 @@
 """Recording overhead against a bare confluent-kafka loop, side by side on one real cluster.
 
 For each acks mode and paced rate (writes/s per producer), the same number of writes goes through
-(a) a bare confluent-kafka loop that only counts deliveries and (b) a recording `ProducerProcess`
-that appends every invoke and completion to a history file, one write(2) per event. Both pace
-alike (`harness.producer.paced_wait_s`) and are timed from client creation; rounds alternate a/b
-to share the machine's noise, and medians are printed. Per cell: acked writes/s on each side and
-the wall ratio b/a, and the CPU this process spent per write on each side (Python, librdkafka's
-threads; not the brokers') and its ratio b/a. Target: recording costs at most 20%, i.e. both
-ratios <= 1.20, at up to 20,000 writes/s per producer. A rate of 0 writes as fast as the client
-goes (`--unpaced-writes` writes).
+(a) a bare confluent-kafka loop that only counts deliveries, (b) a recording `ProducerProcess`
+that appends every invoke and completion to a history file, one write(2) per event, and (c) the
+same recording in a run directory that syncs its history to disk as a run does
+(`RunDir.syncing`: every `SYNC_INTERVAL_S`, run.json rewritten durably each time). All pace alike
+(`harness.producer.paced_wait_s`) and are timed from client creation; rounds alternate a/b/c to
+share the machine's noise, and medians are printed. Per cell: acked writes/s on each side and the
+wall ratio b/a, the CPU this process spent per write on each side (Python, librdkafka's threads;
+not the brokers') and its ratio b/a, and the ratios c/b of syncing (wall and CPU). Targets:
+recording costs at most 20% (b/a <= 1.20) at up to 20,000 writes/s per producer, and syncing adds
+at most 10% to it (c/b <= 1.10). A rate of 0 writes as fast as the client goes (`--unpaced-writes`
+writes).
 
     .venv/bin/python benchmarks/bench_workload.py [--rates 5000,10000,20000] [--seconds 2] [--rounds 3]
 """
@@ -31,7 +34,7 @@ from confluent_kafka import KafkaError, Message, Producer
 from harness.app.signals import terminate_as_interrupt
 from harness.clients import client_config
 from harness.cluster import ClusterSpec, KafkaCluster
-from harness.history import HistoryWriter, RunClock
+from harness.history import WRITES, HistoryWriter, RunClock, RunDir
 from harness.producer import DEFAULT_PRODUCER_CONFIG, ProducerProcess, paced_wait_s
 
 PARTITIONS = 3
@@ -94,13 +97,34 @@ def recorded(
     config: dict[str, Any], topic: str, acks: str, writes: int, rate_per_s: float, history: Path
 ) -> float:
     with HistoryWriter(history) as writer:
-        process = ProducerProcess(
-            history.stem, topic, PARTITIONS, acks, config, writer, RunClock(), rate_per_s, max_writes=writes
-        )
-        started = time.perf_counter()  # the process creates its client in its thread
-        process.start()
-        process.join(300)
-        elapsed = time.perf_counter() - started
+        return _produced(config, topic, acks, writes, rate_per_s, writer, history.stem)
+
+
+def synced(
+    config: dict[str, Any], topic: str, acks: str, writes: int, rate_per_s: float, run_root: Path
+) -> float:
+    rundir = RunDir(run_root)
+    with rundir.writer(WRITES) as writer, rundir.syncing():
+        rundir.write_run_json({"topics": []})
+        return _produced(config, topic, acks, writes, rate_per_s, writer, run_root.name)
+
+
+def _produced(
+    config: dict[str, Any],
+    topic: str,
+    acks: str,
+    writes: int,
+    rate_per_s: float,
+    writer: HistoryWriter,
+    name: str,
+) -> float:
+    process = ProducerProcess(
+        name, topic, PARTITIONS, acks, config, writer, RunClock(), rate_per_s, max_writes=writes
+    )
+    started = time.perf_counter()  # the process creates its client in its thread
+    process.start()
+    process.join(300)
+    elapsed = time.perf_counter() - started
     assert process.error is None and process.counts.acked == writes, f"recorded: {process.counts}"
     return elapsed
 
@@ -123,7 +147,7 @@ def main() -> None:
     ):
         print(
             f"{'acks':>4} {'rate/s':>7} {'writes':>7} | {'acked/s bare':>12} {'recorded':>9} {'wall x':>7} | "
-            f"{'CPU us/write bare':>17} {'recorded':>9} {'CPU x':>6}"
+            f"{'CPU us/write bare':>17} {'recorded':>9} {'CPU x':>6} | {'synced wall x':>13} {'CPU x':>6}"
         )
         for acks in args.acks.split(","):
             topic = f"bench-acks-{acks}"
@@ -135,23 +159,28 @@ def main() -> None:
                 writes = int(rate * args.seconds) if rate else args.unpaced_writes
                 bare_runs: list[Measured] = []
                 recorded_runs: list[Measured] = []
+                synced_runs: list[Measured] = []
                 for n in range(args.rounds):
                     bare_runs.append(measured(partial(bare, config, topic, writes, rate)))
                     history = Path(tmp) / f"p-{acks}-{rate:.0f}-{n}.jsonl"
                     recorded_runs.append(
                         measured(partial(recorded, config, topic, acks, writes, rate, history))
                     )
-                b_wall, r_wall = (
-                    statistics.median(m.wall_s for m in runs) for runs in (bare_runs, recorded_runs)
+                    run_root = Path(tmp) / f"s-{acks}-{rate:.0f}-{n}"
+                    synced_runs.append(measured(partial(synced, config, topic, acks, writes, rate, run_root)))
+                b_wall, r_wall, s_wall = (
+                    statistics.median(m.wall_s for m in runs)
+                    for runs in (bare_runs, recorded_runs, synced_runs)
                 )
-                b_cpu, r_cpu = (
+                b_cpu, r_cpu, s_cpu = (
                     statistics.median(m.cpu_s for m in runs) / writes * 1e6
-                    for runs in (bare_runs, recorded_runs)
+                    for runs in (bare_runs, recorded_runs, synced_runs)
                 )
                 label = f"{rate:.0f}" if rate else "max"
                 print(
                     f"{acks:>4} {label:>7} {writes:>7} | {writes / b_wall:12.0f} {writes / r_wall:9.0f} "
-                    f"{r_wall / b_wall:7.2f} | {b_cpu:17.2f} {r_cpu:9.2f} {r_cpu / b_cpu:6.2f}",
+                    f"{r_wall / b_wall:7.2f} | {b_cpu:17.2f} {r_cpu:9.2f} {r_cpu / b_cpu:6.2f} | "
+                    f"{s_wall / r_wall:13.2f} {s_cpu / r_cpu:6.2f}",
                     flush=True,
                 )
 
