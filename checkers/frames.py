@@ -93,18 +93,6 @@ def _from_zero(schema: T.StructType) -> Column:
     return condition
 
 
-NOT_UTF8 = "\ufffd"
-"""What Spark's JSON reader makes of bytes that are not UTF-8; no history string holds it."""
-
-
-def _utf8(*names: str) -> Column:
-    """None of these string columns held bytes that were not UTF-8 (null columns are fine)."""
-    condition = F.lit(True)
-    for name in names:
-        condition = condition & ~F.coalesce(F.col(name).contains(NOT_UTF8), F.lit(False))
-    return condition
-
-
 def write_event_is_valid() -> Column:
     """True for a writes.jsonl line that follows the format (see `problems.describe_write`)."""
     return (
@@ -113,7 +101,6 @@ def write_event_is_valid() -> Column:
         & _all_present("time_ns", "process", "topic", "partition", "value")
         & _in_run()
         & _from_zero(WRITE_SCHEMA)
-        & _utf8("process", "value", "error")
     )
 
 
@@ -128,7 +115,6 @@ def read_event_is_valid() -> Column:
         & (~is_record | _all_present("offset", "value"))
         & _in_run()
         & _from_zero(READ_SCHEMA)
-        & _utf8("process", "value")
     )
 
 

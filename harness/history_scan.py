@@ -143,22 +143,50 @@ def _check_utf8(whole_lines: bytes, path: Path, first_line: int) -> None:
         raise HistoryError(f"not UTF-8 (byte {whole_lines[exc.start]:#04x})", str(path), line) from None
 
 
-def judged_prefixes(history_files: Fields) -> list[str]:
-    """A sentence for each file of result.json's `history_files` that was judged up to its torn tail
-    only (`kchaos check --prefix`), e.g. "history/writes.jsonl judged up to line 1,234 of 1,235
-    (torn tail: ...)"; none for a file judged whole."""
-    sentences = []
+@dataclass(frozen=True)
+class JudgedFile:
+    """One file of result.json's `history_files`: what the check read of it and judged."""
+
+    name: str
+    bytes: int
+    lines: int
+    judged_lines: int
+    synced_bytes: int | None
+    sha256: str
+    torn: TornTail | None
+
+    def judged_prefix(self) -> str | None:
+        """ "history/writes.jsonl judged up to line 1,234 of 1,235 (torn tail: ...)" for a file
+        judged up to its torn tail only (`kchaos check --prefix`); None for a file judged whole."""
+        if self.torn is None:
+            return None
+        lines = f"up to line {self.judged_lines:,} of {self.torn.line:,}"
+        return f"{self.name} judged {lines} ({self.torn.describe()})"
+
+
+def judged_files(history_files: Fields) -> list[JudgedFile]:
+    """result.json's `history_files`, each field checked (RESULT_FORMAT.md)."""
+    files = []
     for name in history_files.obj:
         recorded = history_files.child(name, required=True)
-        if recorded.obj.get("torn_tail") is None:
-            continue
-        torn = recorded.child("torn_tail")
-        tail = TornTail(
-            torn.integer("line", 1, required=True) or 1,
-            torn.integer("offset", required=True) or 0,
-            torn.integer("bytes", required=True) or 0,
-            bool(torn.flag("nul", required=True)),
+        torn = None
+        if recorded.obj.get("torn_tail") is not None:
+            tail = recorded.child("torn_tail")
+            torn = TornTail(
+                tail.integer("line", 1, required=True) or 1,
+                tail.integer("offset", required=True) or 0,
+                tail.integer("bytes", required=True) or 0,
+                bool(tail.flag("nul", required=True)),
+            )
+        files.append(
+            JudgedFile(
+                name,
+                recorded.integer("bytes", required=True) or 0,
+                recorded.integer("lines", required=True) or 0,
+                recorded.integer("judged_lines", required=True) or 0,
+                recorded.integer("synced_bytes"),
+                recorded.text("sha256", required=True, longest=64) or "",
+                torn,
+            )
         )
-        judged = recorded.integer("judged_lines", required=True) or 0
-        sentences.append(f"{name} judged up to line {judged:,} of {tail.line:,} ({tail.describe()})")
-    return sentences
+    return files

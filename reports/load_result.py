@@ -17,7 +17,7 @@ from harness.expectation_outcomes import ExpectationOutcome
 from harness.history import ACKS_MODES, RESULT
 from harness.history_fields import Fields
 from harness.history_readers import load_run_json, read_json_object, require_file
-from harness.history_scan import judged_prefixes
+from harness.history_scan import JudgedFile, judged_files
 from harness.limits import MAX_RUN_NS, brief
 
 RESULT_FORMATS = (1,)
@@ -114,8 +114,13 @@ class Result:
     lower bound (result.json's `acks.<mode>.heal_recovery_ms`)."""
     errors: tuple[tuple[str, str], ...] = ()  # (kind, error) of each checker that failed
     groups: tuple[GroupResult, ...] = ()
-    judged_prefixes: tuple[str, ...] = ()
-    """A sentence per history file judged up to a torn tail only (`kchaos check --prefix`)."""
+    history_files: tuple[JudgedFile, ...] = ()
+    """What the check read and judged of each history file (result.json's `history_files`)."""
+
+    @property
+    def judged_prefixes(self) -> list[str]:
+        """A sentence per history file judged up to a torn tail only (`kchaos check --prefix`)."""
+        return [judged for file in self.history_files if (judged := file.judged_prefix()) is not None]
 
 
 def passed(result: Result, expectations: Sequence[ExpectationOutcome]) -> bool:
@@ -239,7 +244,7 @@ def load_result(root: Path) -> Result:
             for e in top.children("errors")
         ),
         groups=_groups(top.child("groups")),
-        judged_prefixes=tuple(judged_prefixes(top.child("history_files"))),
+        history_files=tuple(judged_files(top.child("history_files"))),
     )
 
 

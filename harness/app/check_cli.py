@@ -17,7 +17,7 @@ from harness.app.group_lines import acks_after_heals, every_guarantee, group_lin
 from harness.errors import EnvironmentError_, HarnessError, SparkError
 from harness.history import RESULT
 from harness.history_fields import Fields
-from harness.history_scan import judged_prefixes
+from harness.history_scan import judged_files
 
 _err_console = make_console(stderr=True)
 
@@ -37,9 +37,8 @@ def _summary(result: dict[str, Any], run_dir: Path) -> str:
                 + ", ".join(f"{name} {counts[name]}" for name in ANOMALY_COUNTS)
                 + acks_after_heals(counts)
             )
-    lines.extend(
-        f"  {line}" for line in judged_prefixes(Fields(result.get("history_files") or {}, run_dir / RESULT))
-    )
+    recorded = judged_files(Fields(result.get("history_files") or {}, run_dir / RESULT))
+    lines.extend(f"  {judged}" for file in recorded if (judged := file.judged_prefix()) is not None)
     for error in result["errors"]:
         lines.append(f"  CHECKER FAILED: {error['kind']}: {error['error']}")
     if result["unexpected"]:

@@ -289,6 +289,7 @@ def test_prefix_judges_the_whole_lines_of_a_torn_file_and_says_so(
     assert main(["report", str(run_dir)]) == 0
     page = (run_dir / REPORT).read_text()
     assert f"{READS} judged up to line 9 of 10 (torn tail:" in page
+    assert '<details id="history-files">' in page and "9 + torn tail" in page
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from harness import docker_env
+from harness.app.cli import main
 from harness.app.pytest_plugin import ChaosRun
 from harness.waiting import wait_until
 
@@ -180,3 +181,42 @@ def test_matrix_runs_every_combination_and_writes_the_index(
     for run in runs:
         assert run.name in index
         assert (run / "report" / "index.html").is_file()
+
+
+def test_a_sigkilled_run_is_judged_up_to_its_last_whole_event(tmp_path: Path) -> None:
+    out = tmp_path / "runs"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "harness.app.cli", "run", "baseline", "--duration", "120", "--out", str(out)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+    def synced_writes() -> tuple[bool, str]:
+        runs = list(out.glob("*/run.json"))
+        try:
+            synced = json.loads(runs[0].read_text()).get("synced", {}) if runs else {}
+        except ValueError:  # replaced whole, but read between two of its rewrites
+            synced = {}
+        return synced.get("history/writes.jsonl", 0) > 10_000, f"run.json's synced: {synced}"
+
+    try:
+        wait_until(synced_writes, what="10 kB of writes synced", timeout_s=240, interval_s=0.5)
+    finally:
+        process.kill()  # SIGKILL: no heal, no final read, no teardown
+        process.wait(30)
+    run = next(out.glob("*/"))
+    assert main(["cleanup", "--run", run.name]) == 0
+    writes = (run / "history/writes.jsonl").read_bytes()
+    whole = writes.count(b"\n")
+    assert main(["check", str(run), "--prefix"]) in (0, 1)
+    result = json.loads((run / "check/result.json").read_text())
+    judged = result["history_files"]["history/writes.jsonl"]
+    assert judged["judged_lines"] == whole == result["events"]["writes"]
+    assert 10_000 < judged["synced_bytes"] <= judged["bytes"] == len(writes)
+    assert (judged["torn_tail"] is not None) == (not writes.endswith(b"\n"))
+    assert main(["report", str(run)]) == 0
+    page = (run / "report/index.html").read_text()
+    assert '<details id="history-files">' in page
+    for name, recorded in result["history_files"].items():
+        if recorded["torn_tail"] is not None:
+            assert f"{name} judged up to line {recorded['judged_lines']:,}" in page
