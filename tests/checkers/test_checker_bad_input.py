@@ -140,6 +140,14 @@ BAD_INPUTS = {
         },
         f"{WRITES}:3: field 'value' must be a string, got 2",
     ),
+    "an-object-for-a-value": (  # a type in an input file is never a kafka-chaos bug (exit 3)
+        {
+            "writes": _lines(*acked(100, "p:1", 0), *acked(200, "p:2", 1)).replace(
+                '"value": "p:2"', '"value": {"p": 2}', 1
+            )
+        },
+        f"{WRITES}:3: field 'value' must be a string, got {{\"p\": 2}}",
+    ),
     "single-quoted-strings": (  # not JSON, though Spark's parser takes it by default
         {"writes": _lines(*acked(100, "p:1", 0)).replace('"value": "p:1"', "'value': 'p:1'", 1)},
         f"{WRITES}:1: malformed JSON (Expecting property name enclosed in double quotes",
