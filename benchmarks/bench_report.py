@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from harness.anomaly_kinds import KIND_IDS
 from reports import write_report
 
 S = 1_000_000_000
@@ -30,7 +31,6 @@ SAMPLES = 20_000
 FAULT_WINDOWS = 200
 BUDGET_S = 10.0
 BUDGET_BYTES = 5_000_000
-KINDS = ("lost-write", "divergent-offset", "duplicate", "phantom-write", "unexpected-value", "reordered")
 FAULTS = (
     "kill-leader",
     "pause",
@@ -170,7 +170,9 @@ def result(rng: random.Random) -> dict[str, Any]:
                 "reason": "150 lost, 30 divergent",
             }
         ],
-        "anomalies": {k: {"count": 500, "examples": [example] * 50, "examples_capped": True} for k in KINDS},
+        "anomalies": {
+            k: {"count": 500, "examples": [example] * 50, "examples_capped": True} for k in KIND_IDS
+        },
         "availability": {"bucket_s": 1, "series": series, "latency": [], "recovery": []},
     }
 

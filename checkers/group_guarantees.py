@@ -21,16 +21,17 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from checkers.guarantees import HELD, NOT_PROMISED, UNKNOWN, VIOLATED, parse_version, topic_config
+from harness.anomaly_kinds import promise, violations
 
 TRUNCATION_DETECTED_SINCE = (2, 1)
 """KIP-320: consumers detect a log truncated under them (by leader epoch) from Kafka 2.1."""
 
 
-def _row(gid: str, promise: str, promised: bool, violations: int, reason: str, by: str) -> dict[str, Any]:
+def _row(gid: str, promised: bool, violations: int, reason: str, by: str) -> dict[str, Any]:
     verdict = NOT_PROMISED if not promised else (VIOLATED if violations else HELD)
     return {
         "id": gid,
-        "promise": promise,
+        "promise": promise(gid),
         "promised": promised,
         "promised_by": by,
         "verdict": verdict,
@@ -83,7 +84,6 @@ def group_guarantees(
     coordinator = f"the group coordinator (Kafka {version})"
     caveats = _caveats(run)
     cut = _logs_cut(run, group, faults)
-    skips = int(counts["skipped"]) + int(counts["poll_skips"])
     at_least_once = mode == "after-process"
     skip_reason = {
         "after-process": "commits only offsets of records already processed",
@@ -100,33 +100,29 @@ def group_guarantees(
     return [
         _row(
             "no-consumer-skips",
-            "no record below the group's committed offset goes unprocessed",
             at_least_once and not cut,
-            skips,
+            violations("no-consumer-skips", counts),
             f"{cut or skip_reason}; {counts['skipped']} skipped, {counts['poll_skips']} poll skips{caveats}",
             by,
         ),
         _row(
             "no-redeliveries",
-            "no record is processed twice by the group",
             mode == "before-process",
-            int(counts["redelivered"]),
+            violations("no-redeliveries", counts),
             f"{redelivery_reason}; {counts['redelivered']} redelivered{caveats}",
             by,
         ),
         _row(
             "monotonic-polls",
-            "within a generation, a member's polls of a partition move forward",
             not cut,
-            int(counts["nonmonotonic"]),
+            violations("monotonic-polls", counts),
             f"{cut or monotonic_reason}; {counts['nonmonotonic']} went back{caveats}",
             coordinator,
         ),
         _row(
             "commits-advance",
-            "an accepted commit is never lower than an earlier accepted one",
             synchronous and not cut,
-            int(counts["commit_regressions"]),
+            violations("commits-advance", counts),
             (
                 cut
                 or (

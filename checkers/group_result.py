@@ -38,7 +38,7 @@ A further check of a real 45-s run (20,638 events) took 4.18 s instead of 4.65 s
 task sorting them all is then slower than two shuffled ones. The kinds' rows are then ranked in one
 task too (`_first_and_count`): 4.26 -> 4.06 s (7 alternated)."""
 _KEEP_NULLS = {"ignoreNullFields": "false"}
-_TIME = {
+KIND_TIME = {
     "consumer-skip": "committed_ns",
     "redelivery": "first_ns",
     "poll-skip": "after_ns",
@@ -84,7 +84,7 @@ def _first_and_count(frames: dict[str, DataFrame], *, in_one_task: bool) -> Foun
         frame.select(
             F.lit(kind_id).alias("kind"),
             "group",
-            F.col(_TIME[kind_id]).cast("long").alias("t"),
+            F.col(KIND_TIME[kind_id]).cast("long").alias("t"),
             _position(frame).alias("at"),
             F.to_json(F.struct(*[c for c in frame.columns if c != "group"]), _KEEP_NULLS).alias("row"),
         )
@@ -224,7 +224,7 @@ def _example(row: dict[str, Any], kind_id: str, evidence: _GroupEvidence) -> dic
     """An example with what was going on at its time: the faults active, and the broker
     coordinating the group (the leader of its offsets partition in the last cluster.jsonl sample
     then; null when the offsets topic was not sampled)."""
-    time_ns = row.get(_TIME[kind_id])
+    time_ns = row.get(KIND_TIME[kind_id])
     return {
         **row,
         "faults": active_fault_names(evidence.faults, time_ns),

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from checkers.release_facts import fact, message_format
-from harness.anomaly_kinds import kind
+from harness.anomaly_kinds import kind, promise, violations
 
 HELD, VIOLATED, NOT_PROMISED, UNKNOWN = "held", "violated", "not-promised", "unknown"
 
@@ -110,14 +110,12 @@ def _version_text(config: TopicConfig) -> str:
     return ".".join(map(str, config.version)) if config.version else "unknown version"
 
 
-def _row(
-    config: TopicConfig, gid: str, promise: str, promised: bool, verdict: str, reason: str, by: str
-) -> dict[str, Any]:
+def _row(config: TopicConfig, gid: str, promised: bool, verdict: str, reason: str, by: str) -> dict[str, Any]:
     return {
         "id": gid,
         "topic": config.topic,
         "acks": config.acks,
-        "promise": promise,
+        "promise": promise(gid),
         "promised": promised,
         "promised_by": by,
         "verdict": verdict,
@@ -195,7 +193,7 @@ def _no_lost(config: TopicConfig, counts: Mapping[str, Any]) -> dict[str, Any]:
         conditions.append((_survives_power_loss(config), _power_loss_text(config)))
     promised = _acks_are_durable(config)
     lost, divergent = int(counts["lost"]), int(counts["divergent"])
-    verdict = _judge(promised, lost + divergent, bool(counts["complete"]))
+    verdict = _judge(promised, violations("no-lost-acked-writes", counts), bool(counts["complete"]))
     reason = ", ".join(text for _, text in conditions) + f"; {lost} lost, {divergent} divergent"
     if verdict == UNKNOWN:
         reason += "; the final read is incomplete, so loss cannot be judged"
@@ -203,7 +201,6 @@ def _no_lost(config: TopicConfig, counts: Mapping[str, Any]) -> dict[str, Any]:
     return _row(
         config,
         "no-lost-acked-writes",
-        "no acknowledged write is lost or overwritten",
         promised,
         verdict,
         reason,
@@ -244,7 +241,7 @@ def _no_lost_reads(config: TopicConfig, counts: Mapping[str, Any]) -> dict[str, 
     survives_power_loss = _survives_power_loss(config)
     promised = not config.unclean_leader_election and survives_power_loss
     read_lost = int(counts["read_lost"])
-    verdict = _judge(promised, read_lost, bool(counts["complete"]))
+    verdict = _judge(promised, violations("no-lost-reads", counts), bool(counts["complete"]))
     if config.unclean_leader_election:
         basis = "unclean leader election enabled: an out-of-sync replica may lead without it"
     elif not survives_power_loss:
@@ -259,7 +256,6 @@ def _no_lost_reads(config: TopicConfig, counts: Mapping[str, Any]) -> dict[str, 
     return _row(
         config,
         "no-lost-reads",
-        "a record a consumer read is never lost",
         promised,
         verdict,
         reason + _known_truncation(config, verdict),
@@ -269,7 +265,7 @@ def _no_lost_reads(config: TopicConfig, counts: Mapping[str, Any]) -> dict[str, 
 
 def _replicas_agree(config: TopicConfig, counts: Mapping[str, Any]) -> dict[str, Any]:
     diverged = int(counts["replica_divergent"] or 0)
-    verdict = _judge(True, diverged)
+    verdict = _judge(True, violations("replicas-agree", counts))
     basis = "replicas copy their leader's log and truncate to it after a leader change"
     reason = f"{basis}; {diverged} offsets differ"
     if counts["replicas_not_read"]:
@@ -277,7 +273,6 @@ def _replicas_agree(config: TopicConfig, counts: Mapping[str, Any]) -> dict[str,
     return _row(
         config,
         "replicas-agree",
-        "the replicas of a partition hold the same values below their ends",
         True,
         verdict,
         reason + _known_truncation(config, verdict),
@@ -290,9 +285,8 @@ def _epochs_advance(config: TopicConfig, counts: Mapping[str, Any]) -> dict[str,
     return _row(
         config,
         "epochs-advance",
-        "leader and controller epochs never go backwards",
         True,
-        _judge(True, regressions),
+        _judge(True, violations("epochs-advance", counts)),
         f"always promised: leaders and controllers are fenced by their epochs; {regressions} went backwards",
         _brokers(config),
     )
@@ -307,9 +301,8 @@ def _no_phantom(config: TopicConfig, counts: Mapping[str, Any]) -> dict[str, Any
     return _row(
         config,
         "no-phantom-writes",
-        "a write that failed definitely is never read",
         promised,
-        _judge(promised, phantom),
+        _judge(promised, violations("no-phantom-writes", counts)),
         f"{basis}; {phantom} phantom",
         _brokers(config),
     )
@@ -324,9 +317,8 @@ def _no_duplicates(config: TopicConfig, counts: Mapping[str, Any]) -> dict[str, 
     return _row(
         config,
         "no-duplicates",
-        "no value appears at two offsets",
         config.idempotent,
-        _judge(config.idempotent, duplicated),
+        _judge(config.idempotent, violations("no-duplicates", counts)),
         f"{basis}; {duplicated} duplicated",
         _idempotent_producer(config),
     )
@@ -357,9 +349,8 @@ def _order(config: TopicConfig, counts: Mapping[str, Any]) -> dict[str, Any]:
     return _row(
         config,
         "per-partition-order",
-        "acknowledged writes of one producer to one partition keep their order",
         promised,
-        _judge(promised, reordered),
+        _judge(promised, violations("per-partition-order", counts)),
         f"{basis}; {reordered} reordered",
         _idempotent_producer(config) if config.idempotent else f"the producer client ({config.client})",
     )
@@ -370,9 +361,8 @@ def _no_unexpected(config: TopicConfig, counts: Mapping[str, Any]) -> dict[str, 
     return _row(
         config,
         "no-unexpected-values",
-        "every value read was written by the workload",
         True,
-        _judge(True, unexpected),
+        _judge(True, violations("no-unexpected-values", counts)),
         f"always promised; {unexpected} unexpected",
         f"the brokers and the client together (Kafka {_version_text(config)}, {config.client})",
     )

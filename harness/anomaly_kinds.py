@@ -1,9 +1,14 @@
-"""The anomaly kinds of the run-directory contract (docs/HISTORY_FORMAT.md), in one table.
+"""The anomaly kinds and the guarantees of the run-directory contract (docs/HISTORY_FORMAT.md,
+docs/RESULT_FORMAT.md), in two tables.
 
-Each kind's id (as in result.json's `anomalies`), the name of its count (per acks mode in
-result.json, and in scenario expectations), its title and plain-words explanation (reports), and
-the guarantee it bears on. Checkers (`checkers.checks`), reports and the CLI all read this table;
-adding a kind is one row here plus one checker class.
+A kind is a row: its id (as in result.json's `anomalies`), its family (a topic's or a consumer
+group's), the name of its count (per acks mode in result.json, and in scenario expectations), its
+title and plain-words explanation (reports), the guarantee it bears on, the count its rate is out
+of, its count in plain words (`kchaos run`'s summary) and its trend chart on the index page. A
+guarantee is a row: its id, what it promises and when. Checkers (`checkers.checks`), verdicts
+(`checkers.guarantees`), reports and the CLI all read these tables, and tests/test_kinds_table.py
+fails if a list of kinds anywhere drifts from them; adding a kind is one row here plus one checker
+class, its tests and its docs.
 """
 
 from __future__ import annotations
@@ -11,6 +16,85 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
+
+
+@dataclass(frozen=True)
+class Guarantee:
+    id: str
+    family: str
+    """`topic` (judged per topic) or `group` (per consumer group)."""
+    promise: str
+    """What it promises, as result.json's `promise` says it."""
+    when: str
+    """When it is promised, in short (the verdict's `reason` says why for each run)."""
+
+
+GUARANTEES: tuple[Guarantee, ...] = (
+    Guarantee(
+        "no-lost-acked-writes",
+        "topic",
+        "no acknowledged write is lost or overwritten",
+        "acks=all, replication factor >= 3, min.insync.replicas >= 2, unclean election off, and a "
+        "power loss of every replica only with flush.messages=1",
+    ),
+    Guarantee(
+        "no-lost-reads",
+        "topic",
+        "a record a consumer read is never lost",
+        "unclean election off (a record a consumer can read is on every in-sync replica)",
+    ),
+    Guarantee(
+        "replicas-agree",
+        "topic",
+        "the replicas of a partition hold the same values below their ends",
+        "always",
+    ),
+    Guarantee("epochs-advance", "topic", "leader and controller epochs never go backwards", "always"),
+    Guarantee("no-phantom-writes", "topic", "a write that failed definitely is never read", "acks=all or 1"),
+    Guarantee(
+        "no-duplicates",
+        "topic",
+        "no value appears at two offsets",
+        "the idempotent producer (enable.idempotence, Kafka >= 0.11)",
+    ),
+    Guarantee(
+        "per-partition-order",
+        "topic",
+        "acknowledged writes of one producer to one partition keep their order",
+        "acks=all or 1 on a durable topic, one request in flight or the idempotent producer",
+    ),
+    Guarantee("no-unexpected-values", "topic", "every value read was written by the workload", "always"),
+    Guarantee(
+        "no-consumer-skips",
+        "group",
+        "no record below the group's committed offset goes unprocessed",
+        "at-least-once commit modes (after-process, auto)",
+    ),
+    Guarantee(
+        "no-redeliveries",
+        "group",
+        "no record is processed twice by the group",
+        "the before-process commit mode",
+    ),
+    Guarantee(
+        "monotonic-polls",
+        "group",
+        "within a generation, a member's polls of a partition move forward",
+        "always, on a durable topic",
+    ),
+    Guarantee(
+        "commits-advance",
+        "group",
+        "an accepted commit is never lower than an earlier accepted one",
+        "synchronous commits of the current generation",
+    ),
+)
+GUARANTEE_BY_ID = {guarantee.id: guarantee for guarantee in GUARANTEES}
+
+
+def promise(guarantee_id: str) -> str:
+    """What the guarantee with this id promises (KeyError for an unknown one: the table is the authority)."""
+    return GUARANTEE_BY_ID[guarantee_id].promise
 
 
 @dataclass(frozen=True)
@@ -24,7 +108,16 @@ class AnomalyKind:
     count_help: str
     """One line: what the count counts."""
     guarantee: str
-    """The id of the guarantee (checkers.guarantees) whose verdict this kind decides."""
+    """The id of the guarantee (GUARANTEES) whose verdict this kind decides."""
+    evidence: str
+    """The count in words after "N of M": "acknowledged writes lost"; the second kind of a guarantee
+    words it alone: "overwritten at their offset"."""
+    family: str = "topic"
+    """`topic` (counted per acks mode or topic) or `group` (per consumer group)."""
+    rate_base: str | None = None
+    """The count a rate of this kind is out of (`acked`, `failed`); None: shown as a count only."""
+    trend: str | None = None
+    """The index page's trend chart of this count across runs: its title; None: no chart."""
     per_acks: bool = True
     """Counted per acks mode; False for kinds with no write behind them (unexpected values)."""
     truncated: bool = False
@@ -40,6 +133,9 @@ KINDS: tuple[AnomalyKind, ...] = (
         "partition is read back at the end. Data the application believed was safe is gone.",
         "acknowledged writes missing from the complete final read",
         "no-lost-acked-writes",
+        "acknowledged writes lost",
+        rate_base="acked",
+        trend="lost writes",
         truncated=True,
     ),
     AnomalyKind(
@@ -50,6 +146,9 @@ KINDS: tuple[AnomalyKind, ...] = (
         "and replaced, or two leaders handed out the same offset. Consumers at that offset disagree.",
         "acknowledged writes whose offset holds another value",
         "no-lost-acked-writes",
+        "overwritten at their offset",
+        rate_base="acked",
+        trend="divergent writes",
         truncated=True,
     ),
     AnomalyKind(
@@ -60,6 +159,9 @@ KINDS: tuple[AnomalyKind, ...] = (
         "succeeded. Harmless with idempotent consumers, a bug for everyone else.",
         "values found at more than one offset",
         "no-duplicates",
+        "writes duplicated",
+        rate_base="acked",
+        trend="duplicated writes",
     ),
     AnomalyKind(
         "phantom-write",
@@ -69,6 +171,8 @@ KINDS: tuple[AnomalyKind, ...] = (
         "application that retried or compensated for the failure now has it twice.",
         "failed writes that were read anyway",
         "no-phantom-writes",
+        "failed writes read anyway",
+        rate_base="failed",
     ),
     AnomalyKind(
         "unexpected-value",
@@ -78,6 +182,7 @@ KINDS: tuple[AnomalyKind, ...] = (
         "Never acceptable.",
         "values read that no write invoked",
         "no-unexpected-values",
+        "values read that no write invoked",
         per_acks=False,
     ),
     AnomalyKind(
@@ -92,6 +197,8 @@ KINDS: tuple[AnomalyKind, ...] = (
         "out: actions Retry' line is the retry that fell behind (librdkafka, see docs/FINDINGS.md).",
         "acknowledged writes stored out of their send order",
         "per-partition-order",
+        "acknowledged writes reordered",
+        rate_base="acked",
     ),
     AnomalyKind(
         "read-then-lost",
@@ -102,6 +209,8 @@ KINDS: tuple[AnomalyKind, ...] = (
         "is gone, whatever the acks mode. final_value says what the final read holds at that offset.",
         "records a live consumer read that the complete final read lacks",
         "no-lost-reads",
+        "records read, then lost",
+        rate_base="acked",
         truncated=True,
     ),
     AnomalyKind(
@@ -113,6 +222,8 @@ KINDS: tuple[AnomalyKind, ...] = (
         "consumer reads depends on which replica leads. The broker logs' truncations say how.",
         "offsets at which the replicas of a partition hold different values",
         "replicas-agree",
+        "offsets at which replicas differ",
+        rate_base="acked",
         truncated=True,
     ),
     AnomalyKind(
@@ -124,6 +235,7 @@ KINDS: tuple[AnomalyKind, ...] = (
         "leaders and controllers relies on never happening.",
         "times a leader or controller epoch was seen going backwards",
         "epochs-advance",
+        "times an epoch went backwards",
         per_acks=False,
     ),
 )
@@ -132,6 +244,8 @@ BY_ID = {kind.id: kind for kind in KINDS}
 KIND_IDS = tuple(BY_ID)
 
 WRITE_COUNTS = ("attempted", "acked", "failed", "indeterminate")
+WRITE_RATE_BASE = {"acked": "attempted", "failed": "attempted", "indeterminate": "attempted"}
+"""The outcomes' rates are out of the writes attempted."""
 WRITE_COUNT_HELP = {
     "attempted": "writes the producers started",
     "acked": "writes the broker acknowledged (ok)",
@@ -158,6 +272,9 @@ GROUP_KINDS: tuple[AnomalyKind, ...] = (
         "restarts from the committed offset never sees it. An at-least-once consumer must not skip.",
         "records below the group's committed offset that no member polled",
         "no-consumer-skips",
+        "records skipped below the committed offset",
+        family="group",
+        trend="records skipped by the group",
         per_acks=False,
     ),
     AnomalyKind(
@@ -169,6 +286,9 @@ GROUP_KINDS: tuple[AnomalyKind, ...] = (
         "At-least-once allows it; at-most-once must not.",
         "records the group polled more than once (each counted once)",
         "no-redeliveries",
+        "records processed more than once",
+        family="group",
+        trend="records redelivered",
         per_acks=False,
     ),
     AnomalyKind(
@@ -180,6 +300,8 @@ GROUP_KINDS: tuple[AnomalyKind, ...] = (
         "handed to the application (an out-of-range reset after a truncated log, for example).",
         "consecutive polls that jumped over records the final read holds",
         "no-consumer-skips",
+        "polls jumped over records",
+        family="group",
         per_acks=False,
     ),
     AnomalyKind(
@@ -190,6 +312,8 @@ GROUP_KINDS: tuple[AnomalyKind, ...] = (
         "the same or a lower offset: the position moved back without the application seeking.",
         "consecutive polls whose offset did not increase",
         "monotonic-polls",
+        "polls went back",
+        family="group",
         per_acks=False,
     ),
     AnomalyKind(
@@ -200,10 +324,33 @@ GROUP_KINDS: tuple[AnomalyKind, ...] = (
         "the partition: a member restarting now goes back and processes records again.",
         "accepted commits lower than an earlier accepted commit of the partition",
         "commits-advance",
+        "accepted commits went back",
+        family="group",
         per_acks=False,
     ),
 )
 GROUP_BY_ID = {kind.id: kind for kind in GROUP_KINDS}
+ALL_KINDS = (*KINDS, *GROUP_KINDS)
+RATE_BASE = {**WRITE_RATE_BASE, **{k.count: k.rate_base for k in ALL_KINDS if k.rate_base is not None}}
+"""Each count's rate base: outcomes per attempted write, anomalies per their kind's `rate_base`."""
+
+
+def kinds_of(guarantee_id: str) -> tuple[AnomalyKind, ...]:
+    """The kinds whose counts decide this guarantee, in table order (the first is its main count)."""
+    return tuple(kind for kind in ALL_KINDS if kind.guarantee == guarantee_id)
+
+
+def violations(guarantee_id: str, counts: Mapping[str, Any]) -> int:
+    """How many times the guarantee was broken: the sum of the counts of its kinds (`kinds_of`) in a
+    topic's or group's `counts` (a count that is null, its checker having failed, adds nothing)."""
+    return sum(int(counts.get(kind.count) or 0) for kind in kinds_of(guarantee_id))
+
+
+def trend_metrics(family: str) -> tuple[tuple[str, str], ...]:
+    """(count, title) of the index page's trend charts of a family's kinds."""
+    return tuple((k.count, k.trend) for k in ALL_KINDS if k.family == family and k.trend is not None)
+
+
 GROUP_COUNTS = ("polled", *(kind.count for kind in GROUP_KINDS))
 """The per-group counts of check/result.json's `groups`, and of expectations (`group=g skipped == 0`)."""
 FINAL_READ_COUNTS = frozenset({"lost", "read_lost", *GROUP_COUNTS})

@@ -7,20 +7,12 @@ matters. Kept here so every page (run report, index, JUnit evidence) says the sa
 from __future__ import annotations
 
 from harness.anomaly_kinds import BY_ID, GROUP_BY_ID
+from harness.anomaly_kinds import GUARANTEES as GUARANTEE_ROWS
 
 _KINDS = {**BY_ID, **GROUP_BY_ID}
 
-GUARANTEES: dict[str, str] = {
-    "no-lost-acked-writes": "Acknowledged writes are neither lost nor overwritten.",
-    "no-phantom-writes": "A write that failed definitely is never read.",
-    "no-duplicates": "No value appears at two offsets.",
-    "per-partition-order": "Acknowledged writes of one producer to one partition keep their order.",
-    "no-unexpected-values": "Every value read was written by the workload.",
-    "no-consumer-skips": "No record below the group's committed offset goes unprocessed.",
-    "no-redeliveries": "No record is processed twice by the group.",
-    "monotonic-polls": "Between rebalances, a member's polls of a partition move forward.",
-    "commits-advance": "An accepted commit is never lower than an earlier accepted one.",
-}
+GUARANTEES: dict[str, str] = {g.id: f"{g.promise[0].upper()}{g.promise[1:]}." for g in GUARANTEE_ROWS}
+"""Each guarantee's promise as a sentence (`harness.anomaly_kinds.GUARANTEES`)."""
 
 VERDICTS: dict[str, str] = {
     "held": "the promise was kept",

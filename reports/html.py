@@ -14,7 +14,15 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
-from harness.anomaly_kinds import ANOMALY_COUNTS, COUNT_HELP, COUNT_KEYS, GROUP_BY_ID, GROUP_COUNTS, KIND_IDS
+from harness.anomaly_kinds import (
+    ANOMALY_COUNTS,
+    COUNT_HELP,
+    COUNT_KEYS,
+    GROUP_BY_ID,
+    GROUP_COUNTS,
+    KIND_IDS,
+    RATE_BASE,
+)
 from harness.events import FaultWindow
 from reports import explain, svg, timeline
 from reports.group_timeline import group_chart, lag_chart
@@ -52,20 +60,6 @@ EXAMPLE_FIELDS = (
 )
 LINE_FIELDS = frozenset({"client_log", "truncations", "replicas"})
 """Example fields whose items are lines of text, shown one per line."""
-# The base of each rate: lost / divergent / reordered / duplicated per acknowledged write,
-# phantom per failed write, the outcomes per attempted write.
-RATE_BASE = {
-    "acked": "attempted",
-    "failed": "attempted",
-    "indeterminate": "attempted",
-    "lost": "acked",
-    "divergent": "acked",
-    "duplicated": "acked",
-    "phantom": "failed",
-    "reordered": "acked",
-    "read_lost": "acked",
-    "replica_divergent": "acked",
-}
 
 
 def _asset(name: str) -> Markup:

@@ -20,6 +20,7 @@ from urllib.parse import quote
 
 from markupsafe import Markup
 
+from harness.anomaly_kinds import trend_metrics
 from harness.errors import HarnessError, InputError
 from harness.expectation_outcomes import read_expectations
 from harness.history import REPORT, RESULT, RUN_JSON, WRITES, linked_below, write_atomic
@@ -31,15 +32,8 @@ from reports.summary import build_summary
 from reports.timeline import ACKS_ORDER
 from reports.write import write_report
 
-TREND_METRICS = (
-    ("lost", "lost writes"),
-    ("divergent", "divergent writes"),
-    ("duplicated", "duplicated writes"),
-)
-GROUP_TREND_METRICS = (
-    ("skipped", "records skipped by the group"),
-    ("redelivered", "records redelivered"),
-)
+TREND_METRICS = trend_metrics("topic")
+GROUP_TREND_METRICS = trend_metrics("group")
 GROUP_COLOURS = 8
 """How many group colours report.css has (`g0`...`g7`)."""
 TW, TH, TL, TB = 262, 120, 40, 18  # trend chart width, height, left and bottom margins

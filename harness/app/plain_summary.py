@@ -7,36 +7,10 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from harness.anomaly_kinds import AnomalyKind, kinds_of
 from harness.app.group_lines import each_group_guarantee
 from harness.events import FaultWindow
 from harness.limits import brief
-
-# Each guarantee's counts in words: "0 of 10,117 acknowledged writes lost, 0 overwritten at their
-# offset" (count, what it is out of, its words, and a second count that bears on it, if any).
-_EVIDENCE: dict[str, tuple[str, str, str, tuple[str, str] | None]] = {
-    "no-lost-acked-writes": (
-        "lost",
-        "acked",
-        "acknowledged writes lost",
-        ("divergent", "overwritten at their offset"),
-    ),
-    "no-phantom-writes": ("phantom", "failed", "failed writes read anyway", None),
-    "no-duplicates": ("duplicated", "attempted", "writes duplicated", None),
-    "per-partition-order": ("reordered", "acked", "acknowledged writes reordered", None),
-}
-
-# A consumer group's guarantees, from its counts in result.json's `groups`: its count, its words,
-# and a second count that bears on it, if any.
-_GROUP_EVIDENCE: dict[str, tuple[str, str, tuple[str, str] | None]] = {
-    "no-consumer-skips": (
-        "skipped",
-        "records skipped below the committed offset",
-        ("poll_skips", "polls jumped over records"),
-    ),
-    "no-redeliveries": ("redelivered", "records processed more than once", None),
-    "monotonic-polls": ("nonmonotonic", "polls went back", None),
-    "commits-advance": ("commit_regressions", "accepted commits went back", None),
-}
 
 _HEADLINE = (
     "no-lost-acked-writes",
@@ -119,49 +93,37 @@ def _faults(faults: Sequence[FaultWindow]) -> str:
 
 
 def _anomalies(result: Mapping[str, Any], guarantee: Mapping[str, Any]) -> int:
+    return sum(found for found, _ in _counts(result, guarantee))
+
+
+def _counts(result: Mapping[str, Any], guarantee: Mapping[str, Any]) -> list[tuple[int, AnomalyKind]]:
+    """Each count that decides the guarantee (`kinds_of`: the main one first), for its topic or group;
+    none when its topic's or group's counts do not hold them (unexpected values are the run's)."""
+    counts = _owner(result, guarantee)
+    kinds = kinds_of(str(guarantee.get("id")))
+    if not kinds or kinds[0].count not in counts:
+        return []
+    return [(int(counts.get(kind.count) or 0), kind) for kind in kinds]
+
+
+def _owner(result: Mapping[str, Any], guarantee: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The counts of the guarantee's group or topic in result.json (empty when it has none)."""
     if "group" in guarantee:
-        return sum(_group_counts(result, guarantee))
-    found, _, second = _counts(result, guarantee)
-    return found + second
-
-
-def _counts(result: Mapping[str, Any], guarantee: Mapping[str, Any]) -> tuple[int, int, int]:
-    """The guarantee's count, what it is out of and its second count, for its topic (0s when none)."""
-    if str(guarantee.get("id")) not in _EVIDENCE:
-        return 0, 0, 0
-    count, base, _, also = _EVIDENCE[str(guarantee["id"])]
+        return (result.get("groups") or {}).get(guarantee["group"]) or {}
     topics: list[Mapping[str, Any]] = result.get("topics", [])
-    topic = next((t for t in topics if t.get("topic") == guarantee.get("topic")), {})
-    second = int(topic.get(also[0]) or 0) if also else 0
-    return int(topic.get(count) or 0), int(topic.get(base) or 0), second
-
-
-def _group_counts(result: Mapping[str, Any], guarantee: Mapping[str, Any]) -> tuple[int, int]:
-    """A group guarantee's count and its second count, for its group (0s when none)."""
-    if str(guarantee.get("id")) not in _GROUP_EVIDENCE:
-        return 0, 0
-    count, _, also = _GROUP_EVIDENCE[str(guarantee["id"])]
-    group: Mapping[str, Any] = (result.get("groups") or {}).get(guarantee["group"]) or {}
-    return int(group.get(count) or 0), (int(group.get(also[0]) or 0) if also else 0)
+    return next((t for t in topics if t.get("topic") == guarantee.get("topic")), {})
 
 
 def _phrase(result: Mapping[str, Any], guarantee: Mapping[str, Any]) -> str:
     """`acks=all: 0 of 10,117 acknowledged writes lost, 0 overwritten at their offset`, `group g: 3
     records processed more than once`, or the promise."""
-    if "group" in guarantee:
-        return _group_phrase(result, guarantee)
-    acks = f"acks={guarantee.get('acks')}"
-    if str(guarantee.get("id")) not in _EVIDENCE:
-        return f"{acks}: {guarantee.get('promise')}"
-    found, out_of, second = _counts(result, guarantee)
-    _, _, words, also = _EVIDENCE[str(guarantee["id"])]
-    return f"{acks}: {found:,} of {out_of:,} {words}" + (f", {second:,} {also[1]}" if also else "")
-
-
-def _group_phrase(result: Mapping[str, Any], guarantee: Mapping[str, Any]) -> str:
-    label = f"group {guarantee['group']}"
-    if str(guarantee.get("id")) not in _GROUP_EVIDENCE:
+    label = f"group {guarantee['group']}" if "group" in guarantee else f"acks={guarantee.get('acks')}"
+    counts = _counts(result, guarantee)
+    if not counts:
         return f"{label}: {guarantee.get('promise')}"
-    found, second = _group_counts(result, guarantee)
-    _, words, also = _GROUP_EVIDENCE[str(guarantee["id"])]
-    return f"{label}: {found:,} {words}" + (f", {second:,} {also[1]}" if also else "")
+    (found, main), *also = counts
+    base = main.rate_base
+    out_of = "" if base is None else f" of {int(_owner(result, guarantee).get(base) or 0):,}"
+    return f"{label}: {found:,}{out_of} {main.evidence}" + "".join(
+        f", {count:,} {kind.evidence}" for count, kind in also
+    )

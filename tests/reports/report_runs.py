@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from faults import make_fault
-from harness.anomaly_kinds import COUNT_KEYS
+from harness.anomaly_kinds import COUNT_KEYS, GROUP_BY_ID, KIND_IDS
 from harness.events import fault_event
 
 S = 1_000_000_000
@@ -23,7 +23,6 @@ TOPICS = [
 ]
 KILL = make_fault("kill")
 PARTITION = make_fault("partition", {"shape": "isolate-from-zookeeper"})
-KINDS = ("lost-write", "divergent-offset", "duplicate", "phantom-write", "unexpected-value", "reordered")
 
 
 def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
@@ -145,7 +144,7 @@ def result(
         "topics": [{"topic": f"chaos-acks-{m}", "acks": m, **c, "complete": True} for m, c in acks.items()],
         "guarantees": guarantees,
         "anomalies": {
-            k: anomalies.get(k, {"count": 0, "examples": [], "examples_capped": False}) for k in KINDS
+            k: anomalies.get(k, {"count": 0, "examples": [], "examples_capped": False}) for k in KIND_IDS
         },
         "availability": {
             "bucket_s": 1,
@@ -332,8 +331,7 @@ def failing_group() -> dict[str, Any]:
         "committed_ns": 22 * S,
         "faults": ["kill-member"],
     }
-    kinds = ("consumer-skip", "redelivery", "poll-skip", "nonmonotonic-poll", "commit-regression")
-    anomalies = {k: {"count": 0, "examples": [], "examples_capped": False} for k in kinds}
+    anomalies = {k: {"count": 0, "examples": [], "examples_capped": False} for k in GROUP_BY_ID}
     anomalies["consumer-skip"] = {
         "count": 2,
         "examples": [skip, {**skip, "offset": 78}],
