@@ -34,7 +34,7 @@ from confluent_kafka import KafkaError, Message, Producer
 from harness.app.signals import terminate_as_interrupt
 from harness.clients import client_config
 from harness.cluster import ClusterSpec, KafkaCluster
-from harness.history import WRITES, HistoryWriter, RunClock, RunDir
+from harness.contract.history import WRITES, HistoryWriter, RunClock, RunDir
 from harness.producer import DEFAULT_PRODUCER_CONFIG, ProducerProcess, paced_wait_s
 
 PARTITIONS = 3

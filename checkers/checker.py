@@ -1,4 +1,4 @@
-"""The `Checker` protocol and its registry: one checker per anomaly kind of `harness.anomaly_kinds`.
+"""The `Checker` protocol and its registry: one checker per anomaly kind of `harness.contract.anomaly_kinds`.
 
 A checker finds the anomalous rows of its kind (one row per anomaly, with the columns of result.json's
 examples) and adds evidence to the few rows that become examples. `checkers.kind_results` runs every
@@ -17,7 +17,7 @@ from pyspark.sql import functions as F
 
 from checkers import anomalies
 from checkers.io import History, topic_acks
-from harness.anomaly_kinds import KIND_IDS, AnomalyKind
+from harness.contract.anomaly_kinds import KIND_IDS, AnomalyKind
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ from pyspark.sql import DataFrame
 
 from checkers import anomalies, replication
 from checkers.checker import CheckInputs, register
-from harness.anomaly_kinds import kind
+from harness.contract.anomaly_kinds import kind
 
 
 class _Unflagged:

@@ -12,7 +12,15 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from harness.events import READ_FIELDS, READ_PHASES, READ_TYPES, WRITE_FIELDS, WRITE_TYPES, Field, FieldType
+from harness.contract.events import (
+    READ_FIELDS,
+    READ_PHASES,
+    READ_TYPES,
+    WRITE_FIELDS,
+    WRITE_TYPES,
+    Field,
+    FieldType,
+)
 from harness.limits import MAX_RUN_NS
 
 CORRUPT = "_corrupt"

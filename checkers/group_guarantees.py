@@ -21,7 +21,7 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from checkers.guarantees import HELD, NOT_PROMISED, UNKNOWN, VIOLATED, parse_version, topic_config
-from harness.anomaly_kinds import promise, violations
+from harness.contract.anomaly_kinds import promise, violations
 
 TRUNCATION_DETECTED_SINCE = (2, 1)
 """KIP-320: consumers detect a log truncated under them (by leader epoch) from Kafka 2.1."""

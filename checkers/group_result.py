@@ -24,10 +24,10 @@ from checkers.group_guarantees import group_guarantees
 from checkers.heals import Heal, heal_times
 from checkers.io import History
 from checkers.session import kept
-from harness.anomaly_kinds import GROUP_BY_ID, GROUP_KINDS
-from harness.events import FaultWindow
-from harness.groups import OFFSETS_TOPIC, group_offsets_partition, offsets_partitions
-from harness.history_fields import COMMIT_PHASES
+from harness.contract.anomaly_kinds import GROUP_BY_ID, GROUP_KINDS
+from harness.contract.coordinators import OFFSETS_TOPIC, group_offsets_partition, offsets_partitions
+from harness.contract.events import FaultWindow
+from harness.contract.history_fields import COMMIT_PHASES
 
 EXAMPLES = 10  # per kind and group
 ONE_PARTITION_EVENTS = 100_000

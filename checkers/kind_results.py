@@ -28,7 +28,7 @@ from checkers.checker import Checker, CheckInputs, registered
 from checkers.evidence import ClientLog, ClusterTimeline, TruncationLog, active_fault_names
 from checkers.io import History
 from checkers.session import kept
-from harness.events import FaultWindow
+from harness.contract.events import FaultWindow
 from harness.limits import MAX_RUN_NS
 
 EXAMPLE_CAP = 50

@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from checkers.frames import COUNTED_FROM_ZERO
-from harness.events import READ_FIELDS, READ_PHASES, READ_TYPES, WRITE_FIELDS, WRITE_TYPES
+from harness.contract.events import READ_FIELDS, READ_PHASES, READ_TYPES, WRITE_FIELDS, WRITE_TYPES
 from harness.limits import MAX_RUN_NS
 
 _FIELDS = {field.name: field.type for field in (*WRITE_FIELDS, *READ_FIELDS)}

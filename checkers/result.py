@@ -21,8 +21,8 @@ from checkers.heals import heals, longest_heal_recovery
 from checkers.io import History, topic_acks
 from checkers.kind_results import Evidence, Found, anomalies_entry, run_checkers, submit_part
 from checkers.session import kept_until_done
-from harness.anomaly_kinds import COUNT_KEYS, KINDS, WRITE_COUNTS, unread_partitions
-from harness.history import ACKS_MODES
+from harness.contract.anomaly_kinds import COUNT_KEYS, KINDS, WRITE_COUNTS, unread_partitions
+from harness.contract.history import ACKS_MODES
 
 RESULT_FORMAT = 1
 _OUTCOME_COUNT = {"ok": "acked", "fail": "failed", "info": "indeterminate"}

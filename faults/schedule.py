@@ -27,9 +27,9 @@ from faults.triggers import ZOOKEEPER_EVENTS, Trigger, Watched
 from faults.watches import watch_for
 from harness.cluster import KafkaCluster
 from harness.cluster_state import ClusterSnapshot
+from harness.contract.events import fault_event
+from harness.contract.history import HistoryWriter, RunClock
 from harness.errors import ClusterError, ConfigError, FaultError, HarnessError
-from harness.events import fault_event
-from harness.history import HistoryWriter, RunClock
 from harness.limits import MAX_DURATION_S
 
 MODES = ("mix", "sequence")

@@ -35,9 +35,10 @@ from typing import Any
 from faults.base import coerce_int, text_param
 from harness.cluster import KafkaCluster
 from harness.cluster_state import ClusterSnapshot, PartitionState
+from harness.contract.coordinators import OFFSETS_TOPIC, coordinator_partition
+from harness.contract.nodes import broker_name, node_name
 from harness.errors import ClusterError, TargetError
-from harness.groups import OFFSETS_TOPIC, coordinator_partition
-from harness.services import Node, broker_name, node_name
+from harness.services import Node
 
 PARTITION_ROLES = {
     "leader": "leader",

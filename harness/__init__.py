@@ -14,7 +14,7 @@ Public API (imported from its module, so `import harness.errors` stays cheap for
 - `harness.images`: `KafkaDistribution` (a release by version, tarball or directory), `ensure_kafka_image`.
 - `harness.workload`: `Workload`, `WorkloadSpec`; `harness.experiment`: `run_experiment`, `ExperimentSpec`.
 - `harness.app.scenario`: `load_scenario`, `Scenario`; `harness.app.runner`: `run_scenario`, `RunOutcome`.
-- `harness.history`: run-directory layout, `RunClock`, `HistoryWriter`; `harness.history_readers`:
-  run.json and the small history files, read strictly.
+- `harness.contract.history`: run-directory layout, `RunClock`, `HistoryWriter`;
+  `harness.contract.history_readers`: run.json and the small history files, read strictly.
 - `harness.errors`: the `HarnessError` tree.
 """

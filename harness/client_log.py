@@ -14,7 +14,7 @@ import re
 from typing import Any
 
 from harness.clients import is_known_deprecation, librdkafka_log
-from harness.history import HistoryWriter, RunClock
+from harness.contract.history import HistoryWriter, RunClock
 
 _THREAD_PREFIX = re.compile(r"^\[thrd:[^\]]*\]: ")
 

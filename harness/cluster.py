@@ -35,21 +35,15 @@ from harness.broker_config import (
     validate_overrides,
 )
 from harness.cluster_state import ClusterSnapshot, MetadataReader
+from harness.contract.history import new_run_id
+from harness.contract.history_fields import METADATA_MODES
+from harness.contract.nodes import CONTROLLER_ID_BASE
 from harness.errors import ClusterError, ConfigError, Failures
 from harness.groups import ConsumerGroups
-from harness.history import new_run_id
-from harness.history_fields import METADATA_MODES
 from harness.images import LOCAL_BASE_IMAGE, KafkaDistribution, KafkaImage, ensure_kafka_image
 from harness.kraft_state import Endpoint, KRaftStateReader
 from harness.run_network import NO_NETWORK, create_network
-from harness.services import (
-    CONTROLLER_ID_BASE,
-    KafkaBroker,
-    KafkaLaunch,
-    KRaftController,
-    Node,
-    ZooKeeperNode,
-)
+from harness.services import KafkaBroker, KafkaLaunch, KRaftController, Node, ZooKeeperNode
 from harness.waiting import wait_until
 from harness.zkstate import ZkStateReader
 

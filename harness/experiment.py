@@ -26,9 +26,8 @@ from harness.clients import client_versions
 from harness.cluster import ClusterSpec, KafkaCluster
 from harness.cluster_state import ClusterSampler
 from harness.consumer import FinalReadResult
-from harness.errors import HarnessError, ReadinessTimeout
-from harness.groups import OFFSETS_TOPIC
-from harness.history import (
+from harness.contract.coordinators import OFFSETS_TOPIC
+from harness.contract.history import (
     CLUSTER,
     FAULTS,
     HARNESS_LOG,
@@ -40,7 +39,8 @@ from harness.history import (
     open_append,
     write_atomic,
 )
-from harness.history_readers import load_run_json
+from harness.contract.history_readers import load_run_json
+from harness.errors import HarnessError, ReadinessTimeout
 from harness.workload import Workload, WorkloadSpec
 
 log = logging.getLogger("kchaos")

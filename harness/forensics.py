@@ -16,9 +16,9 @@ from pathlib import PurePosixPath
 from typing import IO, Any
 
 from harness.broker_config import DATA_DIR, KAFKA_LOG_DIR
+from harness.contract.events import replica_state, replica_values
+from harness.contract.history import NODE_LOGS, REPLICAS, RunDir, write_atomic
 from harness.errors import ClusterError, HarnessError
-from harness.events import replica_state, replica_values
-from harness.history import NODE_LOGS, REPLICAS, RunDir, write_atomic
 from harness.replica_logs import (
     CHECKPOINTS,
     PARTITION_DIR,

@@ -15,13 +15,13 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 
+from harness.contract.history import NODE_LOGS, HistoryWriter, RunClock, RunDir, open_append
+from harness.contract.history_fields import COMMIT_MODES
 from harness.errors import ConfigError, FaultError
-from harness.history import NODE_LOGS, HistoryWriter, RunClock, RunDir, open_append
-from harness.history_fields import COMMIT_MODES
 from harness.limits import brief
 
 log = logging.getLogger("kchaos")
@@ -39,41 +39,6 @@ DEFAULT_MEMBER_CONFIG: dict[str, Any] = {
     "auto.commit.interval.ms": 1000,
     "fetch.wait.max.ms": 100,
 }
-
-
-OFFSETS_TOPIC = "__consumer_offsets"
-
-
-def java_string_hash(text: str) -> int:
-    """Java's String.hashCode: 32-bit signed, over UTF-16 code units."""
-    h = 0
-    units = text.encode("utf-16-be")
-    for i in range(0, len(units), 2):
-        h = (31 * h + int.from_bytes(units[i : i + 2], "big")) & 0xFFFFFFFF
-    return h - 2**32 if h >= 2**31 else h
-
-
-def coordinator_partition(group: str, partitions: int) -> int:
-    """The __consumer_offsets partition whose leader coordinates `group`: Kafka's
-    `Utils.abs(groupId.hashCode) % partitions`, where abs(MIN_VALUE) is 0 (checked on 0.9.0.1 against
-    DescribeGroups for a group whose hash is negative)."""
-    h = java_string_hash(group)
-    return (0 if h == -(2**31) else abs(h)) % partitions
-
-
-def offsets_partitions(run: Mapping[str, Any]) -> int | None:
-    """How many partitions run.json's `offsets_topic` says __consumer_offsets has (None: no groups, or
-    the count could not be read)."""
-    offsets = run.get("offsets_topic")
-    count = offsets.get("partitions") if isinstance(offsets, Mapping) else None
-    return count if isinstance(count, int) and not isinstance(count, bool) and count > 0 else None
-
-
-def group_offsets_partition(group: str, declared: int | None, sampled: Iterable[int]) -> int | None:
-    """`coordinator_partition` over `declared` (`offsets_partitions`), or for a run.json without it
-    over the offsets partitions cluster.jsonl sampled; None when neither is known."""
-    count = declared or max(sampled, default=-1) + 1
-    return coordinator_partition(group, count) if count else None
 
 
 @dataclass(frozen=True)

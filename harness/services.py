@@ -22,6 +22,7 @@ from testcontainers.core.container import DockerContainer
 from testcontainers.core.network import Network
 
 from harness import docker_env
+from harness.contract.nodes import CONTROLLER_ID_BASE, broker_name, controller_name, zookeeper_name
 from harness.errors import ClusterError
 from harness.retrying import docker_call
 
@@ -179,33 +180,6 @@ class Node:
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name} {self.ip}>"
-
-
-def broker_name(broker_id: int) -> str:
-    """The container (and fault target) name of a broker."""
-    return f"kafka-{broker_id}"
-
-
-def zookeeper_name(number: int) -> str:
-    """The container (and fault target) name of a ZooKeeper node, numbered from 1."""
-    return f"zk-{number}"
-
-
-CONTROLLER_ID_BASE = 100
-"""A dedicated KRaft controller's node id is this plus its number (101, 102, ...), apart from the
-brokers' ids (1 to 9), so that an id names one node whatever its role."""
-
-
-def controller_name(number: int) -> str:
-    """The container (and fault target) name of a dedicated KRaft controller, numbered from 1."""
-    return f"controller-{number}"
-
-
-def node_name(node_id: int) -> str:
-    """The name of the node with Kafka node id `node_id`: a broker, or a dedicated KRaft controller."""
-    if node_id > CONTROLLER_ID_BASE:
-        return controller_name(node_id - CONTROLLER_ID_BASE)
-    return broker_name(node_id)
 
 
 class ZooKeeperNode(Node):

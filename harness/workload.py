@@ -18,10 +18,19 @@ from harness.client_log import ClientLog
 from harness.clients import client_config
 from harness.cluster import KafkaCluster
 from harness.consumer import FinalReadResult, LiveConsumer, final_read
+from harness.contract.history import (
+    ACKS_MODES,
+    CLIENT,
+    CONSUMES,
+    READS,
+    WRITES,
+    HistoryWriter,
+    RunClock,
+    RunDir,
+)
+from harness.contract.history_fields import setting_problem
 from harness.errors import ConfigError, HarnessError
 from harness.groups import ConsumerGroups, GroupSpec
-from harness.history import ACKS_MODES, CLIENT, CONSUMES, READS, WRITES, HistoryWriter, RunClock, RunDir
-from harness.history_fields import setting_problem
 from harness.limits import brief
 from harness.producer import (
     DEFAULT_PRODUCER_CONFIG,

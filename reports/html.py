@@ -14,7 +14,7 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
-from harness.anomaly_kinds import (
+from harness.contract.anomaly_kinds import (
     ANOMALY_COUNTS,
     COUNT_HELP,
     COUNT_KEYS,
@@ -23,7 +23,7 @@ from harness.anomaly_kinds import (
     KIND_IDS,
     RATE_BASE,
 )
-from harness.events import FaultWindow
+from harness.contract.events import FaultWindow
 from reports import explain, svg, timeline
 from reports.group_timeline import group_chart, lag_chart
 from reports.load import Run

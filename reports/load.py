@@ -4,7 +4,8 @@ samples (`load_cluster`).
 Only the small files are read (never writes.jsonl / reads.jsonl): per-second series come from
 result.json. Everything is turned into small frozen dataclasses so the renderers never touch raw
 JSON; every field they use is checked as it is read (for run.json and the JSONL files, by
-`harness.history_readers`). Unusable input raises HistoryError (with path, line and field) or InputError.
+`harness.contract.history_readers`). Unusable input raises HistoryError (with path, line and
+field) or InputError.
 """
 
 from __future__ import annotations
@@ -13,11 +14,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.events import FaultWindow, fault_windows
-from harness.expectation_outcomes import ExpectationOutcome, read_expectations
-from harness.groups import offsets_partitions
-from harness.history import FAULTS
-from harness.history_readers import iter_fault_events, load_run_json
+from harness.contract.coordinators import offsets_partitions
+from harness.contract.events import FaultWindow, fault_windows
+from harness.contract.expectation_outcomes import ExpectationOutcome, read_expectations
+from harness.contract.history import FAULTS
+from harness.contract.history_readers import iter_fault_events, load_run_json
 from reports.load_cluster import ClusterSample, load_cluster
 from reports.load_result import NS, Result, load_result, passed
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.history_readers import iter_cluster_samples
+from harness.contract.history_readers import iter_cluster_samples
 
 
 @dataclass(frozen=True)

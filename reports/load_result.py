@@ -1,6 +1,6 @@
 """Reading a run's check/result.json for the report, into small frozen dataclasses.
 
-Every field the renderers use is checked as it is read (`harness.history_fields.Fields`, naming
+Every field the renderers use is checked as it is read (`harness.contract.history_fields.Fields`, naming
 file and field); an unusable file raises HistoryError or InputError.
 """
 
@@ -11,13 +11,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.anomaly_kinds import COUNT_KEYS, GROUP_BY_ID, GROUP_COUNTS, KIND_IDS
+from harness.contract.anomaly_kinds import COUNT_KEYS, GROUP_BY_ID, GROUP_COUNTS, KIND_IDS
+from harness.contract.expectation_outcomes import ExpectationOutcome
+from harness.contract.history import ACKS_MODES, RESULT
+from harness.contract.history_fields import Fields
+from harness.contract.history_readers import load_run_json, read_json_object, require_file
+from harness.contract.history_scan import JudgedFile, judged_files
 from harness.errors import InputError
-from harness.expectation_outcomes import ExpectationOutcome
-from harness.history import ACKS_MODES, RESULT
-from harness.history_fields import Fields
-from harness.history_readers import load_run_json, read_json_object, require_file
-from harness.history_scan import JudgedFile, judged_files
 from harness.limits import MAX_RUN_NS, brief
 
 RESULT_FORMATS = (1,)

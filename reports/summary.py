@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from harness.anomaly_kinds import KIND_IDS
-from harness.expectation_outcomes import ExpectationOutcome
+from harness.contract.anomaly_kinds import KIND_IDS
+from harness.contract.expectation_outcomes import ExpectationOutcome
 from reports.load import RunInfo
 from reports.load_result import GroupResult, Guarantee, Result, passed
 

@@ -13,9 +13,9 @@ import math
 from collections import defaultdict
 from collections.abc import Callable
 
-from harness.events import FaultWindow
-from harness.groups import OFFSETS_TOPIC, group_offsets_partition
-from harness.services import node_name
+from harness.contract.coordinators import OFFSETS_TOPIC, group_offsets_partition
+from harness.contract.events import FaultWindow
+from harness.contract.nodes import node_name
 from reports import svg
 from reports.load import Run
 from reports.load_cluster import ClusterSample

@@ -1,8 +1,12 @@
 """The layering rule, checked on the source: `make lint` runs it, and so does the test suite.
 
     harness.app             top floor: CLI, runner, scenarios, pytest plugin, consoles
-    faults | checkers | reports   independent of each other
-    harness                 ground floor: errors, history, cluster, services, workload
+    faults                  faults, on the harness's cluster
+    checkers | reports      independent of each other and of faults; of the harness, they read the
+                            run-directory contract only
+    harness                 ground floor: cluster, services, workload, experiment
+    harness.contract        the run-directory contract: names, events, readers, kinds, guarantees
+    harness.errors, .limits, .userdirs   the base: errors, input limits, the user's directories
 
 A module may import only from its own layer and the layers below it, and only at module level: an
 import inside a function is how a cycle hides, so there is none (pyspark loads at import like the
@@ -21,19 +25,31 @@ PACKAGES = ("harness", "faults", "checkers", "reports")
 MIDDLE = ("faults", "checkers", "reports")
 
 
+BASE = ("harness.errors", "harness.limits", "harness.userdirs")
+
+
 def layer_of(module: str) -> str | None:
-    """`app`, `faults`, `checkers`, `reports` or `ground` for our modules; None for anything else."""
+    """`app`, `faults`, `checkers`, `reports`, `ground`, `contract` or `base` for our modules; None
+    for anything else."""
     top = module.split(".")[0]
     if top not in PACKAGES:
         return None
-    if module == "harness.app" or module.startswith("harness.app."):
-        return "app"
+    for layer, package in (("app", "harness.app"), ("contract", "harness.contract")):
+        if module == package or module.startswith(f"{package}."):
+            return layer
+    if module in BASE:
+        return "base"
     return "ground" if top == "harness" else top
 
 
 def allowed(importer: str, imported: str) -> bool:
-    # ground imports nothing above it; faults, checkers and reports not each other
-    return importer == imported or importer == "app" or imported == "ground"
+    """Whether a module of layer `importer` may import one of layer `imported`."""
+    if importer in (imported, "app") or imported == "base":
+        return True
+    if imported == "contract":
+        return importer != "base"
+    # the rest of the harness: for itself and the faults; checkers and reports read the contract only
+    return imported == "ground" and importer in ("ground", "faults")
 
 
 def _module_name(path: Path) -> str:

@@ -55,8 +55,8 @@ from reorder_analysis import Delivery, Run, analyse, log_lines_between
 
 from faults import Fault, make_fault
 from harness.cluster import ClusterSpec, KafkaCluster
+from harness.contract.history import new_run_id
 from harness.errors import ReadinessTimeout
-from harness.history import new_run_id
 from harness.producer import DEFAULT_PRODUCER_CONFIG
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -1,4 +1,4 @@
-"""No list of kinds or guarantees drifts from the tables of `harness.anomaly_kinds`: every place that
+"""No list of kinds or guarantees drifts from the tables of `harness.contract.anomaly_kinds`: every place that
 lists kinds or guarantees (checkers, verdicts, reports, the CLI's summary, the docs, the test and
 benchmark fixtures) holds every row and nothing else, and each verdict counts its kinds' rows."""
 
@@ -17,7 +17,7 @@ from checkers.checker import registered
 from checkers.group_guarantees import group_guarantees
 from checkers.group_result import KIND_TIME
 from checkers.guarantees import derive_guarantees
-from harness.anomaly_kinds import (
+from harness.contract.anomaly_kinds import (
     ALL_KINDS,
     ANOMALY_COUNTS,
     GROUP_COUNTS,

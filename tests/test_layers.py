@@ -21,10 +21,16 @@ def test_the_source_keeps_its_layers() -> None:
 
 def test_layers_of_modules() -> None:
     assert layers.layer_of("harness.app.cli") == "app"
-    assert layers.layer_of("harness.history") == "ground"
+    assert layers.layer_of("harness.contract.history") == "contract"
+    assert layers.layer_of("harness.cluster") == "ground"
+    assert layers.layer_of("harness.errors") == "base"
     assert layers.layer_of("faults.schedule") == "faults"
     assert layers.layer_of("pyspark.sql") is None
-    assert layers.allowed("app", "checkers") and layers.allowed("reports", "ground")
+    assert layers.allowed("app", "checkers") and layers.allowed("reports", "contract")
+    assert layers.allowed("faults", "ground") and layers.allowed("contract", "base")
+    assert not layers.allowed("reports", "ground")  # the run-directory contract only
+    assert not layers.allowed("checkers", "ground")
+    assert not layers.allowed("contract", "ground")
     assert not layers.allowed("ground", "faults")
     assert not layers.allowed("reports", "checkers")
     assert not layers.allowed("faults", "app")

@@ -30,7 +30,7 @@ import pyarrow.json as pa_json
 import pyarrow.parquet as pa_parquet
 from pyspark.sql import types as T
 
-from harness import strictjson
+from harness.contract import strictjson
 from harness.errors import HistoryError
 from harness.limits import brief
 

@@ -44,8 +44,7 @@ from checkers.io.sources import (
     with_corrupt,
 )
 from checkers.session import spark_errors
-from harness.errors import HistoryError
-from harness.history import (
+from harness.contract.history import (
     CHECK_CACHE,
     CLUSTER,
     CONSUMES,
@@ -55,7 +54,8 @@ from harness.history import (
     remove_dir,
     write_atomic,
 )
-from harness.history_readers import iter_jsonl
+from harness.contract.history_readers import iter_jsonl
+from harness.errors import HistoryError
 
 CACHE_VERSION = 13
 _FINGERPRINT = "fingerprint.json"

@@ -18,9 +18,9 @@ from checkers.io.judged import judge
 from checkers.io.layout import Layout, check_layout
 from checkers.io.sources import uri
 from checkers.session import empty_frame, spark_errors
-from harness.broker_logs import LogEvent
-from harness.events import FaultWindow
-from harness.history import CLUSTER, CONSUMES, REPLICAS, RESULT, linked_below, write_atomic
+from harness.contract.broker_logs import LogEvent
+from harness.contract.events import FaultWindow
+from harness.contract.history import CLUSTER, CONSUMES, REPLICAS, RESULT, linked_below, write_atomic
 
 
 @dataclass(frozen=True)

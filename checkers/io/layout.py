@@ -8,11 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from checkers.io.sources import SOURCES
-from harness.broker_logs import LogEvent, read_broker_logs
-from harness.errors import HistoryError
-from harness.events import FaultWindow, fault_windows
-from harness.history import CONSUMES, FAULTS, NODE_LOGS, REPLICAS, RESULT
-from harness.history_readers import (
+from harness.contract.broker_logs import LogEvent, read_broker_logs
+from harness.contract.events import FaultWindow, fault_windows
+from harness.contract.history import CONSUMES, FAULTS, NODE_LOGS, REPLICAS, RESULT
+from harness.contract.history_readers import (
     iter_client_lines,
     iter_cluster_samples,
     iter_consume_lines,
@@ -21,6 +20,7 @@ from harness.history_readers import (
     load_run_json,
     require_file,
 )
+from harness.errors import HistoryError
 
 SPARK_GLOB_CHARACTERS = "[]{}*?\\"
 """Characters that Spark's file sources read as a glob pattern in a path, with no way to quote them."""

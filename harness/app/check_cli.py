@@ -10,14 +10,14 @@ import typer
 
 from checkers.check import check_run
 from checkers.class_archive import build
-from harness.anomaly_kinds import ANOMALY_COUNTS
 from harness.app.console import make_console, print_error
 from harness.app.crash import note_run_dir
 from harness.app.group_lines import acks_after_heals, every_guarantee, group_lines
+from harness.contract.anomaly_kinds import ANOMALY_COUNTS
+from harness.contract.history import RESULT
+from harness.contract.history_fields import Fields
+from harness.contract.history_scan import judged_files
 from harness.errors import EnvironmentError_, HarnessError, SparkError
-from harness.history import RESULT
-from harness.history_fields import Fields
-from harness.history_scan import judged_files
 
 _err_console = make_console(stderr=True)
 

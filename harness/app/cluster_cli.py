@@ -12,9 +12,9 @@ from harness.app.smoke import SMOKE_TOPIC, run_smoke
 from harness.broker_config import ConfigValue
 from harness.cluster import ClusterSpec, KafkaCluster
 from harness.cluster_state import ClusterSnapshot
+from harness.contract.history import new_run_id
+from harness.contract.nodes import node_name
 from harness.errors import ConfigError
-from harness.history import new_run_id
-from harness.services import node_name
 
 console = make_console()
 MAX_SMOKE_MESSAGES = 10_000_000

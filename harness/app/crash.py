@@ -12,7 +12,7 @@ import traceback
 from collections.abc import Sequence
 from pathlib import Path
 
-from harness.history import HARNESS_LOG, RUN_JSON
+from harness.contract.history import HARNESS_LOG, RUN_JSON
 from harness.userdirs import user_cache_dir
 
 _run_dir: Path | None = None

@@ -17,8 +17,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from harness.anomaly_kinds import COUNT_KEYS, FINAL_READ_COUNTS, GROUP_COUNTS, unread_partitions
-from harness.expectation_outcomes import FAILED, HELD, UNKNOWN, ExpectationOutcome
+from harness.contract.anomaly_kinds import COUNT_KEYS, FINAL_READ_COUNTS, GROUP_COUNTS, unread_partitions
+from harness.contract.expectation_outcomes import FAILED, HELD, UNKNOWN, ExpectationOutcome
 
 HEAL_RECOVERY = "heal_recovery_ms"
 """Per acks mode, the longest time after a heal until every partition acknowledged a write again;

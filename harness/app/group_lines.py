@@ -8,7 +8,7 @@ import math
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from harness.anomaly_kinds import GROUP_COUNTS
+from harness.contract.anomaly_kinds import GROUP_COUNTS
 
 
 def group_lines(result: Mapping[str, Any]) -> list[str]:

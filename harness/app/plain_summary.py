@@ -7,9 +7,9 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from harness.anomaly_kinds import AnomalyKind, kinds_of
 from harness.app.group_lines import each_group_guarantee
-from harness.events import FaultWindow
+from harness.contract.anomaly_kinds import AnomalyKind, kinds_of
+from harness.contract.events import FaultWindow
 from harness.limits import brief
 
 _HEADLINE = (

@@ -19,7 +19,7 @@ import pytest
 from harness.app.runner import RunOutcome, run_scenario
 from harness.app.scenario import Scenario, load_scenario
 from harness.cluster import ClusterSpec, KafkaCluster
-from harness.history import RunClock, RunDir, new_run_id
+from harness.contract.history import RunClock, RunDir, new_run_id
 from harness.workload import Workload, WorkloadSpec
 
 ChaosRun = Callable[..., RunOutcome]

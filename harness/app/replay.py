@@ -16,10 +16,10 @@ from typing import Any
 
 from harness.app.scenario import Scenario, load_scenario
 from harness.app.scenario_dump import pinned
+from harness.contract.expectation_outcomes import FAILED, ExpectationOutcome, read_expectations
+from harness.contract.history import RESULT, SCENARIO
+from harness.contract.history_readers import load_run_json, read_json_object
 from harness.errors import ConfigError, HistoryError
-from harness.expectation_outcomes import FAILED, ExpectationOutcome, read_expectations
-from harness.history import RESULT, SCENARIO
-from harness.history_readers import load_run_json, read_json_object
 from harness.images import KafkaImage
 
 

@@ -19,8 +19,8 @@ from harness.app.runner import RunOutcome, run_scenario
 from harness.app.scenario import Scenario
 from harness.app.scenario_dump import scenario_yaml, with_timeline
 from harness.app.shrink import Candidate, Step, Timeline, reproduces, shrink
+from harness.contract.history import write_atomic
 from harness.errors import ConfigError
-from harness.history import write_atomic
 
 console = make_console()
 MAX_RUNS = 1000

@@ -10,7 +10,6 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from harness.anomaly_kinds import COUNT_KEYS
 from harness.app import options
 from harness.app.console import make_console
 from harness.app.crash import note_run_dir
@@ -20,10 +19,11 @@ from harness.app.progress import phase_times, run_ticker
 from harness.app.runner import RunOutcome, run_scenario
 from harness.app.scenario import Scenario, builtin_scenarios, check_aims, load_scenario
 from harness.app.scenario_dump import on_release
+from harness.contract.anomaly_kinds import COUNT_KEYS
+from harness.contract.events import fault_windows
+from harness.contract.history import ACKS_MODES, FAULTS
+from harness.contract.history_readers import iter_fault_events
 from harness.errors import ConfigError, HarnessError
-from harness.events import fault_windows
-from harness.history import ACKS_MODES, FAULTS
-from harness.history_readers import iter_fault_events
 from harness.limits import MAX_DURATION_S, MAX_SEED, brief
 from reports import write_index
 

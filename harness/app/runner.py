@@ -17,10 +17,8 @@ from harness.app.crash import note_run_dir
 from harness.app.scenario import FaultPlan, Scenario
 from harness.app.scenario_dump import scenario_yaml, with_timeline
 from harness.cluster import KafkaCluster
-from harness.errors import ConfigError
-from harness.expectation_outcomes import ExpectationOutcome, write_expectations
-from harness.experiment import ExperimentResult, run_experiment
-from harness.history import (
+from harness.contract.expectation_outcomes import ExpectationOutcome, write_expectations
+from harness.contract.history import (
     SCENARIO,
     HistoryWriter,
     RunClock,
@@ -28,6 +26,8 @@ from harness.history import (
     new_run_id,
     write_atomic,
 )
+from harness.errors import ConfigError
+from harness.experiment import ExperimentResult, run_experiment
 from harness.workload import Workload
 from reports import write_report
 

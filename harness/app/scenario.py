@@ -24,10 +24,11 @@ from harness.app.scenario_fields import MAX_NAME, MAX_TEXT, Fields, fail
 from harness.app.scenario_groups import parse_groups
 from harness.app.yamlfile import read_yaml
 from harness.cluster import ClusterSpec
+from harness.contract.coordinators import OFFSETS_TOPIC
+from harness.contract.history import ACKS_MODES
+from harness.contract.nodes import broker_name, controller_name, zookeeper_name
 from harness.errors import ConfigError, TargetError
 from harness.experiment import ExperimentSpec
-from harness.groups import OFFSETS_TOPIC
-from harness.history import ACKS_MODES
 from harness.limits import (
     MAX_DURATION_S,
     MAX_INT64,
@@ -38,7 +39,6 @@ from harness.limits import (
     MAX_SEED,
     brief,
 )
-from harness.services import broker_name, controller_name, zookeeper_name
 from harness.workload import WorkloadSpec
 
 BUILTIN_DIR = Path(__file__).resolve().parent / "scenarios"

@@ -12,8 +12,8 @@ from harness.app.console import make_console
 from harness.app.crash import note_run_dir
 from harness.app.progress import Progress, phase_times, summary_table
 from harness.cluster import ClusterSpec
+from harness.contract.history import RunDir, new_run_id
 from harness.experiment import ExperimentSpec, run_experiment
-from harness.history import RunDir, new_run_id
 from harness.limits import MAX_DURATION_S, MAX_MESSAGE_BYTES, MAX_PRODUCERS, MAX_RATE
 from harness.workload import Workload, WorkloadSpec
 

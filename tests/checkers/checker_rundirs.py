@@ -10,7 +10,17 @@ from typing import Any
 import pytest
 
 from harness.app.cli import main
-from harness.history import CLIENT, CLUSTER, CONSUMES, FAULTS, NODE_LOGS, READS, REPLICAS, RUN_JSON, WRITES
+from harness.contract.history import (
+    CLIENT,
+    CLUSTER,
+    CONSUMES,
+    FAULTS,
+    NODE_LOGS,
+    READS,
+    REPLICAS,
+    RUN_JSON,
+    WRITES,
+)
 
 TOPICS: list[dict[str, Any]] = [
     {"name": "t-all", "partitions": 2, "replication_factor": 3, "acks": "all"},

@@ -23,7 +23,7 @@ from checkers.checks import (
     ReorderedWrites,
     UnexpectedValues,
 )
-from harness.anomaly_kinds import KIND_IDS
+from harness.contract.anomaly_kinds import KIND_IDS
 
 pytestmark = pytest.mark.spark
 

@@ -30,7 +30,7 @@ from checker_rundirs import (
 from pyspark.sql import SparkSession
 
 from harness.app.cli import main
-from harness.history import CHECK_CACHE, CLIENT, READS, REPORT, RESULT, WRITES
+from harness.contract.history import CHECK_CACHE, CLIENT, READS, REPORT, RESULT, WRITES
 from harness.waiting import wait_until
 
 pytestmark = pytest.mark.spark

@@ -31,7 +31,7 @@ from checkers.checker import CheckInputs
 from checkers.checks import DivergentOffsets, PhantomWrites, ReorderedWrites, UnexpectedValues
 from checkers.io import cache as checker_cache
 from checkers.synthetic import ANOMALIES, generate
-from harness.history import READS, RESULT, RUN_JSON, WRITES
+from harness.contract.history import READS, RESULT, RUN_JSON, WRITES
 
 pytestmark = pytest.mark.spark
 

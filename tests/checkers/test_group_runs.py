@@ -18,9 +18,9 @@ from benchmarks.side_files_reference import checked_group_counts, final_offsets,
 from checkers import group_result, session
 from checkers.check import check_run
 from checkers.io.cache import parsed_table
-from harness.anomaly_kinds import GROUP_COUNTS
 from harness.app.cli import main
-from harness.history import CONSUMES, RESULT
+from harness.contract.anomaly_kinds import GROUP_COUNTS
+from harness.contract.history import CONSUMES, RESULT
 
 pytestmark = pytest.mark.spark
 

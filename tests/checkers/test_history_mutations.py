@@ -24,7 +24,7 @@ from checker_rundirs import FAULT, SAMPLE, acked, all_ends, kchaos_check, make_r
 from pyspark.sql import SparkSession
 
 from harness.app.cli import main
-from harness.history import READS, RESULT, WRITES
+from harness.contract.history import READS, RESULT, WRITES
 
 pytestmark = pytest.mark.spark
 

@@ -17,10 +17,10 @@ from checkers.checks import ReadThenLost
 from checkers.io import check_layout
 from checkers.io.cache import parsed_table
 from checkers.replication import epoch_regressions, replica_divergence
-from harness.anomaly_kinds import KIND_IDS
 from harness.app.cli import main
+from harness.contract.anomaly_kinds import KIND_IDS
+from harness.contract.history import CLUSTER, REPLICAS
 from harness.errors import HistoryError
-from harness.history import CLUSTER, REPLICAS
 
 ACKS = {"t-all": "all", "t-1": "1"}
 

@@ -18,7 +18,7 @@ from checker_rundirs import acked, all_ends, make_run, record
 from pyspark.sql import SparkSession
 
 from harness.app.cli import main
-from harness.history import RESULT
+from harness.contract.history import RESULT
 from harness.waiting import wait_until
 
 pytestmark = pytest.mark.spark

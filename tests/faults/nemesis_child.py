@@ -9,7 +9,7 @@ from pathlib import Path
 
 from faults.schedule import Nemesis, Schedule
 from harness.cluster import KafkaCluster
-from harness.history import HistoryWriter, RunClock
+from harness.contract.history import HistoryWriter, RunClock
 
 SCHEDULE = Schedule.from_entries(
     [

@@ -18,7 +18,7 @@ from faultkit import TOPIC, make_topic
 from faults.iptables import leftover_rules
 from faults.schedule import Nemesis, Schedule
 from harness.cluster import KafkaCluster
-from harness.history import HistoryWriter, RunClock
+from harness.contract.history import HistoryWriter, RunClock
 from harness.waiting import wait_until
 
 pytestmark = pytest.mark.docker

@@ -16,13 +16,13 @@ from faults.network import cut_links, link, one_way
 from faults.schedule import Schedule, ScheduleEntry
 from faults.targets import choose, coordinated_group
 from harness.cluster_state import ClusterSnapshot, PartitionState
-from harness.errors import ConfigError, TargetError
-from harness.groups import (
+from harness.contract.coordinators import (
     coordinator_partition,
     group_offsets_partition,
     java_string_hash,
     offsets_partitions,
 )
+from harness.errors import ConfigError, TargetError
 
 BROKERS = ["kafka-1", "kafka-2", "kafka-3", "kafka-4", "kafka-5"]
 ZKS = ["zk-1"]

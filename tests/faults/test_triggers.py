@@ -16,9 +16,9 @@ from faults.schedule import Nemesis, Schedule
 from faults.triggers import Trigger, seen
 from harness.cluster import KafkaCluster
 from harness.cluster_state import ClusterSnapshot, PartitionState
+from harness.contract.history import HistoryWriter, RunClock
 from harness.errors import ConfigError
 from harness.groups import MemberState
-from harness.history import HistoryWriter, RunClock
 
 
 def snap(

@@ -19,8 +19,8 @@ from harness import docker_env, workload
 from harness.app.cli import main
 from harness.broker_config import KafkaVersion
 from harness.cluster import ClusterSpec, KafkaCluster
+from harness.contract.history import RunClock, RunDir, new_run_id
 from harness.errors import ClusterError, HistoryError
-from harness.history import RunClock, RunDir, new_run_id
 
 LIVE_RUN = "20260101-120000-cluster-aaaa"
 DEAD_RUN = "20260101-120000-killed-bbbb"

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from harness.client_log import ClientLog
-from harness.history import HistoryWriter, RunClock
-from harness.history_readers import iter_client_lines
+from harness.contract.history import HistoryWriter, RunClock
+from harness.contract.history_readers import iter_client_lines
 
 FORMAT = "%s [%s] %s"  # how confluent-kafka calls a client's logger
 DEPRECATION = "Configuration property api.version.request is deprecated: ..."

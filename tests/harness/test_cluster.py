@@ -25,8 +25,8 @@ from harness.app.cli import main
 from harness.app.smoke import run_smoke
 from harness.clients import client_config
 from harness.cluster import ClusterSpec, KafkaCluster
+from harness.contract.history import new_run_id
 from harness.errors import ConfigError
-from harness.history import new_run_id
 from harness.images import KafkaImage
 from harness.waiting import wait_until
 

@@ -9,13 +9,13 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from harness.anomaly_kinds import ANOMALY_COUNTS
 from harness.app import run_cli
 from harness.app.check_cli import _summary
 from harness.app.group_lines import group_lines
 from harness.app.progress import phase_times
 from harness.app.runner import RunOutcome
-from harness.history import RunDir
+from harness.contract.anomaly_kinds import ANOMALY_COUNTS
+from harness.contract.history import RunDir
 
 GROUP = {
     "commit": "before-process",

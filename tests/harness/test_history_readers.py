@@ -10,9 +10,14 @@ from typing import Any
 
 import pytest
 
+from harness.contract.history_readers import (
+    iter_cluster_samples,
+    iter_fault_events,
+    iter_jsonl,
+    load_run_json,
+)
+from harness.contract.strictjson import MAX_LINE_BYTES
 from harness.errors import HistoryError
-from harness.history_readers import iter_cluster_samples, iter_fault_events, iter_jsonl, load_run_json
-from harness.strictjson import MAX_LINE_BYTES
 
 GOOD = b'{"a": 1}\n'
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from harness.app.plain_summary import plain_summary
-from harness.events import FaultWindow
+from harness.contract.events import FaultWindow
 
 
 def guarantee(gid: str, acks: str, promised: bool, verdict: str) -> dict[str, Any]:

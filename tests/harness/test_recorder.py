@@ -17,8 +17,8 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException
 
 import harness.producer
-from harness.events import write_event
-from harness.history import HistoryWriter, RunClock
+from harness.contract.events import write_event
+from harness.contract.history import HistoryWriter, RunClock
 from harness.producer import ProducerProcess, paced_wait_s
 from harness.recorder import Recorder, WriteLines
 from harness.waiting import wait_until

@@ -15,7 +15,7 @@ import pytest
 from harness import docker_env
 from harness.clients import client_config
 from harness.cluster import KafkaCluster
-from harness.history import READS, WRITES, HistoryWriter, RunClock, RunDir
+from harness.contract.history import READS, WRITES, HistoryWriter, RunClock, RunDir
 from harness.outcomes import classify
 from harness.producer import ProducerProcess
 from harness.waiting import wait_until

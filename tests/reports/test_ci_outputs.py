@@ -14,10 +14,10 @@ from report_runs import S, make_failing, make_passing
 from reportpage import parse
 from typer.testing import CliRunner
 
-from harness.anomaly_kinds import COUNT_KEYS, GROUP_COUNTS
 from harness.app.cli import main
 from harness.app.report_cli import register
-from harness.expectation_outcomes import ExpectationOutcome, write_expectations
+from harness.contract.anomaly_kinds import COUNT_KEYS, GROUP_COUNTS
+from harness.contract.expectation_outcomes import ExpectationOutcome, write_expectations
 from reports import write_index, write_report
 
 SCHEMA = xmlschema.XMLSchema(Path(__file__).with_name("junit.xsd"))

@@ -20,9 +20,9 @@ from harness.app.runner import RunOutcome, build_schedule
 from harness.app.scenario import builtin_scenarios, load_scenario, parse_scenario
 from harness.app.scenario_dump import pinned, scenario_yaml, with_timeline
 from harness.app.shrink import Candidate, Step, Timeline, candidates, reproduces, shrink
+from harness.contract.expectation_outcomes import ExpectationOutcome, read_expectations
+from harness.contract.history import EXPECTATIONS, RunDir
 from harness.errors import HistoryError
-from harness.expectation_outcomes import ExpectationOutcome, read_expectations
-from harness.history import EXPECTATIONS, RunDir
 
 KILL = ScheduleEntry(10.0, 30.0, "kill", {"target": "leader"})
 PAUSE = ScheduleEntry(35.0, 45.0, "pause", {"target": "one"})

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from harness.app.scenario import load_scenario
-from harness.history import CLIENT, RUN_JSON, SCENARIO
+from harness.contract.history import CLIENT, RUN_JSON, SCENARIO
 
 pytestmark = [pytest.mark.docker, pytest.mark.spark]
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from harness.app.scenario import parse_scenario
-from harness.expectation_outcomes import ExpectationOutcome
+from harness.contract.expectation_outcomes import ExpectationOutcome
 
 
 def _judged(outcome: ExpectationOutcome) -> tuple[str, Any]:

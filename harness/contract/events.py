@@ -10,10 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from harness.errors import HistoryError
-from harness.replica_logs import SegmentContents
 
 WRITE_TYPES = ("invoke", "ok", "fail", "info")
 READ_TYPES = ("record", "end")
@@ -108,11 +107,27 @@ def read_end(
     }
 
 
+class ReplicaContents(Protocol):
+    """What was read of a replica's log segments (`harness.replica_logs.SegmentContents`)."""
+
+    @property
+    def offsets(self) -> list[int]: ...
+
+    @property
+    def unreadable(self) -> int: ...
+
+    @property
+    def torn_bytes(self) -> int: ...
+
+    @property
+    def log_end_offset(self) -> int | None: ...
+
+
 def replica_state(
     broker: int,
     topic: str,
     partition: int,
-    contents: SegmentContents,
+    contents: ReplicaContents,
     high_watermark: int | None,
     recovery_point: int | None,
 ) -> dict[str, Any]:

@@ -20,8 +20,8 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.contract.history_fields import Fields
 from harness.errors import HistoryError
-from harness.history_fields import Fields
 
 BYTE_ORDER_MARK = b"\xef\xbb\xbf"
 _CHUNK_BYTES = 16 << 20

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.history import EXPECTATIONS, write_atomic
-from harness.history_fields import Fields
-from harness.strictjson import read_file
+from harness.contract.history import EXPECTATIONS, write_atomic
+from harness.contract.history_fields import Fields
+from harness.contract.strictjson import read_file
 
 HELD, FAILED, UNKNOWN = "held", "failed", "unknown"
 VERDICTS = (HELD, FAILED, UNKNOWN)

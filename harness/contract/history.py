@@ -1,7 +1,7 @@
 """The run directory of HISTORY_FORMAT.md (format 1): layout, the run clock, and writing.
 
 This module is the one place that knows file names and the format number; the harness writes
-through it, and `harness.history_readers` reads run.json and the small files by its names.
+through it, and `harness.contract.history_readers` reads run.json and the small files by its names.
 
 Run directories travel (attached to tickets, downloaded from CI), so what is in one is data: every
 file kafka-chaos writes inside a run directory goes through `write_atomic`, `open_append` or
@@ -26,8 +26,8 @@ from typing import Any
 
 import orjson
 
+from harness.contract.history_fields import ACKS_MODES as ACKS_MODES
 from harness.errors import HistoryError
-from harness.history_fields import ACKS_MODES as ACKS_MODES
 
 _log = logging.getLogger(__name__)
 

@@ -1,5 +1,5 @@
 """Reading a run directory (HISTORY_FORMAT.md, format 1): run.json and the small history files,
-read strictly and checked for the fields readers use (`harness.history_fields`), with HistoryError
+read strictly and checked for the fields readers use (`harness.contract.history_fields`), with HistoryError
 naming the file, line and field of anything unusable. Spark reads the large files (`checkers.io`).
 """
 
@@ -10,10 +10,9 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from harness import strictjson
-from harness.errors import HistoryError
-from harness.history import CLIENT, CLUSTER, CONSUMES, FAULTS, KNOWN_FORMATS, REPLICAS, RUN_JSON
-from harness.history_fields import (
+from harness.contract import strictjson
+from harness.contract.history import CLIENT, CLUSTER, CONSUMES, FAULTS, KNOWN_FORMATS, REPLICAS, RUN_JSON
+from harness.contract.history_fields import (
     check_client_line,
     check_cluster_sample,
     check_consume_line,
@@ -21,6 +20,7 @@ from harness.history_fields import (
     check_replica_line,
     check_run,
 )
+from harness.errors import HistoryError
 from harness.limits import brief
 
 
@@ -40,7 +40,7 @@ def load_run_json(root: Path) -> dict[str, Any]:
 
 
 def read_json_object(path: Path) -> dict[str, Any]:
-    """A whole-file JSON object (run.json, result.json), read strictly (`harness.strictjson`)."""
+    """A whole-file JSON object (run.json, result.json), read strictly (`harness.contract.strictjson`)."""
     value = strictjson.read_file(path)
     if not isinstance(value, dict):
         raise HistoryError("expected a JSON object", str(path), 1)

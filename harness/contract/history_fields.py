@@ -76,7 +76,7 @@ class Fields:
         return value
 
     def number(self, key: str, low: float = 0.0, high: float = 1e15, required: bool = False) -> float | None:
-        """A number (JSON's are finite: `harness.strictjson`) from `low` to `high`, as a float."""
+        """A number (JSON's are finite: `harness.contract.strictjson`) from `low` to `high`, as a float."""
         expected = f"a number from {low:g} to {high:g}"
         value = self._get(key, required, expected)
         if value is None:
