@@ -13,11 +13,13 @@ import re
 import signal
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager, suppress
 from functools import partial
 from pathlib import Path
 from types import FrameType
+from typing import Any, TypeVar
 
 from py4j.java_gateway import JavaGateway, JavaObject  # type: ignore[import-untyped]
 from py4j.protocol import Py4JError, Py4JJavaError  # type: ignore[import-untyped]
@@ -116,7 +118,7 @@ def _conf(
         .set("spark.sql.catalogImplementation", "in-memory")
         .set("spark.sql.ansi.enabled", "false")
         # A check runs its independent parts side by side, each in its own scheduler pool
-        # (`kind_results.submit_part`): FAIR between them, so the part made of many short jobs is not queued
+        # (`submit_part`): FAIR between them, so the part made of many short jobs is not queued
         # behind another's long tasks (10M-event first checks, alternated: 4 of 4 faster, 1.5-10 s).
         .set("spark.scheduler.mode", "FAIR")
         # Per-second latency percentiles keep one digest per (acks mode, second): thousands of keys.
@@ -391,3 +393,24 @@ def _spark_reason(exc: BaseException) -> str:
             cause = cause.getCause()
         return str(cause.getMessage() or cause.getClass().getSimpleName()).splitlines()[0][:300]
     return _first_line(exc)
+
+
+_T = TypeVar("_T")
+
+
+def submit_part(
+    pool: ThreadPoolExecutor,
+    context: SparkContext,
+    scheduler_pool: str,
+    work: Callable[..., _T],
+    *args: Any,
+) -> Future[_T]:
+    """Run `work` in `pool`, its jobs on `context` in the FAIR scheduler's pool `scheduler_pool` (see
+    `checkers.session`): parts of a check submitted side by side share the cores, so a part made of
+    many small jobs is not queued behind the long tasks of another."""
+
+    def run() -> _T:
+        context.setLocalProperty("spark.scheduler.pool", scheduler_pool)
+        return work(*args)
+
+    return pool.submit(run)

@@ -9,8 +9,7 @@ moved, a rebalance, or a commit blocking the poll loop while the coordinator mov
 from __future__ import annotations
 
 from reports import svg
-from reports.load import Run
-from reports.load_result import NS, GroupResult
+from reports.load import NS, GroupResult, Run
 from reports.svg import Frame
 from reports.timeline import fault_bands
 

@@ -26,8 +26,7 @@ from harness.contract.anomaly_kinds import (
 from harness.contract.events import FaultWindow
 from reports import explain, svg, timeline
 from reports.group_timeline import group_chart, lag_chart
-from reports.load import Run
-from reports.load_result import NS, Anomalies, Guarantee
+from reports.load import NS, Anomalies, Guarantee, Run
 
 EXAMPLE_FIELDS = (
     "topic",

@@ -26,8 +26,7 @@ from harness.contract.history import REPORT, RESULT, RUN_JSON, WRITES, linked_be
 from harness.errors import HarnessError, InputError
 from reports import svg
 from reports.html import environment
-from reports.load import load_info
-from reports.load_result import load_result
+from reports.load import load_info, load_result
 from reports.summary import build_summary
 from reports.timeline import ACKS_ORDER
 from reports.write import write_report

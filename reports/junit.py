@@ -16,8 +16,7 @@ from datetime import datetime
 
 from harness.contract.anomaly_kinds import BY_ID, GROUP_BY_ID
 from reports import explain
-from reports.load import Run
-from reports.load_result import Anomalies, Guarantee
+from reports.load import Anomalies, Guarantee, Run
 
 MAX_EVIDENCE = 20
 

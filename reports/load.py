@@ -1,26 +1,377 @@
-"""Reading a run for the report: run.json, check/result.json (`load_result`), faults and cluster
-samples (`load_cluster`).
+"""Reading a run for the report: run.json, check/result.json, faults and cluster samples, into small
+frozen dataclasses.
 
 Only the small files are read (never writes.jsonl / reads.jsonl): per-second series come from
-result.json. Everything is turned into small frozen dataclasses so the renderers never touch raw
-JSON; every field they use is checked as it is read (for run.json and the JSONL files, by
-`harness.contract.history_readers`). Unusable input raises HistoryError (with path, line and
-field) or InputError.
+result.json. The renderers never touch raw JSON; every field they use is checked as it is read
+(`harness.contract.history_fields.Fields` for result.json, `harness.contract.history_readers` for
+run.json and the JSONL files, naming file, line and field). Unusable input raises HistoryError or
+InputError.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.contract.anomaly_kinds import COUNT_KEYS, GROUP_BY_ID, GROUP_COUNTS, KIND_IDS
 from harness.contract.coordinators import offsets_partitions
 from harness.contract.events import FaultWindow, fault_windows
 from harness.contract.expectation_outcomes import ExpectationOutcome, read_expectations
-from harness.contract.history import FAULTS
-from harness.contract.history_readers import iter_fault_events, load_run_json
-from reports.load_cluster import ClusterSample, load_cluster
-from reports.load_result import NS, Result, load_result, passed
+from harness.contract.history import ACKS_MODES, FAULTS, RESULT
+from harness.contract.history_fields import Fields
+from harness.contract.history_readers import (
+    iter_cluster_samples,
+    iter_fault_events,
+    load_run_json,
+    read_json_object,
+    require_file,
+)
+from harness.contract.history_scan import JudgedFile, judged_files
+from harness.errors import InputError
+from harness.limits import MAX_RUN_NS, brief
+
+RESULT_FORMATS = (1,)
+NS = 1_000_000_000
+MAX_T_S = MAX_RUN_NS // NS
+
+
+@dataclass(frozen=True)
+class Guarantee:
+    id: str
+    topic: str
+    acks: str
+    promise: str
+    promised: bool
+    verdict: str
+    reason: str
+    promised_by: str
+
+
+@dataclass(frozen=True)
+class Anomalies:
+    kind: str
+    count: int | None  # None: its checker failed
+    examples: tuple[dict[str, Any], ...]
+    capped: bool
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class GroupResult:
+    """One consumer group's counts, commit outcomes, guarantees and anomalies (result.json `groups`)."""
+
+    name: str
+    commit: str
+    commit_async: bool
+    members: int | None
+    counts: dict[str, int]
+    commits: dict[str, int]
+    guarantees: tuple[Guarantee, ...]
+    anomalies: tuple[Anomalies, ...]
+    series: tuple[GroupSecond, ...] = ()
+    recovery: tuple[dict[str, Any], ...] = ()
+    """Per fault, when the group read every partition written to again after its heal (result.json's
+    `groups.<name>.recovery`)."""
+    heal_recovery: tuple[float, bool] | None = None
+    """The longest time after a heal until the group polled every partition written to again, and
+    whether it is a lower bound (result.json's `groups.<name>.heal_recovery_ms`); None: not judged."""
+
+
+@dataclass(frozen=True)
+class GroupSecond:
+    """What a group did in one second of run time (result.json `groups.<name>.series`)."""
+
+    t_s: int
+    polled: int
+    commits_ok: int
+    commits_failed: int
+    assigns: int
+    generation: int | None
+    lag: int = 0
+
+
+@dataclass(frozen=True)
+class SeriesRow:
+    acks: str
+    t_s: int
+    acked: int
+    failed: int
+    indeterminate: int
+    lost: int
+    divergent: int
+    p50_ms: float | None
+    p99_ms: float | None
+    max_ms: float | None
+
+
+@dataclass(frozen=True)
+class Result:
+    valid: bool
+    complete: bool
+    unexpected: int
+    checked_at: str
+    incomplete_partitions: tuple[tuple[str, int, str | None], ...]
+    """(topic, partition, why the final read did not finish it: None when run.json does not say)."""
+    acks: dict[str, dict[str, int | None]]
+    topics: tuple[dict[str, Any], ...]
+    guarantees: tuple[Guarantee, ...]
+    anomalies: tuple[Anomalies, ...]
+    series: tuple[SeriesRow, ...]
+    latency: tuple[dict[str, Any], ...]
+    recovery: tuple[dict[str, Any], ...]
+    heal_recovery: dict[str, tuple[float, bool]]
+    """Per acks mode with a judged heal: the longest recovery after one (ms), and whether it is a
+    lower bound (result.json's `acks.<mode>.heal_recovery_ms`)."""
+    errors: tuple[tuple[str, str], ...] = ()  # (kind, error) of each checker that failed
+    groups: tuple[GroupResult, ...] = ()
+    history_files: tuple[JudgedFile, ...] = ()
+    """What the check read and judged of each history file (result.json's `history_files`)."""
+
+    @property
+    def judged_prefixes(self) -> list[str]:
+        """A sentence per history file judged up to a torn tail only (`kchaos check --prefix`)."""
+        return [judged for file in self.history_files if (judged := file.judged_prefix()) is not None]
+
+
+def passed(result: Result, expectations: Sequence[ExpectationOutcome]) -> bool:
+    """What `kchaos run`'s exit code says: every promise and every scenario expectation held."""
+    return result.valid and all(e.held for e in expectations)
+
+
+def _counts(fields: Fields) -> dict[str, int | None]:
+    """One acks mode's counts; null where that kind's checker failed (result.json's `errors`)."""
+    return {k: fields.integer(k) if k in fields.obj else 0 for k in COUNT_KEYS}
+
+
+def _series_row(r: Fields) -> SeriesRow:
+    return SeriesRow(
+        acks=_acks(r),
+        t_s=r.integer("t_s", 0, MAX_T_S, required=True) or 0,
+        acked=r.integer("acked") or 0,
+        failed=r.integer("failed") or 0,
+        indeterminate=r.integer("indeterminate") or 0,
+        lost=r.integer("lost") or 0,
+        divergent=r.integer("divergent") or 0,
+        p50_ms=r.number("latency_p50_ms"),
+        p99_ms=r.number("latency_p99_ms"),
+        max_ms=r.number("latency_max_ms"),
+    )
+
+
+def _acks(r: Fields) -> str:
+    acks = r.text("acks", required=True)
+    if acks not in ACKS_MODES:
+        raise r.fail("acks", f"one of {', '.join(ACKS_MODES)}", acks)
+    return acks
+
+
+def _latency_row(r: Fields) -> dict[str, Any]:
+    _acks(r)
+    r.flag("during_fault")
+    r.integer("count")
+    for key in ("p50_ms", "p99_ms", "max_ms"):
+        r.number(key)
+    for key in ("error_rate", "indeterminate_rate"):
+        r.number(key, 0.0, 1.0)
+    return r.obj
+
+
+def _recovery_row(r: Fields) -> dict[str, Any]:
+    """An acks mode's row of `availability.recovery`."""
+    r.text("acks")
+    r.time_ns("first_ok_ns")
+    r.number("recovery_ms")
+    return _after_heal(r)
+
+
+def _after_heal(r: Fields) -> dict[str, Any]:
+    """A fault's row of recovery after its heal, an acks mode's or a group's: validated, with the
+    heal's fields null in results from before heals were measured."""
+    r.text("fault")
+    r.time_ns("start_ns")
+    r.time_ns("healed_ns")
+    r.time_ns("resumed_ns")
+    lower_bound = r.flag("heal_recovery_lower_bound")
+    r.number("heal_recovery_ms", required=bool(lower_bound))
+    measured = {
+        "healed_ns": None,
+        "resumed_ns": None,
+        "heal_recovery_ms": None,
+        "heal_recovery_lower_bound": False,
+    }
+    return measured | r.obj
+
+
+def load_result(root: Path) -> Result:
+    path = root / RESULT
+    if not path.exists():
+        raise InputError(
+            f"{root}: this run has not been checked yet (no {RESULT}); run `kchaos check {root}` first"
+        )
+    require_file(path, "")
+    raw = read_json_object(path)
+    run_id = load_run_json(root).get("run_id")
+    if raw.get("run_id") != run_id:
+        raise InputError(
+            f"{path}: the result of run {brief(raw.get('run_id'))}, not of this run ({brief(run_id)}); "
+            f"run `kchaos check {root}` again"
+        )
+    fmt = raw.get("result_format")
+    if fmt not in RESULT_FORMATS or isinstance(fmt, bool):
+        known = ", ".join(str(f) for f in RESULT_FORMATS)
+        raise InputError(
+            f"{path}: unknown result_format {brief(fmt)}; this kafka-chaos reads result format {known}"
+        )
+    top = Fields(raw, path)
+    acks_fields = top.child("acks", required=True)
+    for mode in acks_fields.obj:
+        if mode not in ACKS_MODES:
+            raise acks_fields.fail(mode, f"acks modes {', '.join(ACKS_MODES)} only", mode)
+    acks = {mode: _counts(acks_fields.child(mode, required=True)) for mode in acks_fields.obj}
+    longest = {mode: _heal_recovery(acks_fields.child(mode)) for mode in acks_fields.obj}
+    guarantees = _guarantees(top)
+    anomalies = _anomalies(top.child("anomalies"), KIND_IDS)
+    avail = top.child("availability")
+    return Result(
+        valid=bool(top.flag("valid", required=True)),
+        complete=bool(top.flag("complete", required=True)),
+        unexpected=top.integer("unexpected") or 0,
+        checked_at=top.text("checked_at") or "",
+        incomplete_partitions=tuple(
+            (p.text("topic", required=True) or "", p.integer("partition", required=True) or 0, p.text("why"))
+            for p in top.children("incomplete_partitions")
+        ),
+        acks=acks,
+        topics=tuple(t.obj for t in top.children("topics")),
+        guarantees=guarantees,
+        anomalies=tuple(anomalies),
+        series=tuple(_series_row(r) for r in avail.children("series")),
+        latency=tuple(_latency_row(r) for r in avail.children("latency")),
+        recovery=tuple(_recovery_row(r) for r in avail.children("recovery")),
+        heal_recovery={mode: judged for mode, judged in longest.items() if judged is not None},
+        errors=tuple(
+            (e.text("kind", required=True) or "", e.text("error", required=True) or "")
+            for e in top.children("errors")
+        ),
+        groups=_groups(top.child("groups")),
+        history_files=tuple(judged_files(top.child("history_files"))),
+    )
+
+
+def _guarantees(fields: Fields) -> tuple[Guarantee, ...]:
+    return tuple(
+        Guarantee(
+            id=g.text("id", required=True) or "",
+            topic=g.text("topic") or "",
+            acks=g.text("acks") or "",
+            promise=g.text("promise") or "",
+            promised=bool(g.flag("promised")),
+            verdict=g.text("verdict", required=True) or "",
+            reason=g.text("reason") or "",
+            promised_by=g.text("promised_by") or "",
+        )
+        for g in fields.children("guarantees", required=True)
+    )
+
+
+def _anomalies(fields: Fields, kinds: tuple[str, ...]) -> tuple[Anomalies, ...]:
+    anomalies = []
+    for kind in kinds:
+        if kind not in fields.obj:
+            continue  # a result written before this kind was checked: not shown as zero
+        a = fields.child(kind)
+        examples = tuple(e.obj for e in a.children("examples"))
+        error = a.text("error")
+        count = a.integer("count") if error else a.integer("count") or 0
+        anomalies.append(Anomalies(kind, count, examples, bool(a.flag("examples_capped")), error))
+    return tuple(anomalies)
+
+
+def _heal_recovery(fields: Fields) -> tuple[float, bool] | None:
+    """An acks mode's or a group's longest recovery after a heal and whether it is a lower bound;
+    None when none was judged (or measured, in results from before)."""
+    longest = fields.number("heal_recovery_ms")
+    return None if longest is None else (longest, bool(fields.flag("heal_recovery_lower_bound")))
+
+
+def _groups(fields: Fields) -> tuple[GroupResult, ...]:
+    groups = []
+    for name in fields.obj:
+        group = fields.child(name)
+        commits = group.child("commits")
+        groups.append(
+            GroupResult(
+                name=str(name),
+                commit=group.text("commit", required=True) or "",
+                commit_async=bool(group.flag("commit_async")),
+                members=group.integer("members"),
+                counts={k: group.integer(k) or 0 for k in GROUP_COUNTS},
+                commits={k: commits.integer(k) or 0 for k in ("invoke", "ok", "fail", "info")},
+                guarantees=_guarantees(group),
+                anomalies=_anomalies(group.child("anomalies"), tuple(GROUP_BY_ID)),
+                series=tuple(
+                    GroupSecond(
+                        t_s=r.integer("t_s", 0, MAX_T_S, required=True) or 0,
+                        polled=r.integer("polled") or 0,
+                        commits_ok=r.integer("commits_ok") or 0,
+                        commits_failed=r.integer("commits_failed") or 0,
+                        assigns=r.integer("assigns") or 0,
+                        generation=r.integer("generation"),
+                        lag=r.integer("lag") or 0,
+                    )
+                    for r in group.children("series")
+                ),
+                recovery=tuple(_after_heal(r) for r in group.children("recovery")),
+                heal_recovery=_heal_recovery(group),
+            )
+        )
+    return tuple(groups)
+
+
+@dataclass(frozen=True)
+class PartitionState:
+    leader: int | None
+    leader_epoch: int | None
+    isr: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class ClusterSample:
+    time_ns: int
+    controller: int | None
+    live_brokers: tuple[int, ...]
+    partitions: dict[tuple[str, int], PartitionState] = field(hash=False)
+
+
+def _sample(ev: dict[str, Any]) -> ClusterSample:
+    parts = {
+        (p["topic"], p["partition"]): PartitionState(
+            p.get("leader"), p.get("leader_epoch"), tuple(p.get("isr") or ())
+        )
+        for p in ev.get("partitions") or []
+    }
+    live = tuple(sorted(ev.get("live_brokers") or ()))
+    return ClusterSample(ev["time_ns"], ev.get("controller"), live, parts)
+
+
+def load_cluster(root: Path) -> tuple[ClusterSample, ...]:
+    """Cluster samples, keeping only those that changed something (and the last one, for the end)."""
+    kept: list[ClusterSample] = []
+    last: ClusterSample | None = None
+    for _, ev in iter_cluster_samples(root):
+        sample = _sample(ev)
+        if last is None or (sample.controller, sample.live_brokers, sample.partitions) != (
+            last.controller,
+            last.live_brokers,
+            last.partitions,
+        ):
+            kept.append(sample)
+        last = sample
+    if last is not None and kept[-1] is not last:
+        kept.append(last)
+    return tuple(kept)
 
 
 @dataclass(frozen=True)

@@ -10,8 +10,7 @@ from typing import Any
 
 from harness.contract.anomaly_kinds import KIND_IDS
 from harness.contract.expectation_outcomes import ExpectationOutcome
-from reports.load import RunInfo
-from reports.load_result import GroupResult, Guarantee, Result, passed
+from reports.load import GroupResult, Guarantee, Result, RunInfo, passed
 
 SUMMARY_FORMAT = 1
 

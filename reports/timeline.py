@@ -17,9 +17,7 @@ from harness.contract.coordinators import OFFSETS_TOPIC, group_offsets_partition
 from harness.contract.events import FaultWindow
 from harness.contract.nodes import node_name
 from reports import svg
-from reports.load import Run
-from reports.load_cluster import ClusterSample
-from reports.load_result import NS
+from reports.load import NS, ClusterSample, Run
 from reports.svg import Frame
 
 ACKS_ORDER = ("all", "1", "0")

@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
-from checkers import checks  # noqa: F401  (registers the topic kinds' checkers)
-from checkers.checker import registered
+from checkers import kind_checkers  # noqa: F401  (registers the topic kinds' checkers)
 from checkers.group_guarantees import group_guarantees
 from checkers.group_result import KIND_TIME
 from checkers.guarantees import derive_guarantees
+from checkers.registry import registered
 from harness.contract.anomaly_kinds import (
     ALL_KINDS,
     ANOMALY_COUNTS,

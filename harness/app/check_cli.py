@@ -8,7 +8,7 @@ from typing import Any
 
 import typer
 
-from checkers.check import check_run
+from checkers.judge import check_run
 from checkers.class_archive import build
 from harness.app.console import make_console, print_error
 from harness.app.crash import note_run_dir

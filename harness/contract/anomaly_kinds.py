@@ -5,7 +5,7 @@ A kind is a row: its id (as in result.json's `anomalies`), its family (a topic's
 group's), the name of its count (per acks mode in result.json, and in scenario expectations), its
 title and plain-words explanation (reports), the guarantee it bears on, the count its rate is out
 of, its count in plain words (`kchaos run`'s summary) and its trend chart on the index page. A
-guarantee is a row: its id, what it promises and when. Checkers (`checkers.checks`), verdicts
+guarantee is a row: its id, what it promises and when. Checkers (`checkers.kind_checkers`), verdicts
 (`checkers.guarantees`), reports and the CLI all read these tables, and tests/test_kinds_table.py
 fails if a list of kinds anywhere drifts from them; adding a kind is one row here plus one checker
 class, its tests and its docs.

@@ -9,7 +9,6 @@ from checker_rundirs import TOPICS, run_json
 from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.testing import assertDataFrameEqual
 
-from checkers.checker import Checker, CheckInputs
 from checkers.frames import (
     NAME_KINDS,
     READ_SCHEMA,
@@ -22,6 +21,7 @@ from checkers.frames import (
     writes_of,
 )
 from checkers.io import History
+from checkers.registry import Checker, CheckInputs
 
 TOPIC_ACKS = {str(t["name"]): str(t["acks"]) for t in TOPICS}
 TOPIC_PARTITIONS = {str(t["name"]): int(t["partitions"]) for t in TOPICS}

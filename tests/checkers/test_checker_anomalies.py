@@ -14,8 +14,7 @@ from checker_rundirs import acked, all_ends, end, record, write
 from pyspark.sql import SparkSession
 from pyspark.testing import assertDataFrameEqual
 
-from checkers.checker import registered
-from checkers.checks import (
+from checkers.kind_checkers import (
     DivergentOffsets,
     Duplicates,
     LostWrites,
@@ -23,6 +22,7 @@ from checkers.checks import (
     ReorderedWrites,
     UnexpectedValues,
 )
+from checkers.registry import registered
 from harness.contract.anomaly_kinds import KIND_IDS
 
 pytestmark = pytest.mark.spark

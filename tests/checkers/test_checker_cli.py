@@ -27,9 +27,9 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from checkers import anomalies
-from checkers.checker import CheckInputs
-from checkers.checks import DivergentOffsets, PhantomWrites, ReorderedWrites, UnexpectedValues
 from checkers.io import cache as checker_cache
+from checkers.kind_checkers import DivergentOffsets, PhantomWrites, ReorderedWrites, UnexpectedValues
+from checkers.registry import CheckInputs
 from checkers.synthetic import ANOMALIES, generate
 from harness.contract.history import READS, RESULT, RUN_JSON, WRITES
 

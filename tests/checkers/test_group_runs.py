@@ -16,8 +16,8 @@ from pyspark.sql import DataFrame, SparkSession
 
 from benchmarks.side_files_reference import checked_group_counts, final_offsets, python_group_counts
 from checkers import group_result, session
-from checkers.check import check_run
 from checkers.io.cache import parsed_table
+from checkers.judge import check_run
 from harness.app.cli import main
 from harness.contract.anomaly_kinds import GROUP_COUNTS
 from harness.contract.history import CONSUMES, RESULT

@@ -13,9 +13,9 @@ from checker_rundirs import acked, all_ends, make_run, record, run_json
 from pyspark.sql import SparkSession
 
 from checkers import check_run
-from checkers.checks import ReadThenLost
 from checkers.io import check_layout
 from checkers.io.cache import parsed_table
+from checkers.kind_checkers import ReadThenLost
 from checkers.replication import epoch_regressions, replica_divergence
 from harness.app.cli import main
 from harness.contract.anomaly_kinds import KIND_IDS

@@ -15,8 +15,7 @@ from faults import make_fault
 from harness.errors import HistoryError, InputError
 from reports import write_report
 from reports.explain import FAULT_FALLBACK
-from reports.load import load_faults, load_run
-from reports.load_cluster import load_cluster
+from reports.load import load_cluster, load_faults, load_run
 
 
 def render(run_dir: Path) -> tuple[Page, str, dict[str, Any]]:

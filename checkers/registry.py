@@ -1,7 +1,7 @@
 """The `Checker` protocol and its registry: one checker per anomaly kind of `harness.contract.anomaly_kinds`.
 
 A checker finds the anomalous rows of its kind (one row per anomaly, with the columns of result.json's
-examples) and adds evidence to the few rows that become examples. `checkers.kind_results` runs every
+examples) and adds evidence to the few rows that become examples. `checkers.result` runs every
 registered checker the same way: counted, capped, annotated; a checker that raises costs only its
 own kind (Jepsen's check-safe).
 """

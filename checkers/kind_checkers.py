@@ -1,11 +1,11 @@
-"""The checker of each anomaly kind (`checkers.checker.Checker`), over `checkers.anomalies`' functions."""
+"""The checker of each anomaly kind (`checkers.registry.Checker`), over `checkers.anomalies`' functions."""
 
 from __future__ import annotations
 
 from pyspark.sql import DataFrame
 
 from checkers import anomalies, replication
-from checkers.checker import CheckInputs, register
+from checkers.registry import CheckInputs, register
 from harness.contract.anomaly_kinds import kind
 
 
