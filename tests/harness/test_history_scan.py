@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import history_scan
+from harness.contract import history_scan
 from harness.contract.history_scan import FileScan, TornTail, scan
 from harness.errors import HistoryError
 
