@@ -13,6 +13,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from harness.contract.events import (
+    CONSUME_FIELDS,
     READ_FIELDS,
     READ_PHASES,
     READ_TYPES,
@@ -26,10 +27,13 @@ from harness.limits import MAX_RUN_NS
 CORRUPT = "_corrupt"
 """Column holding the raw text of a line Spark could not parse into the schema."""
 
+_POSITION = [T.StructField("topic", T.StringType()), T.StructField("partition", T.IntegerType())]
 _SPARK_TYPES: dict[FieldType, T.DataType] = {
     "string": T.StringType(),
     "int": T.IntegerType(),
     "long": T.LongType(),
+    "partitions": T.ArrayType(T.StructType(_POSITION)),
+    "offsets": T.ArrayType(T.StructType([*_POSITION, T.StructField("offset", T.LongType())])),
 }
 
 
@@ -39,6 +43,8 @@ def _schema(fields: tuple[Field, ...]) -> T.StructType:
 
 WRITE_SCHEMA = _schema(WRITE_FIELDS)
 READ_SCHEMA = _schema(READ_FIELDS)
+CONSUME_SCHEMA = _schema(CONSUME_FIELDS)
+"""consumes.jsonl's fields the group checks read (validated line by line in `checkers.io.layout`)."""
 
 
 RECORD_COLUMNS = ["phase", "topic", "partition", "offset", "value"]

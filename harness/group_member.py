@@ -25,6 +25,8 @@ from typing import Any
 import orjson
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
+from harness.contract import events
+
 BATCH = 100  # records per consume(): one commit per batch
 POLL_TIMEOUT_S = 0.2  # how soon a stop request is seen when nothing arrives
 
@@ -85,7 +87,7 @@ def _record(message: Message) -> tuple[str, int, int, str | None]:
 
 
 def _positions(partitions: list[TopicPartition]) -> list[dict[str, Any]]:
-    return [{"topic": p.topic, "partition": p.partition} for p in partitions]
+    return events.positions((p.topic, p.partition) for p in partitions)
 
 
 class Member:
@@ -110,13 +112,8 @@ class Member:
         self.consumer = Consumer(config)
 
     def _event(self, kind: str, **fields: Any) -> None:
-        event = {
-            "type": kind,
-            "time_ns": time.monotonic_ns() - self.spec.origin_ns,
-            "process": self.spec.process,
-            "group": self.spec.group,
-            **fields,
-        }
+        now_ns = time.monotonic_ns() - self.spec.origin_ns
+        event = events.member_event(kind, now_ns, self.spec.process, self.spec.group, **fields)
         self._emit(orjson.dumps(event) + b"\n")
 
     def _generation(self) -> int | None:
@@ -163,7 +160,7 @@ class Member:
         self._last_commit_s = time.monotonic()
         self._commit_id += 1
         commit_id = self._commit_id
-        listed = [{"topic": t, "partition": p, "offset": o} for (t, p), o in sorted(offsets.items())]
+        listed = events.offsets(offsets)
         generation = self._generation()
         self._event("commit", generation=generation, phase="invoke", commit_id=commit_id, offsets=listed)
         partitions = [TopicPartition(t, p, o) for (t, p), o in sorted(offsets.items())]
@@ -207,7 +204,7 @@ class Member:
                 return  # nothing new to commit: no commit was sent
             # Auto-commits are only seen when they complete: the invoke is recorded then.
             self._commit_id += 1
-            listed = [{"topic": t, "partition": p, "offset": o} for (t, p), o in sorted(offsets.items())]
+            listed = events.offsets(offsets)
             generation = self._generation()
             self._event(
                 "commit", generation=generation, phase="invoke", commit_id=self._commit_id, offsets=listed
@@ -217,19 +214,27 @@ class Member:
         for index, (commit_id, sent) in enumerate(self._pending):
             if sent == offsets:
                 del self._pending[index]
-                listed = [{"topic": t, "partition": p, "offset": o} for (t, p), o in sorted(sent.items())]
+                listed = events.offsets(sent)
                 self._outcome(commit_id, self._generation(), listed, error)
                 return
 
     def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
-        self._event("assign", generation=self._generation(), partitions=_positions(partitions))
+        self._event(
+            "assign",
+            generation=self._generation(),
+            partitions=events.positions((p.topic, p.partition) for p in partitions),
+        )
 
     def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         # The rebalance listener of an at-least-once consumer: commit what was processed while the
         # partitions are still ours, so their next owner starts after it.
         if self.spec.commit == "after-process":
             self._commit_processed()
-        self._event("revoke", generation=self._generation(), partitions=_positions(partitions))
+        self._event(
+            "revoke",
+            generation=self._generation(),
+            partitions=events.positions((p.topic, p.partition) for p in partitions),
+        )
         gone = {(p.topic, p.partition) for p in partitions}
         for tp in gone:
             self._processed.pop(tp, None)

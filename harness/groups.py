@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 
+from harness.contract.events import member_event
 from harness.contract.history import NODE_LOGS, HistoryWriter, RunClock, RunDir, open_append
 from harness.contract.history_fields import COMMIT_MODES
 from harness.errors import ConfigError, FaultError
@@ -227,13 +228,7 @@ class GroupMember:
                     "group member %s exited with %s (see logs/%s.log)", self.process, code, self.process
                 )
             self._writer.write(
-                {
-                    "type": "stop",
-                    "time_ns": self._clock.now_ns(),
-                    "process": self.process,
-                    "group": self.group.name,
-                    "reason": reason,
-                }
+                member_event("stop", self._clock.now_ns(), self.process, self.group.name, reason=reason)
             )
 
     def _join_copier(self) -> None:

@@ -31,26 +31,7 @@ READS_SOURCE = Source(READS, frames.READ_SCHEMA, frames.read_event_is_valid, pro
 SOURCES = (WRITES_SOURCE, READS_SOURCE)
 
 _POSITION_FIELDS = [T.StructField("topic", T.StringType()), T.StructField("partition", T.IntegerType())]
-CONSUME_SCHEMA = T.StructType(
-    [
-        T.StructField("type", T.StringType()),
-        T.StructField("time_ns", T.LongType()),
-        T.StructField("process", T.StringType()),
-        T.StructField("group", T.StringType()),
-        T.StructField("generation", T.LongType()),
-        *_POSITION_FIELDS,
-        T.StructField("offset", T.LongType()),
-        T.StructField("value", T.StringType()),
-        T.StructField("phase", T.StringType()),
-        T.StructField("commit_id", T.LongType()),
-        T.StructField(
-            "offsets", T.ArrayType(T.StructType([*_POSITION_FIELDS, T.StructField("offset", T.LongType())]))
-        ),
-        T.StructField("partitions", T.ArrayType(T.StructType(_POSITION_FIELDS))),
-        T.StructField("reason", T.StringType()),
-    ]
-)
-"""consumes.jsonl's fields the group checks read (validated line by line in `layout`, not by Spark)."""
+CONSUME_SCHEMA = frames.CONSUME_SCHEMA
 REPLICA_LINE_SCHEMA = T.StructType(
     [
         T.StructField("type", T.StringType()),

@@ -8,8 +8,8 @@ from typing import Any
 
 import typer
 
-from checkers.judge import check_run
 from checkers.class_archive import build
+from checkers.judge import check_run
 from harness.app.console import make_console, print_error
 from harness.app.crash import note_run_dir
 from harness.app.group_lines import acks_after_heals, every_guarantee, group_lines

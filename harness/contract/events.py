@@ -19,8 +19,9 @@ READ_TYPES = ("record", "end")
 READ_PHASES = ("live", "final")
 FAULT_PHASES = ("start", "stop")
 
-FieldType = Literal["string", "int", "long"]
-"""JSON strings, and integers that fit 32 bits (partitions) or 64 bits (times, offsets)."""
+FieldType = Literal["string", "int", "long", "partitions", "offsets"]
+"""JSON strings, integers that fit 32 bits (partitions) or 64 bits (times, offsets), and lists of
+positions: `partitions` of `{"topic", "partition"}`, `offsets` of `{"topic", "partition", "offset"}`."""
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,25 @@ READ_FIELDS = (
     Field("log_start", "long"),
     Field("high_watermark", "long"),
 )
+
+
+CONSUME_FIELDS = (
+    Field("type", "string"),
+    Field("time_ns", "long"),
+    Field("process", "string"),
+    Field("group", "string"),
+    Field("generation", "long"),
+    Field("topic", "string"),
+    Field("partition", "int"),
+    Field("offset", "long"),
+    Field("value", "string"),
+    Field("phase", "string"),
+    Field("commit_id", "long"),
+    Field("offsets", "offsets"),
+    Field("partitions", "partitions"),
+    Field("reason", "string"),
+)
+"""consumes.jsonl's fields the group checks read (`error` is only validated)."""
 
 
 def write_event(
@@ -146,6 +166,23 @@ def replica_state(
         "unreadable": contents.unreadable,
         "torn_bytes": contents.torn_bytes,
     }
+
+
+def member_event(kind: str, time_ns: int, process: str, group: str, **fields: Any) -> dict[str, Any]:
+    """A consumes.jsonl line: `start`; `stop` (`reason`); `assign` or `revoke` (`generation`,
+    `partitions`: positions); `poll` (`generation`, `topic`, `partition`, `offset`, `value`);
+    `commit` (`generation`, `phase`, `commit_id`, `offsets`, and `error` on `fail` or `info`)."""
+    return {"type": kind, "time_ns": time_ns, "process": process, "group": group, **fields}
+
+
+def positions(pairs: Iterable[tuple[str, int]]) -> list[dict[str, Any]]:
+    """`partitions` of a consumes.jsonl line, from (topic, partition) pairs."""
+    return [{"topic": topic, "partition": partition} for topic, partition in pairs]
+
+
+def offsets(next_offsets: Mapping[tuple[str, int], int]) -> list[dict[str, Any]]:
+    """`offsets` of a commit, from the next offset to consume of each (topic, partition), in order."""
+    return [{"topic": t, "partition": p, "offset": o} for (t, p), o in sorted(next_offsets.items())]
 
 
 def replica_values(
