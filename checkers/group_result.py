@@ -19,10 +19,12 @@ from pyspark.sql import functions as F
 from pyspark.util import inheritable_thread_target
 
 from checkers import groups as g
+from checkers import kind_checkers  # noqa: F401  (the built-in checkers register themselves)
 from checkers.evidence import ClusterTimeline, active_fault_names
 from checkers.group_guarantees import group_guarantees
 from checkers.heals import Heal, heal_times
 from checkers.io import History
+from checkers.registry import GroupInputs, registered_groups
 from checkers.session import kept
 from harness.contract.anomaly_kinds import GROUP_BY_ID, GROUP_KINDS
 from harness.contract.coordinators import OFFSETS_TOPIC, group_offsets_partition, offsets_partitions
@@ -38,33 +40,25 @@ A further check of a real 45-s run (20,638 events) took 4.18 s instead of 4.65 s
 task sorting them all is then slower than two shuffled ones. The kinds' rows are then ranked in one
 task too (`_first_and_count`): 4.26 -> 4.06 s (7 alternated)."""
 _KEEP_NULLS = {"ignoreNullFields": "false"}
-KIND_TIME = {
-    "consumer-skip": "committed_ns",
-    "redelivery": "first_ns",
-    "poll-skip": "after_ns",
-    "nonmonotonic-poll": "after_ns",
-    "commit-regression": "time_ns",
-}
-"""The column that orders a kind's examples, and whose time names the faults active then."""
 
 
 def _anomalies(history: History, consumes: DataFrame) -> dict[str, DataFrame]:
-    """Each kind's rows, over complete partitions."""
+    """Each group kind's rows (its registered `GroupChecker`), over complete partitions."""
     complete = history.complete_partitions
     final = g.complete_only(
         history.reads.where(F.col("phase") == "final").select(*g.POSITION, "value"), complete
     )
-    polled = g.complete_only(g.polls(consumes), complete)
-    commits = g.complete_only(g.ok_commit_entries(consumes), complete)
-    pairs = g.complete_only(g.consecutive_polls(consumes), complete)
-    return {
-        "consumer-skip": g.skipped(final, polled, commits),
-        "redelivery": g.redelivered(polled),
-        "poll-skip": g.poll_skips(pairs, final),
-        "nonmonotonic-poll": g.nonmonotonic(pairs),
-        "commit-regression": g.commit_regressions(commits),
-    }
+    inputs = GroupInputs(
+        final=final,
+        polled=g.complete_only(g.polls(consumes), complete),
+        commits=g.complete_only(g.ok_commit_entries(consumes), complete),
+        pairs=g.complete_only(g.consecutive_polls(consumes), complete),
+    )
+    return {checker.kind.id: checker.find(inputs) for checker in registered_groups()}
 
+
+_TIME_COLUMN = {checker.kind.id: checker.time_column for checker in registered_groups()}
+"""Each kind's `GroupChecker.time_column`."""
 
 Found = dict[tuple[str, str], tuple[int, list[dict[str, Any]]]]
 """(kind, group) -> how many rows, and the first EXAMPLES of them."""
@@ -84,7 +78,7 @@ def _first_and_count(frames: dict[str, DataFrame], *, in_one_task: bool) -> Foun
         frame.select(
             F.lit(kind_id).alias("kind"),
             "group",
-            F.col(KIND_TIME[kind_id]).cast("long").alias("t"),
+            F.col(_TIME_COLUMN[kind_id]).cast("long").alias("t"),
             _position(frame).alias("at"),
             F.to_json(F.struct(*[c for c in frame.columns if c != "group"]), _KEEP_NULLS).alias("row"),
         )
@@ -224,7 +218,7 @@ def _example(row: dict[str, Any], kind_id: str, evidence: _GroupEvidence) -> dic
     """An example with what was going on at its time: the faults active, and the broker
     coordinating the group (the leader of its offsets partition in the last cluster.jsonl sample
     then; null when the offsets topic was not sampled)."""
-    time_ns = row.get(KIND_TIME[kind_id])
+    time_ns = row.get(_TIME_COLUMN[kind_id])
     return {
         **row,
         "faults": active_fault_names(evidence.faults, time_ns),

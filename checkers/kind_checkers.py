@@ -1,11 +1,13 @@
-"""The checker of each anomaly kind (`checkers.registry.Checker`), over `checkers.anomalies`' functions."""
+"""The checker of each anomaly kind: a topic's (`checkers.registry.Checker`, over
+`checkers.anomalies`' functions) or a consumer group's (`GroupChecker`, over `checkers.groups`')."""
 
 from __future__ import annotations
 
 from pyspark.sql import DataFrame
 
 from checkers import anomalies, replication
-from checkers.registry import CheckInputs, register
+from checkers import groups as g
+from checkers.registry import CheckInputs, GroupInputs, register, register_group
 from harness.contract.anomaly_kinds import kind
 
 
@@ -158,3 +160,48 @@ class EpochRegressions(_Unflagged, _NoDetails):
     def find(self, inputs: CheckInputs) -> DataFrame:
         assert inputs.history.epochs is not None  # `checkers.io.load_history` always sets it
         return replication.epoch_regressions(inputs.history.epochs)
+
+
+@register_group
+class ConsumerSkips:
+    kind = kind("consumer-skip")
+    time_column = "committed_ns"
+
+    def find(self, inputs: GroupInputs) -> DataFrame:
+        return g.skipped(inputs.final, inputs.polled, inputs.commits)
+
+
+@register_group
+class Redeliveries:
+    kind = kind("redelivery")
+    time_column = "first_ns"
+
+    def find(self, inputs: GroupInputs) -> DataFrame:
+        return g.redelivered(inputs.polled)
+
+
+@register_group
+class PollSkips:
+    kind = kind("poll-skip")
+    time_column = "after_ns"
+
+    def find(self, inputs: GroupInputs) -> DataFrame:
+        return g.poll_skips(inputs.pairs, inputs.final)
+
+
+@register_group
+class NonmonotonicPolls:
+    kind = kind("nonmonotonic-poll")
+    time_column = "after_ns"
+
+    def find(self, inputs: GroupInputs) -> DataFrame:
+        return g.nonmonotonic(inputs.pairs)
+
+
+@register_group
+class CommitRegressions:
+    kind = kind("commit-regression")
+    time_column = "time_ns"
+
+    def find(self, inputs: GroupInputs) -> DataFrame:
+        return g.commit_regressions(inputs.commits)

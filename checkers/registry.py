@@ -1,9 +1,10 @@
-"""The `Checker` protocol and its registry: one checker per anomaly kind of `harness.contract.anomaly_kinds`.
+"""The checker protocols and their registries: one checker per anomaly kind of
+`harness.contract.anomaly_kinds`, a topic's (`Checker`) or a consumer group's (`GroupChecker`).
 
 A checker finds the anomalous rows of its kind (one row per anomaly, with the columns of result.json's
 examples) and adds evidence to the few rows that become examples. `checkers.result` runs every
-registered checker the same way: counted, capped, annotated; a checker that raises costs only its
-own kind (Jepsen's check-safe).
+registered topic checker the same way: counted, capped, annotated; a checker that raises costs only
+its own kind (Jepsen's check-safe). `checkers.group_result` runs every group checker in one job.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from pyspark.sql import functions as F
 
 from checkers import anomalies
 from checkers.io import History, topic_acks
-from harness.contract.anomaly_kinds import KIND_IDS, AnomalyKind
+from harness.contract.anomaly_kinds import GROUP_BY_ID, KIND_IDS, AnomalyKind
 
 
 @dataclass(frozen=True)
@@ -86,6 +87,7 @@ class Checker(Protocol):
 
 _REGISTRY: dict[str, Checker] = {}
 CheckerT = TypeVar("CheckerT", bound=type)
+GroupCheckerT = TypeVar("GroupCheckerT", bound=type)
 
 
 def register(cls: CheckerT) -> CheckerT:
@@ -101,3 +103,42 @@ def register(cls: CheckerT) -> CheckerT:
 def registered() -> list[Checker]:
     """Every registered checker, in the table's order of kinds."""
     return [_REGISTRY[kind_id] for kind_id in KIND_IDS if kind_id in _REGISTRY]
+
+
+@dataclass(frozen=True)
+class GroupInputs:
+    """What group checkers read, each over partitions whose final read is complete: the final read's
+    records, the groups' polls, their accepted commit entries and each member's consecutive polls
+    (`checkers.groups`)."""
+
+    final: DataFrame
+    polled: DataFrame
+    commits: DataFrame
+    pairs: DataFrame
+
+
+class GroupChecker(Protocol):
+    kind: AnomalyKind
+    time_column: str
+    """The column that orders the kind's examples, and whose time names the faults active then."""
+
+    def find(self, inputs: GroupInputs) -> DataFrame:
+        """One row per anomaly, with its `group`."""
+        ...
+
+
+_GROUP_REGISTRY: dict[str, GroupChecker] = {}
+
+
+def register_group(cls: GroupCheckerT) -> GroupCheckerT:
+    """Class decorator: run this checker for its consumer-group kind (one per kind of the table)."""
+    checker: GroupChecker = cls()
+    if checker.kind.id in _GROUP_REGISTRY:
+        raise ValueError(f"a checker for {checker.kind.id!r} is registered twice")
+    _GROUP_REGISTRY[checker.kind.id] = checker
+    return cls
+
+
+def registered_groups() -> list[GroupChecker]:
+    """Every registered group checker, in the table's order of kinds."""
+    return [_GROUP_REGISTRY[kind_id] for kind_id in GROUP_BY_ID if kind_id in _GROUP_REGISTRY]

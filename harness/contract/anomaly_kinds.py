@@ -259,8 +259,9 @@ COUNT_HELP = {**WRITE_COUNT_HELP, **{kind.count: kind.count_help for kind in KIN
 
 
 def kind(kind_id: str) -> AnomalyKind:
-    """The kind with this id (KeyError for an unknown one: the table is the authority)."""
-    return BY_ID[kind_id]
+    """The kind with this id, a topic's or a group's (KeyError for an unknown one: the table is the
+    authority)."""
+    return BY_ID[kind_id] if kind_id in BY_ID else GROUP_BY_ID[kind_id]
 
 
 GROUP_KINDS: tuple[AnomalyKind, ...] = (
