@@ -18,45 +18,19 @@ from harness.contract.anomaly_kinds import (
     ANOMALY_COUNTS,
     COUNT_HELP,
     COUNT_KEYS,
+    EXAMPLE_EVIDENCE,
+    EXAMPLE_FIRST,
     GROUP_BY_ID,
     GROUP_COUNTS,
     KIND_IDS,
     RATE_BASE,
+    kind,
 )
 from harness.contract.events import FaultWindow
 from reports import explain, svg, timeline
 from reports.group_timeline import group_chart, lag_chart
 from reports.load import NS, Anomalies, Guarantee, Run
 
-EXAMPLE_FIELDS = (
-    "topic",
-    "partition",
-    "offset",
-    "value",
-    "acks",
-    "process",
-    "invoke_ns",
-    "complete_ns",
-    "ack_offset",
-    "read_offset",
-    "outcome",
-    "final_value",
-    "acked_values",
-    "replicas",
-    "values",
-    "offsets",
-    "earlier_value",
-    "earlier_offset",
-    "earlier_offsets",
-    "leader",
-    "leader_epoch",
-    "leader_epoch_at_end",
-    "isr",
-    "controller",
-    "active_faults",
-    "truncations",
-    "client_log",
-)
 LINE_FIELDS = frozenset({"client_log", "truncations", "replicas"})
 """Example fields whose items are lines of text, shown one per line."""
 
@@ -165,12 +139,21 @@ def anomaly_groups(run: Run) -> list[dict[str, Any]]:
     return _anomaly_tables(run.result.anomalies, KIND_IDS)
 
 
+def _example_fields(kind_id: str) -> tuple[str, ...]:
+    """The kind's own example columns (none for a kind this kafka-chaos does not know)."""
+    try:
+        return kind(kind_id).example_fields
+    except KeyError:
+        return ()
+
+
 def _anomaly_tables(found: tuple[Anomalies, ...], order: tuple[str, ...]) -> list[dict[str, Any]]:
     """One table per kind of `found`: the kinds found first, each then in `order`."""
     groups = []
     for a in found:
         present = {k for e in a.examples for k in e}
-        cols = [f for f in EXAMPLE_FIELDS if f in present] + sorted(present - set(EXAMPLE_FIELDS))
+        shown = (*EXAMPLE_FIRST, *_example_fields(a.kind), *EXAMPLE_EVIDENCE)
+        cols = [f for f in dict.fromkeys(shown) if f in present] + sorted(present - set(shown))
         groups.append(
             {
                 "kind": a.kind,

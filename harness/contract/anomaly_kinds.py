@@ -118,6 +118,9 @@ class AnomalyKind:
     """The count a rate of this kind is out of (`acked`, `failed`); None: shown as a count only."""
     trend: str | None = None
     """The index page's trend chart of this count across runs: its title; None: no chart."""
+    example_fields: tuple[str, ...] = ()
+    """The example columns of this kind, in the order shown between EXAMPLE_FIRST and
+    EXAMPLE_EVIDENCE (any other column follows, by name)."""
     per_acks: bool = True
     """Counted per acks mode; False for kinds with no write behind them (unexpected values)."""
     truncated: bool = False
@@ -137,6 +140,7 @@ KINDS: tuple[AnomalyKind, ...] = (
         rate_base="acked",
         trend="lost writes",
         truncated=True,
+        example_fields=("ack_offset", "final_value"),
     ),
     AnomalyKind(
         "divergent-offset",
@@ -150,6 +154,7 @@ KINDS: tuple[AnomalyKind, ...] = (
         rate_base="acked",
         trend="divergent writes",
         truncated=True,
+        example_fields=("ack_offset", "final_value", "values"),
     ),
     AnomalyKind(
         "duplicate",
@@ -162,6 +167,7 @@ KINDS: tuple[AnomalyKind, ...] = (
         "writes duplicated",
         rate_base="acked",
         trend="duplicated writes",
+        example_fields=("ack_offset", "offsets"),
     ),
     AnomalyKind(
         "phantom-write",
@@ -173,6 +179,7 @@ KINDS: tuple[AnomalyKind, ...] = (
         "no-phantom-writes",
         "failed writes read anyway",
         rate_base="failed",
+        example_fields=("outcome", "error"),
     ),
     AnomalyKind(
         "unexpected-value",
@@ -184,6 +191,7 @@ KINDS: tuple[AnomalyKind, ...] = (
         "no-unexpected-values",
         "values read that no write invoked",
         per_acks=False,
+        example_fields=("offsets",),
     ),
     AnomalyKind(
         "reordered",
@@ -199,6 +207,7 @@ KINDS: tuple[AnomalyKind, ...] = (
         "per-partition-order",
         "acknowledged writes reordered",
         rate_base="acked",
+        example_fields=("ack_offset", "offsets", "earlier_value", "earlier_offset", "earlier_offsets"),
     ),
     AnomalyKind(
         "read-then-lost",
@@ -212,6 +221,7 @@ KINDS: tuple[AnomalyKind, ...] = (
         "records read, then lost",
         rate_base="acked",
         truncated=True,
+        example_fields=("outcome", "ack_offset", "read_offset", "final_value"),
     ),
     AnomalyKind(
         "replica-divergence",
@@ -225,6 +235,7 @@ KINDS: tuple[AnomalyKind, ...] = (
         "offsets at which replicas differ",
         rate_base="acked",
         truncated=True,
+        example_fields=("replicas", "acked_values"),
     ),
     AnomalyKind(
         "epoch-regression",
@@ -237,11 +248,28 @@ KINDS: tuple[AnomalyKind, ...] = (
         "epochs-advance",
         "times an epoch went backwards",
         per_acks=False,
+        example_fields=("what", "epoch", "previous_epoch", "previous_ns"),
     ),
 )
 
 BY_ID = {kind.id: kind for kind in KINDS}
 KIND_IDS = tuple(BY_ID)
+
+EXAMPLE_FIRST = ("topic", "partition", "offset", "value", "acks", "process", "invoke_ns", "complete_ns")
+"""The example columns shown first, whatever the kind: where it is, and the write behind it."""
+EXAMPLE_EVIDENCE = (
+    "leader",
+    "leader_epoch",
+    "leader_epoch_at_end",
+    "isr",
+    "controller",
+    "coordinator",
+    "active_faults",
+    "faults",
+    "truncations",
+    "client_log",
+)
+"""The evidence columns every kind's examples get (RESULT_FORMAT.md), shown after its own."""
 
 WRITE_COUNTS = ("attempted", "acked", "failed", "indeterminate")
 WRITE_RATE_BASE = {"acked": "attempted", "failed": "attempted", "indeterminate": "attempted"}
@@ -277,6 +305,7 @@ GROUP_KINDS: tuple[AnomalyKind, ...] = (
         family="group",
         trend="records skipped by the group",
         per_acks=False,
+        example_fields=("committed_ns",),
     ),
     AnomalyKind(
         "redelivery",
@@ -291,6 +320,7 @@ GROUP_KINDS: tuple[AnomalyKind, ...] = (
         family="group",
         trend="records redelivered",
         per_acks=False,
+        example_fields=("first_ns",),
     ),
     AnomalyKind(
         "poll-skip",
@@ -304,6 +334,7 @@ GROUP_KINDS: tuple[AnomalyKind, ...] = (
         "polls jumped over records",
         family="group",
         per_acks=False,
+        example_fields=("after_ns",),
     ),
     AnomalyKind(
         "nonmonotonic-poll",
@@ -316,6 +347,7 @@ GROUP_KINDS: tuple[AnomalyKind, ...] = (
         "polls went back",
         family="group",
         per_acks=False,
+        example_fields=("after_ns",),
     ),
     AnomalyKind(
         "commit-regression",
@@ -328,6 +360,7 @@ GROUP_KINDS: tuple[AnomalyKind, ...] = (
         "accepted commits went back",
         family="group",
         per_acks=False,
+        example_fields=("time_ns",),
     ),
 )
 GROUP_BY_ID = {kind.id: kind for kind in GROUP_KINDS}

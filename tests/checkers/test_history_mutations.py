@@ -24,6 +24,7 @@ from checker_rundirs import FAULT, SAMPLE, acked, all_ends, kchaos_check, make_r
 from pyspark.sql import SparkSession
 
 from harness.app.cli import main
+from harness.contract.anomaly_kinds import EXAMPLE_EVIDENCE, EXAMPLE_FIRST, kind
 from harness.contract.history import READS, RESULT, WRITES
 
 pytestmark = pytest.mark.spark
@@ -208,3 +209,17 @@ def test_a_mutated_history_is_judged_the_same_or_refused_at_its_line(
         assert f"{name} judged up to line {mutated.line - 1:,} of {mutated.line:,}" in text
         if mutation == "nul-tail":  # every line is there: nothing changes but what is said
             assert _verdicts(result) == unmutated
+
+
+def test_every_example_column_of_the_held_in_history_is_placed_by_its_kind_row(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    run_dir = _held_in(tmp_path / "run")
+    assert main(["check", str(run_dir)]) == 1
+    anomalies = json.loads((run_dir / RESULT).read_text())["anomalies"]
+    found = {kind_id: entry for kind_id, entry in anomalies.items() if entry["examples"]}
+    assert {"lost-write", "duplicate", "reordered", "unexpected-value"} <= set(found)
+    for kind_id, entry in found.items():
+        placed = {*EXAMPLE_FIRST, *kind(kind_id).example_fields, *EXAMPLE_EVIDENCE}
+        for example in entry["examples"]:
+            assert set(example) <= placed, (kind_id, sorted(set(example) - placed))
