@@ -165,9 +165,9 @@ class ProducerProcess:
             except BufferError:
                 deadline = deadline or self._drain_deadline()
                 if time.monotonic() >= deadline:
-                    on_delivery(KafkaError(KafkaError._QUEUE_FULL), None)
+                    on_delivery(KafkaError(KafkaError._QUEUE_FULL), None, sent=False)
                     return
                 producer.poll(0.1)
             except KafkaException as exc:  # refused synchronously: never sent, completed at once
-                on_delivery(exc.args[0], None)
+                on_delivery(exc.args[0], None, sent=False)
                 return

@@ -11,9 +11,9 @@ Python per write.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable
 from functools import partial
 from time import monotonic_ns
+from typing import Protocol
 
 import orjson
 from confluent_kafka import KafkaError, Message
@@ -24,8 +24,13 @@ from harness.outcomes import classify, error_name
 # Recent ack latencies kept for the live display; the checker computes the real statistics.
 LATENCY_WINDOW = 10_000
 
+
 # What the client calls with a write's delivery report (error or None, message or None).
-DeliveryCallback = Callable[[KafkaError | None, Message | None], None]
+class DeliveryCallback(Protocol):
+    """A write's completion: librdkafka's delivery report (`sent`), or the producer's own when the
+    client refused the write before queueing it (`sent=False`)."""
+
+    def __call__(self, error: KafkaError | None, message: Message | None, *, sent: bool = True) -> None: ...
 
 
 class WriteLines:
@@ -89,6 +94,8 @@ class Recorder:
         invoked_ns: int,
         error: KafkaError | None,
         message: Message | None,
+        *,
+        sent: bool = True,
     ) -> None:
         now_ns = monotonic_ns() - self._origin_ns
         if error is None:
@@ -102,7 +109,7 @@ class Recorder:
             self.acked += 1
             self.latencies_ns.append(now_ns - invoked_ns)
             return
-        kind = classify(error.code(), self._retries)
+        kind = classify(error.code(), self._retries, sent=sent)
         self._append(self._lines.error(kind, now_ns, partition, error_name(error), sequence))
         if kind == "fail":
             self.failed += 1
