@@ -214,6 +214,7 @@ class KafkaCluster:
             self._metadata = KRaftStateReader(
                 [Endpoint(b.broker_id, b.ip, BROKER_PORT) for b in self.brokers],
                 [Endpoint(node.node_id, node.ip, CONTROLLER_PORT) for node in self.voters],
+                elr=self.kafka_version.at_least(3, 8),  # DescribeTopicPartitions (KIP-966)
             )
         else:
             self._metadata = ZkStateReader(self.zk_connect, timeout_s=timeout_s).__enter__()

@@ -24,13 +24,24 @@ class PartitionState:
     leader_epoch: int
     isr: tuple[int, ...]
     replicas: tuple[int, ...]
+    elr: tuple[int, ...] | None = None
+    """Eligible Leader Replicas (KIP-966, KRaft from 3.8); None where the cluster gives none."""
+    last_known_elr: tuple[int, ...] | None = None
 
     @property
     def isr_full(self) -> bool:
         return self.leader >= 0 and set(self.isr) == set(self.replicas)
 
     def to_event(self) -> dict[str, Any]:
-        return partition_state(self.topic, self.partition, self.leader, self.leader_epoch, self.isr)
+        return partition_state(
+            self.topic,
+            self.partition,
+            self.leader,
+            self.leader_epoch,
+            self.isr,
+            self.elr,
+            self.last_known_elr,
+        )
 
 
 @dataclass(frozen=True)

@@ -1,10 +1,12 @@
-"""The few Kafka protocol requests the harness sends itself: Metadata v8 and DescribeQuorum v0.
+"""The few Kafka protocol requests the harness sends itself: Metadata v8, DescribeQuorum v0 and
+DescribeTopicPartitions v0.
 
-librdkafka hides what KRaft state needs (a partition's leader epoch, the active controller and its
-epoch), so the harness asks the brokers directly, over one short-lived socket per request. The
-wire format is Kafka's (kafka.apache.org/protocol): big-endian integers, int16-length strings and
-int32-length arrays in the classic versions; unsigned-varint-length ("compact") strings and arrays
-and tagged-field sections in the flexible ones (KIP-482). Only what these two requests use is here.
+librdkafka hides what KRaft state needs (a partition's leader epoch, its Eligible Leader Replicas,
+the active controller and its epoch), so the harness asks the brokers directly, over one short-lived
+socket per request. The wire format is Kafka's (kafka.apache.org/protocol): big-endian integers,
+int16-length strings and int32-length arrays in the classic versions; unsigned-varint-length
+("compact") strings and arrays and tagged-field sections in the flexible ones (KIP-482). Only what
+these requests use is here.
 """
 
 from __future__ import annotations
@@ -17,7 +19,9 @@ from typing import TypeVar
 
 from harness.errors import ClusterError
 
-METADATA, DESCRIBE_QUORUM = 3, 55
+METADATA, DESCRIBE_QUORUM, DESCRIBE_TOPIC_PARTITIONS = 3, 55, 75
+PARTITION_LIMIT = 2000
+"""Partitions one DescribeTopicPartitions answer holds at most (the broker's default)."""
 METADATA_TOPIC = "__cluster_metadata"
 """The KRaft metadata log: one partition, replicated by the controller quorum."""
 CLIENT_ID = "kchaos"
@@ -44,6 +48,18 @@ class Metadata:
     topics: dict[str, int]
     """Each topic's error code (0, or 3 when it does not exist)."""
     partitions: tuple[PartitionMetadata, ...]
+
+
+@dataclass(frozen=True)
+class EligibleLeaders:
+    """A partition's Eligible Leader Replicas (KIP-966) as DescribeTopicPartitions gives them: None
+    where the broker has none to give (ELR not enabled)."""
+
+    topic: str
+    partition: int
+    leader_epoch: int
+    elr: tuple[int, ...] | None
+    last_known_elr: tuple[int, ...] | None
 
 
 @dataclass(frozen=True)
@@ -116,6 +132,9 @@ class Reader:
         self.at += size
         return chunk
 
+    def skip(self, size: int) -> None:
+        self._take(size)
+
     def int8(self) -> int:
         return int(struct.unpack(">b", self._take(1))[0])
 
@@ -152,8 +171,11 @@ class Reader:
         return [item() for _ in range(max(count, 0))]
 
     def compact_array(self, item: Callable[[], T]) -> list[T]:
+        return self.nullable_compact_array(item) or []
+
+    def nullable_compact_array(self, item: Callable[[], T]) -> list[T] | None:
         count = self.uvarint() - 1
-        return [item() for _ in range(max(count, 0))]
+        return None if count < 0 else [item() for _ in range(count)]
 
     def skip_tags(self) -> None:
         for _ in range(self.uvarint()):
@@ -278,3 +300,54 @@ def parse_describe_quorum(reader: Reader) -> Quorum:
     if top_error or not found:
         return Quorum(top_error or -1, -1, -1, -1, (), ())
     return found[0]
+
+
+def describe_topic_partitions_request(topics: list[str]) -> bytes:
+    """DescribeTopicPartitions v0 (KIP-966, Kafka 3.8+) of `topics` from their first partition."""
+    body = Writer().uvarint(len(topics) + 1)
+    for topic in topics:
+        body.compact_string(topic).no_tags()
+    body.int32(PARTITION_LIMIT).int8(-1).no_tags()  # no cursor: a null struct
+    return request(DESCRIBE_TOPIC_PARTITIONS, 0, body.bytes(), flexible=True)
+
+
+def parse_describe_topic_partitions(reader: Reader) -> list[EligibleLeaders]:
+    reader.int32()  # throttle time
+    found: list[EligibleLeaders] = []
+
+    def topic() -> None:
+        reader.int16()  # error code: a topic in error has no partitions
+        name = reader.compact_string() or ""
+        reader.skip(16)  # topic id
+        reader.int8()  # internal
+
+        def partition() -> None:
+            reader.int16()
+            index, _leader, epoch = reader.int32(), reader.int32(), reader.int32()
+            reader.compact_array(reader.int32)  # replicas
+            reader.compact_array(reader.int32)  # ISR
+            elr = reader.nullable_compact_array(reader.int32)
+            last_known = reader.nullable_compact_array(reader.int32)
+            reader.compact_array(reader.int32)  # offline replicas
+            reader.skip_tags()
+            found.append(
+                EligibleLeaders(
+                    name,
+                    index,
+                    epoch,
+                    None if elr is None else tuple(elr),
+                    None if last_known is None else tuple(last_known),
+                )
+            )
+
+        reader.compact_array(partition)
+        reader.int32()  # authorized operations
+        reader.skip_tags()
+
+    reader.compact_array(topic)
+    if reader.int8() >= 0:  # a cursor: more partitions than PARTITION_LIMIT (not asked for here)
+        reader.compact_string()
+        reader.int32()
+        reader.skip_tags()
+    reader.skip_tags()
+    return found

@@ -2,7 +2,9 @@
 
 The active controller and its epoch come from DescribeQuorum, asked of every controller (the answer
 of the newest epoch wins: a controller just woken from a pause may still answer as an old leader),
-else of the brokers, which forward it; partitions and live brokers from Metadata v8, asked of every broker.
+else of the brokers, which forward it; partitions and live brokers from Metadata v8, asked of every
+broker; with `elr`, each partition's Eligible Leader Replicas from DescribeTopicPartitions (Kafka
+3.8+), asked of the first broker that answers, kept where its leader epoch is the merged one.
 A broker cut off or paused by a fault still answers from its own stale view, so the answers are
 merged: per partition the highest leader epoch wins (epochs only grow), and among equal epochs, and
 for the live brokers, what most brokers say. No read waits longer than `timeout_s` per node.
@@ -10,6 +12,7 @@ for the live brokers, what most brokers say. No read waits longer than `timeout_
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -17,7 +20,7 @@ from dataclasses import dataclass
 from harness import kafka_protocol
 from harness.cluster_state import ClusterSnapshot, PartitionState
 from harness.errors import ClusterError
-from harness.kafka_protocol import Metadata, PartitionMetadata, Quorum
+from harness.kafka_protocol import EligibleLeaders, Metadata, PartitionMetadata, Quorum
 
 UNKNOWN_TOPIC = 3
 
@@ -45,6 +48,21 @@ def merge_partitions(answers: Sequence[Metadata]) -> list[PartitionState]:
     return states
 
 
+def with_eligible_leaders(
+    partitions: Sequence[PartitionState], eligible: Sequence[EligibleLeaders]
+) -> list[PartitionState]:
+    """`partitions` with the ELR of `eligible` where it describes the same leader epoch (a broker's
+    stale view of an older epoch is left out)."""
+    by_partition = {(e.topic, e.partition): e for e in eligible}
+    merged = []
+    for state in partitions:
+        found = by_partition.get((state.topic, state.partition))
+        if found is not None and found.leader_epoch == state.leader_epoch:
+            state = dataclasses.replace(state, elr=found.elr, last_known_elr=found.last_known_elr)
+        merged.append(state)
+    return merged
+
+
 def merge_brokers(answers: Sequence[Metadata]) -> tuple[int, ...]:
     """The live brokers most answers name (the first answer's among equally common ones)."""
     return Counter(a.brokers for a in answers).most_common(1)[0][0]
@@ -52,9 +70,15 @@ def merge_brokers(answers: Sequence[Metadata]) -> tuple[int, ...]:
 
 class KRaftStateReader:
     def __init__(
-        self, brokers: Sequence[Endpoint], controllers: Sequence[Endpoint], timeout_s: float = 0.5
+        self,
+        brokers: Sequence[Endpoint],
+        controllers: Sequence[Endpoint],
+        timeout_s: float = 0.5,
+        *,
+        elr: bool = False,
     ) -> None:
         self.brokers, self.controllers, self.timeout_s = list(brokers), list(controllers), timeout_s
+        self.elr = elr
 
     def _metadata(self, topics: list[str] | None) -> list[Metadata]:
         answers, failures = [], []
@@ -95,14 +119,33 @@ class KRaftStateReader:
         return quorum if quorum.error_code == 0 and quorum.leader >= 0 else None
 
     def snapshot(self, topics: Iterable[str] | None = None) -> ClusterSnapshot:
-        answers = self._metadata(sorted(topics) if topics is not None else None)
+        named = sorted(topics) if topics is not None else None
+        answers = self._metadata(named)
+        partitions = merge_partitions(answers)
+        if self.elr and named:
+            partitions = with_eligible_leaders(partitions, self._eligible_leaders(named))
         quorum = self.quorum()
         return ClusterSnapshot(
             controller=quorum.leader if quorum else None,
             controller_epoch=quorum.leader_epoch if quorum else None,
             live_brokers=merge_brokers(answers),
-            partitions=tuple(merge_partitions(answers)),
+            partitions=tuple(partitions),
         )
+
+    def _eligible_leaders(self, topics: list[str]) -> list[EligibleLeaders]:
+        """The first broker's answer (none when no broker answers: the sample goes without)."""
+        for broker in self.brokers:
+            try:
+                reader = kafka_protocol.exchange(
+                    (broker.ip, broker.port),
+                    kafka_protocol.describe_topic_partitions_request(topics),
+                    self.timeout_s,
+                    flexible=True,
+                )
+                return kafka_protocol.parse_describe_topic_partitions(reader)
+            except ClusterError:
+                continue
+        return []
 
     def live_brokers(self) -> tuple[int, ...]:
         return merge_brokers(self._metadata([]))

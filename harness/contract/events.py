@@ -217,16 +217,28 @@ def fault_event(
 
 
 def partition_state(
-    topic: str, partition: int, leader: int, leader_epoch: int, isr: Sequence[int]
+    topic: str,
+    partition: int,
+    leader: int,
+    leader_epoch: int,
+    isr: Sequence[int],
+    elr: Sequence[int] | None = None,
+    last_known_elr: Sequence[int] | None = None,
 ) -> dict[str, Any]:
-    """One partition's leader, leader epoch and ISR in a cluster sample."""
-    return {
+    """One partition's leader, leader epoch and ISR in a cluster sample, and its Eligible Leader
+    Replicas and last known ELR (KIP-966) where the cluster gives them."""
+    state: dict[str, Any] = {
         "topic": topic,
         "partition": partition,
         "leader": leader,
         "leader_epoch": leader_epoch,
         "isr": list(isr),
     }
+    if elr is not None:
+        state["elr"] = list(elr)
+    if last_known_elr is not None:
+        state["last_known_elr"] = list(last_known_elr)
+    return state
 
 
 def cluster_sample(

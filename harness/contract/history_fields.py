@@ -265,6 +265,8 @@ def check_cluster_sample(event: dict[str, Any], path: Path, line: int) -> None:
         p.integer("leader", -1, MAX_BROKER_ID)
         p.integer("leader_epoch", -1, MAX_INT64)
         p.int_list("isr", 0, MAX_BROKER_ID, MAX_NODES)
+        p.int_list("elr", 0, MAX_BROKER_ID, MAX_NODES)
+        p.int_list("last_known_elr", 0, MAX_BROKER_ID, MAX_NODES)
 
 
 MAX_VALUES_PER_LINE = 100_000

@@ -15,17 +15,26 @@ from harness import kafka_protocol
 from harness.cluster_state import ClusterSnapshot, PartitionState
 from harness.errors import ClusterError
 from harness.kafka_protocol import (
+    EligibleLeaders,
     Metadata,
     PartitionMetadata,
     Quorum,
     Reader,
     Writer,
     describe_quorum_request,
+    describe_topic_partitions_request,
     metadata_request,
     parse_describe_quorum,
+    parse_describe_topic_partitions,
     parse_metadata,
 )
-from harness.kraft_state import Endpoint, KRaftStateReader, merge_brokers, merge_partitions
+from harness.kraft_state import (
+    Endpoint,
+    KRaftStateReader,
+    merge_brokers,
+    merge_partitions,
+    with_eligible_leaders,
+)
 
 SERVER_TIMEOUT_S = 5.0
 """How long the loopback server waits for a client before its thread ends by itself."""
@@ -458,3 +467,103 @@ def test_the_quorum_of_the_newest_epoch_wins(monkeypatch: pytest.MonkeyPatch) ->
     reader = KRaftStateReader([Endpoint(1, "10.0.0.11", 9092)], [c1, c2, c3])
     monkeypatch.setattr(reader, "_describe_quorum", lambda node: answers[node])
     assert reader.quorum() == answers[c2]
+
+
+# DescribeTopicPartitions (KIP-966): Eligible Leader Replicas.
+
+
+def test_describe_topic_partitions_request() -> None:
+    header = _i16(75) + _i16(0) + _i32(1) + _i16(6) + b"kchaos" + NO_TAGS
+    topics = b"\x03" + _compact_string("a") + NO_TAGS + _compact_string("orders") + NO_TAGS
+    body = topics + _i32(2000) + _i8(-1) + NO_TAGS  # partition limit, a null cursor
+    assert describe_topic_partitions_request(["a", "orders"]) == _framed(header + body)
+
+
+def _null_compact_array() -> bytes:
+    return b"\x00"
+
+
+def _dtp_partition(index: int, epoch: int, elr: list[int] | None, last: list[int] | None) -> bytes:
+    def int32s(values: list[int] | None) -> bytes:
+        return _null_compact_array() if values is None else _compact_array([_i32(v) for v in values])
+
+    return (
+        _i16(0)
+        + _i32(index)
+        + _i32(1)  # leader
+        + _i32(epoch)
+        + int32s([1, 2, 3])  # replicas
+        + int32s([1])  # ISR
+        + int32s(elr)
+        + int32s(last)
+        + int32s([])  # offline
+        + ONE_TAG
+    )
+
+
+def _dtp_body(cursor: bool = False, epochs: tuple[int, int] = (6, 2)) -> bytes:
+    partitions = [_dtp_partition(0, epochs[0], [2, 3], []), _dtp_partition(1, epochs[1], None, None)]
+    topic = (
+        _i16(0)
+        + _compact_string("orders")
+        + bytes(range(16))  # topic id
+        + _i8(0)
+        + _compact_array(partitions)
+        + _i32(-(2**31))
+        + NO_TAGS
+    )
+    next_cursor = (_i8(1) + _compact_string("orders") + _i32(2) + NO_TAGS) if cursor else _i8(-1)
+    return _i32(0) + _compact_array([topic]) + next_cursor + TWO_TAGS
+
+
+@pytest.mark.parametrize("cursor", [False, True])
+def test_parse_describe_topic_partitions(cursor: bool) -> None:
+    reader = Reader(_dtp_body(cursor))
+    assert parse_describe_topic_partitions(reader) == [
+        EligibleLeaders("orders", 0, 6, (2, 3), ()),
+        EligibleLeaders("orders", 1, 2, None, None),  # null arrays: ELR not enabled
+    ]
+    assert reader.at == len(reader.data)
+
+
+def test_eligible_leaders_are_kept_only_for_the_merged_leader_epoch() -> None:
+    merged = [
+        PartitionState("orders", 0, 1, 6, (1,), (1, 2, 3)),
+        PartitionState("orders", 1, 1, 3, (1,), (1, 2, 3)),  # the answer below is of epoch 2: stale
+        PartitionState("orders", 2, 1, 1, (1,), (1, 2, 3)),  # not in the answer
+    ]
+    eligible = [EligibleLeaders("orders", 0, 6, (2, 3), ()), EligibleLeaders("orders", 1, 2, (2,), (3,))]
+    assert with_eligible_leaders(merged, eligible) == [
+        PartitionState("orders", 0, 1, 6, (1,), (1, 2, 3), (2, 3), ()),
+        merged[1],
+        merged[2],
+    ]
+    assert with_eligible_leaders(merged, eligible)[0].to_event() == {
+        "topic": "orders",
+        "partition": 0,
+        "leader": 1,
+        "leader_epoch": 6,
+        "isr": [1],
+        "elr": [2, 3],
+        "last_known_elr": [],
+    }
+    assert "elr" not in merged[2].to_event()
+
+
+def test_snapshot_asks_for_eligible_leaders_when_told_to(serve: Callable[[Responder, int], _Server]) -> None:
+    def respond(api_key: int) -> bytes:
+        if api_key == 3:
+            return _framed(_i32(1) + _metadata_body())
+        if api_key == 75:
+            return _framed(_i32(1) + NO_TAGS + _dtp_body(epochs=(4, 5)))  # the metadata's epochs
+        return _framed(_i32(1) + NO_TAGS + _quorum_body())
+
+    server = serve(respond, 3)
+    reader = KRaftStateReader([Endpoint(1, "127.0.0.1", server.port)], [], timeout_s=2.0, elr=True)
+    snapshot = reader.snapshot(["orders"])
+    assert [(p.partition, p.elr, p.last_known_elr) for p in snapshot.partitions] == [
+        (0, (2, 3), ()),
+        (1, None, None),  # ELR not enabled for it
+    ]
+    server.thread.join(SERVER_TIMEOUT_S)
+    assert [struct.unpack(">h", r[:2])[0] for r in server.requests] == [3, 75, 55]
