@@ -14,15 +14,17 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from harness import kafka_protocol
 from harness.cluster_state import ClusterSnapshot, PartitionState
 from harness.errors import ClusterError
-from harness.kafka_protocol import EligibleLeaders, Metadata, PartitionMetadata, Quorum
+from harness.kafka_protocol import EligibleLeaders, Metadata, PartitionMetadata, Quorum, Reader
 
 UNKNOWN_TOPIC = 3
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -80,17 +82,18 @@ class KRaftStateReader:
         self.brokers, self.controllers, self.timeout_s = list(brokers), list(controllers), timeout_s
         self.elr = elr
 
+    def _ask(self, node: Endpoint, message: bytes, parse: Callable[[Reader], T], *, flexible: bool) -> T:
+        """One request to `node`, its answer parsed; ClusterError when none comes in `timeout_s`."""
+        return parse(
+            kafka_protocol.exchange((node.ip, node.port), message, self.timeout_s, flexible=flexible)
+        )
+
     def _metadata(self, topics: list[str] | None) -> list[Metadata]:
         answers, failures = [], []
+        request = kafka_protocol.metadata_request(topics)
         for broker in self.brokers:
             try:
-                reader = kafka_protocol.exchange(
-                    (broker.ip, broker.port),
-                    kafka_protocol.metadata_request(topics),
-                    self.timeout_s,
-                    flexible=False,
-                )
-                answers.append(kafka_protocol.parse_metadata(reader))
+                answers.append(self._ask(broker, request, kafka_protocol.parse_metadata, flexible=False))
             except ClusterError as exc:
                 failures.append(f"broker {broker.node_id}: {exc}")
         if not answers:
@@ -110,10 +113,8 @@ class KRaftStateReader:
 
     def _describe_quorum(self, node: Endpoint) -> Quorum | None:
         try:
-            reader = kafka_protocol.exchange(
-                (node.ip, node.port), kafka_protocol.describe_quorum_request(), self.timeout_s, flexible=True
-            )
-            quorum = kafka_protocol.parse_describe_quorum(reader)
+            request = kafka_protocol.describe_quorum_request()
+            quorum = self._ask(node, request, kafka_protocol.parse_describe_quorum, flexible=True)
         except ClusterError:
             return None
         return quorum if quorum.error_code == 0 and quorum.leader >= 0 else None
@@ -134,15 +135,12 @@ class KRaftStateReader:
 
     def _eligible_leaders(self, topics: list[str]) -> list[EligibleLeaders]:
         """The first broker's answer (none when no broker answers: the sample goes without)."""
+        request = kafka_protocol.describe_topic_partitions_request(topics)
         for broker in self.brokers:
             try:
-                reader = kafka_protocol.exchange(
-                    (broker.ip, broker.port),
-                    kafka_protocol.describe_topic_partitions_request(topics),
-                    self.timeout_s,
-                    flexible=True,
+                return self._ask(
+                    broker, request, kafka_protocol.parse_describe_topic_partitions, flexible=True
                 )
-                return kafka_protocol.parse_describe_topic_partitions(reader)
             except ClusterError:
                 continue
         return []
