@@ -99,7 +99,8 @@ def run(
         False, help="Run every scenario x acks set x seed, then write the index page."
     ),
     seeds: str = typer.Option(
-        None, help="With --matrix (default 1) or several --kafka releases: comma-separated seeds."
+        None,
+        help="Comma-separated seeds: the scenario runs once per seed (a matrix; with --matrix, default 1).",
     ),
     acks_sets: str = typer.Option(
         None,
@@ -119,7 +120,10 @@ def run(
     options.number("--duration", duration, 1.0, MAX_DURATION_S)
     options.integer("--seed", seed, 0, MAX_SEED)
     releases = options.releases("--kafka", kafka)
-    if not matrix and (len(releases) > 1 or "," in scenario):  # the version axis alone: own acks modes
+    if seed is not None and seeds is not None:
+        raise ConfigError("--seed and --seeds: give one (--seeds runs the scenario once per seed)")
+    # several releases, scenarios or seeds: a matrix with each scenario's own acks modes
+    if not matrix and (len(releases) > 1 or "," in scenario or seeds is not None):
         matrix = True
         seeds = seeds if seeds is not None else "" if seed is None else str(seed)
     elif matrix:

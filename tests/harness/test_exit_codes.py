@@ -60,6 +60,8 @@ OPTIONS = [
     (["run", "baseline", "--seed", "-1"], "--seed: expected an integer from 0 to"),
     (["run", "baseline", "--seed", str(10**30)], "--seed: expected an integer from 0 to"),
     (["run", "baseline", "--matrix", "--seeds", "1,x"], "--seeds '1,x': expected comma-separated integers"),
+    (["run", "baseline", "--seeds", "1,x"], "--seeds '1,x': expected comma-separated integers"),  # a matrix
+    (["run", "baseline", "--seed", "1", "--seeds", "2,3"], "--seed and --seeds: give one"),
     (
         ["run", "baseline", "--matrix", "--acks-sets", "all;2"],
         "--matrix needs scenarios, --seeds and --acks-sets",
