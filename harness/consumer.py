@@ -104,8 +104,11 @@ def final_read(
     timeout_s: float = 60.0,
     process: str = "c-final-0",
 ) -> FinalReadResult:
-    """Read every partition from log start to high watermark; write `end` for each one finished."""
-    consumer = Consumer({**_CONSUMER_CONFIG, **client_config})
+    """Read every partition from log start to high watermark; write `end` for each one finished
+    (read_committed when `client_config` says so: its ends say it too)."""
+    config = {**_CONSUMER_CONFIG, **client_config}
+    isolation = "read_committed" if config.get("isolation.level") == "read_committed" else None
+    consumer = Consumer(config)
     deadline = time.monotonic() + timeout_s
     targets: dict[tuple[str, int], tuple[int, int]]
     pending: list[tuple[str, int]] = [(t, p) for t, count in sorted(partitions.items()) for p in range(count)]
@@ -145,7 +148,7 @@ def final_read(
         done: set[tuple[str, int]] = set()
         for key, (low, high) in targets.items():
             if high <= low:
-                _end(writer, clock, process, key, low, high)
+                _end(writer, clock, process, key, low, high, isolation)
                 done.add(key)
         consumer.assign(
             [TopicPartition(t, p, targets[(t, p)][0]) for (t, p) in targets if (t, p) not in done]
@@ -159,10 +162,15 @@ def final_read(
                     continue
                 _record(writer, clock, process, "final", msg)
                 records += 1
-                low, high = targets[key]
                 reached[key] = int(msg.offset() or 0)
-                if reached[key] + 1 >= high:
-                    _end(writer, clock, process, key, low, high)
+            # A read_committed consumer is handed no commit marker and no aborted record, so the
+            # last record it gets may sit below the high watermark: its position still passes it.
+            reading = [TopicPartition(t, p) for (t, p) in targets if (t, p) not in done]
+            for position in consumer.position(reading) if reading else []:
+                key = (str(position.topic), int(position.partition))
+                low, high = targets[key]
+                if max(int(position.offset), reached.get(key, -1) + 1) >= high:
+                    _end(writer, clock, process, key, low, high, isolation)
                     done.add(key)
     finally:
         consumer.close()
@@ -174,9 +182,15 @@ def final_read(
 
 
 def _end(
-    writer: HistoryWriter, clock: RunClock, process: str, key: tuple[str, int], low: int, high: int
+    writer: HistoryWriter,
+    clock: RunClock,
+    process: str,
+    key: tuple[str, int],
+    low: int,
+    high: int,
+    isolation: str | None,
 ) -> None:
-    writer.write(read_end(clock.now_ns(), process, key[0], key[1], low, high))
+    writer.write(read_end(clock.now_ns(), process, key[0], key[1], low, high, isolation))
 
 
 def partition_counts(topics: Sequence[Mapping[str, Any]]) -> dict[str, int]:

@@ -26,7 +26,7 @@ from harness.clients import client_versions
 from harness.cluster import ClusterSpec, KafkaCluster
 from harness.cluster_state import ClusterSampler
 from harness.consumer import FinalReadResult
-from harness.contract.coordinators import OFFSETS_TOPIC
+from harness.contract.coordinators import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
 from harness.contract.history import (
     CLUSTER,
     FAULTS,
@@ -113,7 +113,7 @@ def run_experiment(
         _forensics_kept(cluster, rundir, topics) as forensics,
     ):
         # Closed however the block ends (a second Ctrl-C in stop() too): the history files with it.
-        with Workload(cluster, spec.workload, rundir, clock) as workload, rundir.syncing():
+        with Workload(cluster, spec.workload, rundir, clock, spec.seed) as workload, rundir.syncing():
             workload.create_topics()
             # The brokers' log lines carry wall-clock times: this maps them to the run clock.
             unix_ns_at_zero = time.time_ns() - clock.now_ns()
@@ -173,7 +173,10 @@ def run_experiment(
 
 
 def _offsets(spec: ExperimentSpec) -> list[str]:
-    return [OFFSETS_TOPIC] if spec.workload.groups else []
+    """The internal topics whose leaders are the workload's coordinators: sampled with the rest."""
+    return [OFFSETS_TOPIC] * bool(spec.workload.groups) + [TRANSACTION_STATE_TOPIC] * bool(
+        spec.workload.transactions
+    )
 
 
 def _offsets_topic(cluster: KafkaCluster) -> dict[str, Any]:

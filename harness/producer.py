@@ -95,12 +95,18 @@ class ProducerProcess:
         # Kept until `close()`: librdkafka calls an acks=0 write delivered once it is handed to the
         # socket, and destroying the client right after flush() can drop that tail unsent.
         self._producer: Producer | None = None
-        self._recorder = Recorder(process, topic, self.retries, writer, clock)
+        self._recorders = {topic: Recorder(process, topic, self.retries, writer, clock)}
 
     @property
     def counts(self) -> ProcessCounts:
-        r = self._recorder
-        return ProcessCounts(r.attempted, r.acked, r.failed, r.indeterminate, list(r.latencies_ns))
+        rs = list(self._recorders.values())
+        return ProcessCounts(
+            sum(r.attempted for r in rs),
+            sum(r.acked for r in rs),
+            sum(r.failed for r in rs),
+            sum(r.indeterminate for r in rs),
+            [latency for r in rs for latency in list(r.latencies_ns)],
+        )
 
     def start(self) -> None:
         self._thread.start()
@@ -137,7 +143,7 @@ class ProducerProcess:
                     producer.poll(paced_wait_s(delay_s))
                     continue
                 next_send += self._interval_s
-            self._send(producer, sequence)
+            self._send(producer, sequence, self.topic, sequence % self.partitions)
             sequence += 1
             producer.poll(0)
         # Every invoked write gets its completion: flush until the queue drains.
@@ -149,18 +155,20 @@ class ProducerProcess:
         """When everything queued now has surely completed: message.timeout.ms bounds each write."""
         return time.monotonic() + int(self.config["message.timeout.ms"]) / 1000 + DRAIN_MARGIN_S
 
-    def _send(self, producer: Producer, sequence: int) -> None:
-        """Record write `sequence`'s invoke and produce it. A full local queue is drained and the
+    def _send(
+        self, producer: Producer, sequence: int, topic: str, partition: int, txn: int | None = None
+    ) -> None:
+        """Record write `sequence`'s invoke (in transaction `txn`, for a transactional process) and
+        produce it. A full local queue is drained and the
         same write offered again until it is taken, stopping or not: a write given up on would be a
         failure the cluster had no part in. Room comes as queued writes complete, so only a client
         that stopped completing them makes the write fail, never sent, after `_drain_deadline`."""
-        partition = sequence % self.partitions
-        on_delivery = self._recorder.invoke(sequence, partition)
+        on_delivery = self._recorders[topic].invoke(sequence, partition, txn)
         payload = f"{self.process}:{sequence}{self._padding}".encode()
         deadline: float | None = None
         while True:
             try:
-                producer.produce(self.topic, payload, None, partition, on_delivery)
+                producer.produce(topic, payload, None, partition, on_delivery)
                 return
             except BufferError:
                 deadline = deadline or self._drain_deadline()

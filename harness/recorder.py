@@ -36,27 +36,24 @@ class DeliveryCallback(Protocol):
 class WriteLines:
     """Byte templates of one producer process's write events, its process, topic and value prefix
     encoded once. Fill with `%`: invoke (time_ns, partition, sequence), ok (time_ns, partition,
-    offset, sequence), ok_without_offset (time_ns, partition, sequence)."""
+    offset, sequence), ok_without_offset (time_ns, partition, sequence). A transactional process's
+    templates take its transaction after the partition: invoke (time_ns, partition, txn, sequence)."""
 
-    def __init__(self, process: str, topic: str) -> None:
+    def __init__(self, process: str, topic: str, *, transactional: bool = False) -> None:
         # '"process":...,"topic":...,' and '"<process>:' (a value's JSON string minus sequence and
         # closing quote), with any '%' in them doubled so the templates keep only their own.
         fields = orjson.dumps({"process": process, "topic": topic})[1:-1].replace(b"%", b"%%") + b","
         value = orjson.dumps(f"{process}:")[:-1].replace(b"%", b"%%")
-        head = b',"time_ns":%d,' + fields + b'"partition":%d,'
+        head = b',"time_ns":%d,' + fields + b'"partition":%d,' + (b'"txn":%d,' if transactional else b"")
         self.invoke = b'{"type":"invoke"' + head + b'"value":' + value + b'%d"}\n'
         self.ok = b'{"type":"ok"' + head + b'"offset":%d,"value":' + value + b'%d"}\n'
         self.ok_without_offset = b'{"type":"ok"' + head + b'"offset":null,"value":' + value + b'%d"}\n'
         self._error = head + b'"offset":null,"error":%b,"value":' + value + b'%d"}\n'
 
-    def error(self, kind: str, time_ns: int, partition: int, error: str, sequence: int) -> bytes:
-        """A `fail` or `info` line (rare: the error name is encoded here)."""
-        return b'{"type":"%b"' % kind.encode() + self._error % (
-            time_ns,
-            partition,
-            orjson.dumps(error),
-            sequence,
-        )
+    def error(self, kind: str, where: tuple[int, ...], error: str, sequence: int) -> bytes:
+        """A `fail` or `info` line (rare: the error name is encoded here); `where` is (time_ns,
+        partition), and the transaction of a transactional process's write."""
+        return b'{"type":"%b"' % kind.encode() + self._error % (*where, orjson.dumps(error), sequence)
 
 
 class Recorder:
@@ -66,9 +63,16 @@ class Recorder:
     callback it returns from the client's poll() (or at once, for a write the client refused)."""
 
     def __init__(
-        self, process: str, topic: str, retries: int, writer: HistoryWriter, clock: RunClock
+        self,
+        process: str,
+        topic: str,
+        retries: int,
+        writer: HistoryWriter,
+        clock: RunClock,
+        *,
+        transactional: bool = False,
     ) -> None:
-        self._lines = WriteLines(process, topic)
+        self._lines = WriteLines(process, topic, transactional=transactional)
         self._retries = retries
         self._append = writer.write_bytes
         self._origin_ns = clock.origin_ns  # times are RunClock's, read without a method call
@@ -78,19 +82,22 @@ class Recorder:
         self.indeterminate = 0
         self.latencies_ns: deque[int] = deque(maxlen=LATENCY_WINDOW)
 
-    def invoke(self, sequence: int, partition: int) -> DeliveryCallback:
-        """Record the invoke of write `sequence`; returns the callback that records its completion."""
+    def invoke(self, sequence: int, partition: int, txn: int | None = None) -> DeliveryCallback:
+        """Record the invoke of write `sequence` (in transaction `txn` of a transactional process);
+        returns the callback that records its completion."""
         invoked_ns = monotonic_ns() - self._origin_ns
-        self._append(self._lines.invoke % (invoked_ns, partition, sequence))
+        # The partition, and the transaction of a transactional write, as the templates take them.
+        where = (partition,) if txn is None else (partition, txn)
+        self._append(self._lines.invoke % (invoked_ns, *where, sequence))
         self.attempted += 1
         # A partial, not a closure: fewer objects for the cyclic garbage collector to walk with
         # thousands of writes in flight.
-        return partial(self._completed, sequence, partition, invoked_ns)
+        return partial(self._completed, sequence, where, invoked_ns)
 
     def _completed(
         self,
         sequence: int,
-        partition: int,
+        where: tuple[int, ...],
         invoked_ns: int,
         error: KafkaError | None,
         message: Message | None,
@@ -103,14 +110,14 @@ class Recorder:
             # offset: None, or -1 from some client versions; either is null.
             offset = message.offset() if message is not None else None
             if offset is not None and offset >= 0:
-                self._append(self._lines.ok % (now_ns, partition, offset, sequence))
+                self._append(self._lines.ok % (now_ns, *where, offset, sequence))
             else:
-                self._append(self._lines.ok_without_offset % (now_ns, partition, sequence))
+                self._append(self._lines.ok_without_offset % (now_ns, *where, sequence))
             self.acked += 1
             self.latencies_ns.append(now_ns - invoked_ns)
             return
         kind = classify(error.code(), self._retries, sent=sent)
-        self._append(self._lines.error(kind, now_ns, partition, error_name(error), sequence))
+        self._append(self._lines.error(kind, (now_ns, *where), error_name(error), sequence))
         if kind == "fail":
             self.failed += 1
         else:

@@ -23,6 +23,7 @@ from harness.contract.history import (
     CLIENT,
     CONSUMES,
     READS,
+    TRANSACTIONS,
     WRITES,
     HistoryWriter,
     RunClock,
@@ -38,8 +39,11 @@ from harness.producer import (
     ProcessCounts,
     ProducerProcess,
 )
+from harness.transactional_producer import TransactionalProducerProcess, TransactionSpec
 
 _TOPIC_PREFIX = "chaos-acks-"
+TXN_TOPIC_PREFIX = "chaos-txn-"
+TRANSACTIONAL_ID_PREFIX = "kchaos-tx-"
 
 
 def topic_name(acks: str) -> str:
@@ -63,6 +67,8 @@ class WorkloadSpec:
     topic_config: Mapping[str, ConfigValue] = field(default_factory=dict)
     live_consumers: int = 1
     groups: tuple[GroupSpec, ...] = ()
+    transactions: TransactionSpec | None = None
+    """Transactional producers writing topics of their own (`chaos-txn-N`), besides the acks modes."""
 
     def __post_init__(self) -> None:
         unknown = [a for a in self.acks if a not in ACKS_MODES]
@@ -104,18 +110,55 @@ class WorkloadSpec:
         )
         return dataclasses.replace(self, acks=acks, groups=groups)
 
+    def txn_topics(self) -> list[str]:
+        """The topics the transactional producers write (none without `transactions`)."""
+        count = self.transactions.topics if self.transactions is not None else 0
+        return [f"{TXN_TOPIC_PREFIX}{n}" for n in range(count)]
+
+    def transactional_ids(self) -> list[str]:
+        count = self.transactions.producers if self.transactions is not None else 0
+        return [f"{TRANSACTIONAL_ID_PREFIX}{n}" for n in range(count)]
+
+    def read_partitions(self) -> dict[str, int]:
+        """Every topic written, with its partition count: what live consumers and the final read read."""
+        return {t["name"]: self.partitions for t in self.topics()}
+
+    def consumer_overrides(self) -> dict[str, Any]:
+        """With transactions, every reader of the workload reads committed records only."""
+        return {"isolation.level": "read_committed"} if self.transactions is not None else {}
+
     def topics(self) -> list[dict[str, Any]]:
         """The `topics` list of run.json."""
-        return [
+        config = format_settings(self.topic_config)
+        topics = [
             {
                 "name": topic_name(a),
                 "partitions": self.partitions,
                 "replication_factor": self.replication_factor,
                 "acks": a,
-                "config": format_settings(self.topic_config),
+                "config": config,
             }
             for a in self.acks
         ]
+        if self.transactions is not None:
+            producer = {
+                "enable.idempotence": True,
+                "transactional.id": TRANSACTIONAL_ID_PREFIX.rstrip("-"),
+                "transaction.timeout.ms": self.transactions.transaction_timeout_ms,
+            }
+            topics += [
+                {
+                    "name": name,
+                    "partitions": self.partitions,
+                    "replication_factor": self.replication_factor,
+                    "acks": "all",
+                    "config": config,
+                    "producer": producer,
+                    "transactions": self.transactions.recorded(),
+                }
+                for name in self.txn_topics()
+            ]
+        return topics
 
     def effective_producer_config(self) -> dict[str, Any]:
         full_speed = (
@@ -151,10 +194,18 @@ def _every_step(steps: Iterable[Callable[[], object]]) -> None:
 # a second at worst; per-message contexts (msg, protocol) would be a line per request. A
 # scenario's own `debug` setting replaces it.
 PRODUCER_DEBUG = {"debug": "broker"}
+# And a transactional producer's steps with the coordinator (its PID, epoch and EndTxn requests):
+# a few lines per transaction.
+TXN_PRODUCER_DEBUG = {"debug": "broker,eos"}
 # The final read's connections and the leaders it was told of: what an incomplete read needs to be
 # explained, a few dozen lines per run.
 FINAL_READ_DEBUG = {"debug": "broker,topic,metadata"}
 FINAL_READER = "c-final-0"
+
+
+def _mode(producer: ProducerProcess) -> str:
+    """What a producer's counts are kept under: its acks mode, or `txn`."""
+    return "txn" if isinstance(producer, TransactionalProducerProcess) else producer.acks
 
 
 class Workload:
@@ -162,12 +213,16 @@ class Workload:
 
     As a context manager it is closed on the way out, however the block ends."""
 
-    def __init__(self, cluster: KafkaCluster, spec: WorkloadSpec, rundir: RunDir, clock: RunClock) -> None:
+    def __init__(
+        self, cluster: KafkaCluster, spec: WorkloadSpec, rundir: RunDir, clock: RunClock, seed: int = 0
+    ) -> None:
         self.cluster, self.spec, self.rundir, self.clock = cluster, spec, rundir, clock
+        self.seed = seed  # what transactional producers draw their sizes and aborts from
         self._writes: HistoryWriter | None = None
         self._reads: HistoryWriter | None = None
         self._client_log: HistoryWriter | None = None
         self._consumes: HistoryWriter | None = None
+        self._transactions: HistoryWriter | None = None
         self.groups: ConsumerGroups | None = None
         self.producers: list[ProducerProcess] = []
         self.consumers: list[LiveConsumer] = []
@@ -214,10 +269,33 @@ class Workload:
                         self.spec.message_size,
                     )
                 )
-        partitions = {topic_name(a): self.spec.partitions for a in self.spec.acks}
+        if (txn := self.spec.transactions) is not None:
+            self._transactions = self.rundir.writer(TRANSACTIONS)
+            self.cluster.transactional_ids = self.spec.transactional_ids()
+            for n, transactional_id in enumerate(self.spec.transactional_ids()):
+                process = f"tx-{n}"
+                logger = ClientLog(process, self._client_log, self.clock)
+                self.producers.append(
+                    TransactionalProducerProcess(
+                        process,
+                        transactional_id,
+                        self.spec.txn_topics(),
+                        self.spec.partitions,
+                        txn,
+                        self._client_config(**{**TXN_PRODUCER_DEBUG, **producer_config, "logger": logger}),
+                        self._writes,
+                        self._transactions,
+                        self.clock,
+                        self.seed,
+                        self.spec.rate_per_s,
+                        self.spec.message_size,
+                    )
+                )
+        partitions = self.spec.read_partitions()
+        reader_config = self._client_config(**self.spec.consumer_overrides())
         for n in range(self.spec.live_consumers):
             self.consumers.append(
-                LiveConsumer(f"c-live-{n}", partitions, self._client_config(), self._reads, self.clock)
+                LiveConsumer(f"c-live-{n}", partitions, reader_config, self._reads, self.clock)
             )
         if self.spec.groups:
             self._consumes = self.rundir.writer(CONSUMES)
@@ -254,16 +332,16 @@ class Workload:
 
     def final_read(self, timeout_s: float = 60.0) -> FinalReadResult:
         assert self._reads is not None, "start() first"
-        partitions = {topic_name(a): self.spec.partitions for a in self.spec.acks}
         assert self._client_log is not None
         logger = ClientLog(FINAL_READER, self._client_log, self.clock)
-        config = self._client_config(**FINAL_READ_DEBUG, logger=logger)
+        config = self._client_config(**FINAL_READ_DEBUG, **self.spec.consumer_overrides(), logger=logger)
+        partitions = self.spec.read_partitions()
         return final_read(partitions, config, self._reads, self.clock, timeout_s, FINAL_READER)
 
     def close(self) -> None:
         """Release the producers' clients and close the history files: each step taken even when
         one is interrupted or fails (first exception re-raised after). Safe to call again."""
-        writers = (self._writes, self._reads, self._client_log, self._consumes)
+        writers = (self._writes, self._reads, self._client_log, self._consumes, self._transactions)
         _every_step(
             [producer.close for producer in self.producers]
             + ([self.groups.stop] if self.groups is not None else [])
@@ -271,10 +349,12 @@ class Workload:
         )
 
     def counts(self) -> dict[str, ModeCounts]:
-        """Live counters per acks mode (for progress lines and summaries)."""
+        """Live counters per acks mode, and `txn` for the transactional producers (for progress
+        lines and summaries)."""
         result: dict[str, ModeCounts] = {}
-        for acks in self.spec.acks:
-            mine: list[ProcessCounts] = [p.counts for p in self.producers if p.acks == acks]
+        txn = ("txn",) if self.spec.transactions is not None else ()
+        for acks in (*self.spec.acks, *txn):
+            mine: list[ProcessCounts] = [p.counts for p in self.producers if _mode(p) == acks]
             result[acks] = ModeCounts(
                 sum(c.attempted for c in mine),
                 sum(c.acked for c in mine),

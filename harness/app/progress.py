@@ -43,7 +43,8 @@ class Progress:
         rate = (attempted - self._last_attempted) / max(now - self._last_time, 1e-6)
         self._last_attempted, self._last_time = attempted, now
         modes = "  ".join(
-            f"acks={a}: {c.acked} ok {c.failed} fail {c.indeterminate} info" for a, c in counts.items()
+            f"{a if a == 'txn' else 'acks=' + a}: {c.acked} ok {c.failed} fail {c.indeterminate} info"
+            for a, c in counts.items()
         )
         extra = f"  | {self.status()}" if self.status else ""
         line = f"{left_s:4.0f}s left  {rate:6.0f} writes/s  {modes}  read {workload.read}{extra}"

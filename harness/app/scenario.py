@@ -24,7 +24,7 @@ from harness.app.scenario_fields import MAX_NAME, MAX_TEXT, Fields, fail
 from harness.app.scenario_groups import parse_groups
 from harness.app.yamlfile import read_yaml
 from harness.cluster import ClusterSpec
-from harness.contract.coordinators import OFFSETS_TOPIC
+from harness.contract.coordinators import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
 from harness.contract.history import ACKS_MODES
 from harness.contract.nodes import broker_name, controller_name, zookeeper_name
 from harness.errors import ConfigError, TargetError
@@ -38,6 +38,12 @@ from harness.limits import (
     MAX_RATE,
     MAX_SEED,
     brief,
+)
+from harness.transactional_producer import (
+    MAX_TXN_RECORDS,
+    MAX_TXN_TOPICS,
+    TRANSACTION_FIELDS,
+    TransactionSpec,
 )
 from harness.workload import WorkloadSpec
 
@@ -139,7 +145,7 @@ def check_aims(plan: FaultPlan, experiment: ExperimentSpec) -> None:
     else:  # the release decides (KRaft from 4.0): either kind of node may be there
         nodes += [zookeeper_name(n) for n in range(1, spec.zookeepers + 1)]
         nodes += [controller_name(n) for n in range(1, spec.controllers + 1)]
-    topics = [str(t["name"]) for t in workload.topics()] + [OFFSETS_TOPIC]
+    topics = [str(t["name"]) for t in workload.topics()] + [OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC]
     groups = {g.name: g.member_names() for g in workload.groups}
     aimed = [(f"faults.faults[{i}]", name, params) for i, (name, params) in enumerate(plan.faults)]
     aimed += [
@@ -179,7 +185,8 @@ def check_aims(plan: FaultPlan, experiment: ExperimentSpec) -> None:
             raise fail(
                 f"{path}.params.topic", f"no topic {brief(topic)}; the workload has {', '.join(topics)}"
             )
-        if partition is not None and str(topic) != OFFSETS_TOPIC and int(partition) >= workload.partitions:
+        internal = (OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC)
+        if partition is not None and str(topic) not in internal and int(partition) >= workload.partitions:
             raise fail(
                 f"{path}.params.partition", f"the workload's topics have {workload.partitions} partitions"
             )
@@ -283,6 +290,7 @@ def parse_scenario(data: Any, source: str) -> Scenario:
             "topic_config",
             "live_consumers",
             "groups",
+            "transactions",
         ),
     )
     acks = _acks_list(w.data["acks"], "workload.acks") if "acks" in w.data else ACKS_MODES
@@ -298,6 +306,7 @@ def parse_scenario(data: Any, source: str) -> Scenario:
             topic_config=w.mapping("topic_config"),
             live_consumers=w.integer("live_consumers", 1, 0, MAX_PRODUCERS),
             groups=parse_groups(w.data.get("groups"), "workload.groups", acks),
+            transactions=_transactions(w.data.get("transactions")),
         ),
         "workload",
     )
@@ -331,6 +340,26 @@ def parse_scenario(data: Any, source: str) -> Scenario:
     plan = _fault_plan(top.data.get("faults"))
     check_aims(plan, experiment)
     return Scenario(name, description, source, experiment, plan, expectations)
+
+
+def _transactions(value: Any) -> TransactionSpec | None:
+    """`workload.transactions`: transactional producers writing topics of their own."""
+    if value is None:
+        return None
+    t = Fields(value, "workload.transactions", TRANSACTION_FIELDS)
+    records, where = t.get("records", list, [1, 10]), "workload.transactions.records"
+    if len(records) != 2 or not all(isinstance(n, int) and not isinstance(n, bool) for n in records):
+        raise fail(where, f"expected [min, max] record counts, got {brief(records)}")
+    low, high = records
+    if not 1 <= low <= high <= MAX_TXN_RECORDS:
+        raise fail(where, f"expected 1 <= min <= max <= {MAX_TXN_RECORDS}, got {records}")
+    return TransactionSpec(
+        producers=t.integer("producers", 1, 1, MAX_PRODUCERS),
+        topics=t.integer("topics", 2, 1, MAX_TXN_TOPICS),
+        records=(low, high),
+        abort_rate=t.number("abort_rate", 0.1, 0.0, 1.0),
+        transaction_timeout_ms=t.integer("transaction_timeout_ms", 10_000, 1000, 900_000),
+    )
 
 
 def _checked_value(build: Callable[[], Any], path: str) -> Any:

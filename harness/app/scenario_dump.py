@@ -15,6 +15,7 @@ from faults.schedule import ScheduleEntry
 from harness.app.scenario import FaultPlan, Scenario
 from harness.groups import GroupSpec
 from harness.images import LOCAL_BASE_IMAGE
+from harness.transactional_producer import TransactionSpec
 from harness.workload import acks_of_topic
 
 
@@ -111,6 +112,7 @@ def scenario_data(scenario: Scenario) -> dict[str, Any]:
             "topic_config": dict(workload.topic_config),
             "live_consumers": workload.live_consumers,
             **({"groups": [_group_data(g) for g in workload.groups]} if workload.groups else {}),
+            **({"transactions": _transactions_data(workload.transactions)} if workload.transactions else {}),
         },
         "faults": faults,
         "expect": [e.text for e in scenario.expectations],
@@ -121,6 +123,16 @@ def scenario_yaml(scenario: Scenario, header: str = "") -> str:
     """The YAML text; `header` lines become comments above it."""
     comments = "".join(f"# {line}\n" for line in header.splitlines())
     return comments + yaml.safe_dump(scenario_data(scenario), sort_keys=False, allow_unicode=True, width=100)
+
+
+def _transactions_data(spec: TransactionSpec) -> dict[str, Any]:
+    return {
+        "producers": spec.producers,
+        "topics": spec.topics,
+        "records": list(spec.records),
+        "abort_rate": spec.abort_rate,
+        "transaction_timeout_ms": spec.transaction_timeout_ms,
+    }
 
 
 def _group_data(group: GroupSpec) -> dict[str, Any]:

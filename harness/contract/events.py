@@ -15,6 +15,9 @@ from typing import Any, Literal, Protocol
 from harness.errors import HistoryError
 
 WRITE_TYPES = ("invoke", "ok", "fail", "info")
+TXN_STEPS = ("init", "begin", "offsets", "commit", "abort")
+TXN_PHASES = ("invoke", "ok", "fail", "info")
+ERROR_CLASSES = ("fatal", "abortable", "retriable")
 READ_TYPES = ("record", "end")
 READ_PHASES = ("live", "final")
 FAULT_PHASES = ("start", "stop")
@@ -39,6 +42,7 @@ WRITE_FIELDS = (
     Field("offset", "long"),
     Field("value", "string"),
     Field("error", "string"),
+    Field("txn", "long"),
 )
 READ_FIELDS = (
     Field("type", "string"),
@@ -72,6 +76,21 @@ CONSUME_FIELDS = (
 )
 """consumes.jsonl's fields the group checks read (`error` is only validated)."""
 
+TXN_FIELDS = (
+    Field("type", "string"),
+    Field("time_ns", "long"),
+    Field("process", "string"),
+    Field("transactional_id", "string"),
+    Field("txn", "long"),
+    Field("phase", "string"),
+    Field("error", "string"),
+    Field("error_class", "string"),
+    Field("producer_epoch", "int"),
+    Field("group", "string"),
+    Field("offsets", "offsets"),
+)
+"""transactions.jsonl's fields: a transactional producer's steps (docs/HISTORY_FORMAT.md)."""
+
 
 def write_event(
     kind: str,
@@ -83,16 +102,46 @@ def write_event(
     *,
     offset: int | None = None,
     error: str | None = None,
+    txn: int | None = None,
 ) -> dict[str, Any]:
-    """An `invoke` (no offset, no error), `ok` (offset, or None under acks=0), `fail` or `info` line."""
+    """An `invoke` (no offset, no error), `ok` (offset, or None under acks=0), `fail` or `info` line;
+    `txn`: the transaction of a transactional producer's write."""
     event: dict[str, Any] = {"type": kind, "time_ns": time_ns, "process": process, "topic": topic}
     event["partition"] = partition
+    if txn is not None:
+        event["txn"] = txn
     if kind != "invoke":
         event["offset"] = offset
     if error is not None:
         event["error"] = error
     event["value"] = value
     return event
+
+
+def txn_step(
+    kind: str,
+    time_ns: int,
+    process: str,
+    transactional_id: str,
+    txn: int | None = None,
+    *,
+    phase: str | None = None,
+    error: str | None = None,
+    error_class: str | None = None,
+    **fields: Any,
+) -> dict[str, Any]:
+    """A transactions.jsonl line: `init` (no `txn`), `begin` (no `phase`), `offsets`, `commit` or
+    `abort`, with `error` and `error_class` on a `fail` or `info`, and any other field
+    (`producer_epoch`, `group`, `offsets`)."""
+    event: dict[str, Any] = {"type": kind, "time_ns": time_ns, "process": process}
+    event["transactional_id"] = transactional_id
+    if txn is not None:
+        event["txn"] = txn
+    if phase is not None:
+        event["phase"] = phase
+    if error is not None:
+        event |= {"error": error, "error_class": error_class}
+    return event | fields
 
 
 def read_record(
@@ -112,10 +161,17 @@ def read_record(
 
 
 def read_end(
-    time_ns: int, process: str, topic: str, partition: int, log_start: int, high_watermark: int
+    time_ns: int,
+    process: str,
+    topic: str,
+    partition: int,
+    log_start: int,
+    high_watermark: int,
+    isolation: str | None = None,
 ) -> dict[str, Any]:
-    """The final read of a partition reached its high watermark: the partition was read whole."""
-    return {
+    """The final read of a partition reached its high watermark: the partition was read whole
+    (`isolation`: "read_committed" when it read committed records only)."""
+    end = {
         "type": "end",
         "time_ns": time_ns,
         "process": process,
@@ -125,6 +181,7 @@ def read_end(
         "log_start": log_start,
         "high_watermark": high_watermark,
     }
+    return end | {"isolation": isolation} if isolation else end
 
 
 class ReplicaContents(Protocol):

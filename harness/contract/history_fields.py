@@ -160,6 +160,10 @@ def check_run(run: dict[str, Any], path: Path) -> None:
         topic.integer("replication_factor", 1, MAX_NODES)
         topic.settings("config")
         topic.settings("producer")
+        transactions = topic.child("transactions")  # written by transactional producers
+        if transactions.obj:
+            transactions.int_list("records", 1, MAX_INT64, 2)
+            transactions.number("abort_rate", 0, 1)
     for key in ("run_id", "scenario", "started_at"):
         top.text(key)
     seed = run.get("seed")

@@ -1,0 +1,210 @@
+"""A transactional producer process: writes in transactions, each committed or aborted as a whole,
+and records every step of them in history/transactions.jsonl (docs/HISTORY_FORMAT.md).
+
+The librdkafka transaction API as it is documented: `init_transactions` once per client, then per
+transaction `begin_transaction`, the writes (recorded in writes.jsonl with their `txn`), and
+`commit_transaction` or `abort_transaction`. A failed call is classed the way the client says to
+treat it: `retriable` (call it again), `abortable` (`txn_requires_abort`: abort, then go on) or
+`fatal` (anything else: the client is unusable; a new one with the same transactional.id is
+created and initialized, which fences the old one and aborts what it left open).
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+from confluent_kafka import KafkaError, KafkaException, Producer
+
+from harness.contract.events import txn_step
+from harness.contract.history import HistoryWriter, RunClock
+from harness.producer import ProducerProcess, paced_wait_s
+from harness.recorder import Recorder
+
+CALL_TIMEOUT_S = 10.0
+"""How long one init, commit or abort call may block; a call that times out is retriable."""
+MAX_ATTEMPTS = 3
+"""Calls of one step before the client is given up as fatal (a new one fences it)."""
+FENCED = frozenset({KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH})
+"""The coordinator refused the producer's epoch: the call definitely did nothing."""
+
+
+MAX_TXN_RECORDS = 1000
+MAX_TXN_TOPICS = 16
+TRANSACTION_FIELDS = ("producers", "topics", "records", "abort_rate", "transaction_timeout_ms")
+"""A scenario's `workload.transactions` fields, as TransactionSpec names them."""
+
+
+@dataclass(frozen=True)
+class TransactionSpec:
+    """What the transactional producers of a workload do: `producers` processes, each writing
+    transactions of `records` (min, max) writes spread over `topics`' partitions, aborting
+    `abort_rate` of them on purpose."""
+
+    producers: int = 1
+    topics: int = 2
+    records: tuple[int, int] = (1, 10)
+    abort_rate: float = 0.1
+    transaction_timeout_ms: int = 10_000
+    """Short, so that a transaction left open by a dead client is aborted within the run."""
+
+    def recorded(self) -> dict[str, Any]:
+        """A transactional topic's `transactions` in run.json."""
+        return {"records": list(self.records), "abort_rate": self.abort_rate}
+
+
+def error_class(error: KafkaError) -> str:
+    """How the client says to treat a failed transaction call."""
+    if error.retriable():
+        return "retriable"
+    if error.txn_requires_abort():
+        return "abortable"
+    return "fatal"
+
+
+class TransactionalProducerProcess(ProducerProcess):
+    """Writes unique values in transactions across `topics` (each with `partitions`) until stopped.
+
+    A transaction in progress when the process is stopped is still finished (committed, or aborted
+    as drawn)."""
+
+    def __init__(
+        self,
+        process: str,
+        transactional_id: str,
+        topics: Sequence[str],
+        partitions: int,
+        spec: TransactionSpec,
+        client_config: Mapping[str, Any],
+        writer: HistoryWriter,
+        steps: HistoryWriter,
+        clock: RunClock,
+        seed: int,
+        rate_per_s: float = 0.0,
+        message_size: int = 0,
+    ) -> None:
+        # librdkafka refuses a write that may outlive its transaction.
+        message_timeout_ms = min(
+            int(client_config.get("message.timeout.ms", 300_000)), spec.transaction_timeout_ms
+        )
+        config = {
+            **client_config,
+            "transactional.id": transactional_id,
+            "transaction.timeout.ms": spec.transaction_timeout_ms,
+            "message.timeout.ms": message_timeout_ms,
+        }
+        super().__init__(
+            process, topics[0], partitions, "all", config, writer, clock, rate_per_s, message_size
+        )
+        self.transactional_id, self.spec = transactional_id, spec
+        self._targets = [(t, p) for p in range(partitions) for t in topics]
+        self._recorders = {
+            t: Recorder(process, t, self.retries, writer, clock, transactional=True) for t in topics
+        }
+        self._steps, self._clock = steps, clock
+        self._rng = random.Random(f"{seed}:{process}")
+        self.transactions = 0
+
+    def _step(self, kind: str, txn: int | None, phase: str | None, error: KafkaError | None = None) -> None:
+        self._steps.write(
+            txn_step(
+                kind,
+                self._clock.now_ns(),
+                self.process,
+                self.transactional_id,
+                txn,
+                phase=phase,
+                error=error.name() if error is not None else None,
+                error_class=error_class(error) if error is not None else None,
+            )
+        )
+
+    def _call(self, kind: str, txn: int | None, call: Callable[[], object]) -> str:
+        """Invoke a transaction call, retried while the client calls its failure retriable; record
+        each attempt. Returns `ok`, `abortable` or `fatal`."""
+        for _ in range(MAX_ATTEMPTS):
+            self._step(kind, txn, "invoke")
+            try:
+                call()
+            except KafkaException as exc:
+                error: KafkaError = exc.args[0]
+                klass = error_class(error)
+                # Refused (fenced, or told to abort) is definite; a timeout or a lost answer is not.
+                definite = error.code() in FENCED or klass == "abortable"
+                self._step(kind, txn, "fail" if definite else "info", error)
+                if klass != "retriable":
+                    return klass
+                continue
+            self._step(kind, txn, "ok")
+            return "ok"
+        return "fatal"
+
+    def _client(self) -> Producer:
+        """A new client with the process's transactional.id, initialized (fencing any older one)."""
+        while True:
+            producer = self._producer = Producer(self.config)
+            if self._call("init", None, partial(producer.init_transactions, CALL_TIMEOUT_S)) == "ok":
+                return producer
+            if self._stop.is_set():
+                raise _Stopped
+            producer.poll(1.0)  # the coordinator may be down: a pause before the next client
+
+    def _produce_loop(self) -> None:
+        producer: Producer | None = self._started()
+        sequence = txn = 0
+        next_send = time.monotonic()
+        low, high = self.spec.records
+        while producer is not None and not self._stop.is_set():
+            size, abort = self._rng.randint(low, high), self._rng.random() < self.spec.abort_rate
+            try:
+                producer.begin_transaction()
+            except KafkaException:
+                producer = self._replaced()
+                continue
+            self._step("begin", txn, None)
+            for _ in range(size):
+                while self._interval_s and (delay_s := next_send - time.monotonic()) > 0:
+                    producer.poll(paced_wait_s(delay_s))
+                next_send += self._interval_s
+                topic, partition = self._targets[sequence % len(self._targets)]
+                self._send(producer, sequence, topic, partition, txn)
+                sequence += 1
+                producer.poll(0)
+            outcome = self._finish(producer, txn, abort)
+            self.transactions += 1
+            txn += 1
+            if outcome == "fatal":
+                producer = self._replaced()
+
+    def _finish(self, producer: Producer, txn: int, abort: bool) -> str:
+        """Commit (or abort, as drawn) transaction `txn`; an abortable failure is aborted. Returns
+        `ok` or `fatal`."""
+        if not abort:
+            outcome = self._call("commit", txn, partial(producer.commit_transaction, CALL_TIMEOUT_S))
+            if outcome != "abortable":
+                return outcome
+        aborted = self._call("abort", txn, partial(producer.abort_transaction, CALL_TIMEOUT_S))
+        return "ok" if aborted == "ok" else "fatal"
+
+    def _replaced(self) -> Producer | None:
+        """After a fatal error: a new client (its init fences the old one), or None when stopping."""
+        old = self._producer
+        if old is not None:
+            old.purge()  # its queued writes complete now, as unknown
+            old.flush(0)
+        return self._started()
+
+    def _started(self) -> Producer | None:
+        """An initialized client, or None when stopped before one could be initialized."""
+        try:
+            return self._client()
+        except _Stopped:
+            return None
+
+
+class _Stopped(Exception):
+    """The process was stopped while it had no initialized client."""
