@@ -15,6 +15,9 @@ A target is one of these words, or a comma-separated list of node names (`kafka-
 - `zookeeper`         every ZooKeeper node
 - `coordinator`       the group coordinator of a consumer group (`coordinator:<group>`; alone, the
                       workload's only group): the leader of the group's __consumer_offsets partition
+- `txn-coordinator`   the transaction coordinator of a transactional.id (`txn-coordinator:<id>`;
+                      alone, the workload's only one): the leader of the id's __transaction_state
+                      partition, checked against the broker's own FindCoordinator answer
 
 The partition roles (the first five) take `pick`: words that the chosen partition must match, by
 the roles of its replicas (`PICKS`), e.g. `controller-follows` for a partition one of whose
@@ -33,11 +36,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from faults.base import coerce_int, text_param
+from harness import kafka_protocol
+from harness.broker_config import BROKER_PORT
 from harness.cluster import KafkaCluster
 from harness.cluster_state import ClusterSnapshot, PartitionState
-from harness.contract.coordinators import OFFSETS_TOPIC, coordinator_partition
+from harness.contract.coordinators import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, coordinator_partition
 from harness.contract.nodes import broker_name, node_name
 from harness.errors import ClusterError, TargetError
+from harness.kafka_protocol import Coordinator
 from harness.services import Node
 
 PARTITION_ROLES = {
@@ -66,6 +72,8 @@ TARGETS = {
     "zookeeper": "every ZooKeeper node",
     "coordinator": "the group coordinator of consumer group G (coordinator:G; alone, the workload's only "
     "group): the leader of G's __consumer_offsets partition",
+    "txn-coordinator": "the transaction coordinator of transactional.id T (txn-coordinator:T; alone, the "
+    "workload's only one): the leader of T's __transaction_state partition, as FindCoordinator names it",
 }
 """Target word -> what it resolves to (`kchaos faults` lists them)."""
 KEYWORDS = tuple(TARGETS)
@@ -90,6 +98,8 @@ PICKS: dict[str, Callable[[PartitionState, int | None], bool]] = {
 }
 """`pick` words: what the chosen partition's replicas must be, read from ZooKeeper at start."""
 MAX_PARTITION = 2**31 - 1  # Kafka numbers partitions with 32-bit integers
+FIND_COORDINATOR_TIMEOUT_S = 1.0
+"""How long one broker has to answer FindCoordinator before the next is asked."""
 _NODE_NAME = re.compile(r"(kafka|zk|controller)-[0-9]{1,9}")
 """A node's name: `kafka-<broker id>`, `zk-<number>` or `controller-<number>` (`harness.services`)."""
 
@@ -112,11 +122,11 @@ def validate_target(target: str) -> str:
     `leadr` would otherwise only fail when the fault starts, mid-run. Whether the named nodes exist
     is checked against the live cluster."""
     target = target.strip()
-    if target in KEYWORDS or target.startswith("coordinator:") or named_nodes(target):
+    if target in KEYWORDS or target.startswith(("coordinator:", "txn-coordinator:")) or named_nodes(target):
         return target
     raise ValueError(
-        f"target must be one of {', '.join(KEYWORDS)} (coordinator:G for group G) or node names like "
-        f"kafka-1,zk-1, got {target!r}"
+        f"target must be one of {', '.join(KEYWORDS)} (coordinator:G for group G, txn-coordinator:T "
+        f"for transactional.id T) or node names like kafka-1,zk-1, got {target!r}"
     )
 
 
@@ -280,19 +290,53 @@ def _role(
 
 def coordinated_group(target: str, groups: Sequence[str]) -> str | None:
     """The group whose coordinator `target` names (`coordinator` or `coordinator:<group>`), else None."""
-    word, _, group = target.partition(":")
-    if word != "coordinator":
+    return _coordinated(
+        target, "coordinator", groups, "group", "the workload has no consumer groups (workload.groups)"
+    )
+
+
+def coordinated_transactional_id(target: str, transactional_ids: Sequence[str]) -> str | None:
+    """The transactional.id whose transaction coordinator `target` names (`txn-coordinator` or
+    `txn-coordinator:<id>`), else None."""
+    return _coordinated(
+        target,
+        "txn-coordinator",
+        transactional_ids,
+        "transactional.id",
+        "the workload runs no transactional producer (none has a transactional.id)",
+    )
+
+
+def _coordinated(target: str, word: str, keys: Sequence[str], noun: str, none: str) -> str | None:
+    """The key (a group, a transactional.id) of a `word:<key>` target, or of `word` alone when there
+    is one key; None for a target of another word."""
+    head, _, key = target.partition(":")
+    if head != word:
         return None
-    if not groups:
-        raise TargetError(f"target {target!r}: the workload has no consumer groups (workload.groups)")
-    if not group and len(groups) > 1:
+    if not keys:
+        raise TargetError(f"target {target!r}: {none}")
+    if not key and len(keys) > 1:
+        raise TargetError(f"target {word!r}: say whose, one of {', '.join(f'{word}:{k}' for k in keys)}")
+    key = key or keys[0]
+    if key not in keys:
+        raise TargetError(f"target {target!r}: no {noun} {key!r} ({noun}s: {', '.join(keys)})")
+    return key
+
+
+def confirmed_coordinator(target: str, answer: Coordinator, leader: str, partition: str) -> str:
+    """The broker FindCoordinator's `answer` names, when it is `leader`, the leader of `partition` (as
+    `topic/number`); else a TargetError saying both, or the error FindCoordinator answered."""
+    if answer.error_code:
         raise TargetError(
-            f"target 'coordinator': say whose, one of coordinator:{', coordinator:'.join(groups)}"
+            f"target {target}: FindCoordinator answered {answer.error()} ({partition} is led by {leader})"
         )
-    group = group or groups[0]
-    if group not in groups:
-        raise TargetError(f"target {target!r}: no group {group!r} (groups: {', '.join(groups)})")
-    return group
+    found = broker_name(answer.node_id)
+    if found != leader:
+        raise TargetError(
+            f"target {target}: FindCoordinator names {found} ({answer.host}:{answer.port}) but "
+            f"{partition} is led by {leader}"
+        )
+    return found
 
 
 def resolve(
@@ -307,6 +351,9 @@ def resolve(
     group = coordinated_group(target, cluster.groups.names if cluster.groups is not None else [])
     if group is not None:
         return _coordinator(cluster, group, rng)
+    transactional_id = coordinated_transactional_id(target, cluster.transactional_ids)
+    if transactional_id is not None:
+        return _transaction_coordinator(cluster, transactional_id, rng)
     try:
         snapshot = cluster.state([topic] if topic is not None else None)
     except ClusterError as exc:
@@ -326,18 +373,50 @@ def resolve(
 
 
 def _coordinator(cluster: KafkaCluster, group: str, rng: random.Random) -> tuple[list[Node], dict[str, Any]]:
+    leader, number = _coordinating_leader(cluster, f"coordinator:{group}", OFFSETS_TOPIC, group, rng)
+    return [cluster.node(leader)], {"group": group, "coordinator_partition": number}
+
+
+def _transaction_coordinator(
+    cluster: KafkaCluster, transactional_id: str, rng: random.Random
+) -> tuple[list[Node], dict[str, Any]]:
+    target = f"txn-coordinator:{transactional_id}"
+    if not cluster.kafka_version.at_least(0, 11):
+        raise TargetError(
+            f"target {target}: Kafka {cluster.kafka_version} has no transactions (0.11, KIP-98)"
+        )
+    leader, number = _coordinating_leader(cluster, target, TRANSACTION_STATE_TOPIC, transactional_id, rng)
+    addresses = [(b.ip, BROKER_PORT) for b in cluster.brokers]
     try:
-        partitions = len(cluster.metadata.replica_counts(OFFSETS_TOPIC))
-        if not partitions:
-            raise TargetError(f"target coordinator:{group}: {OFFSETS_TOPIC} does not exist yet")
-        number = coordinator_partition(group, partitions)
-        snapshot = cluster.state([OFFSETS_TOPIC])
+        answer = kafka_protocol.find_coordinator(
+            addresses, transactional_id, kafka_protocol.TRANSACTION_KEY, FIND_COORDINATOR_TIMEOUT_S
+        )
     except ClusterError as exc:
-        raise TargetError(f"cannot resolve target coordinator:{group}: {exc}") from None
-    brokers = [b.name for b in cluster.brokers]
-    choice = _role("leader", snapshot, brokers, rng, OFFSETS_TOPIC, number, ())
-    detail = {"group": group, "coordinator_partition": number}
-    return [cluster.node(name) for name in choice.names], detail
+        raise TargetError(f"cannot resolve target {target}: {exc}") from None
+    found = confirmed_coordinator(target, answer, leader, f"{TRANSACTION_STATE_TOPIC}/{number}")
+    detail = {
+        "transactional_id": transactional_id,
+        "coordinator_partition": number,
+        "find_coordinator": found,
+    }
+    return [cluster.node(leader)], detail
+
+
+def _coordinating_leader(
+    cluster: KafkaCluster, target: str, topic: str, key: str, rng: random.Random
+) -> tuple[str, int]:
+    """The broker coordinating `key`: the leader of its partition of `topic` (__consumer_offsets for
+    a group, __transaction_state for a transactional.id), and the partition's number."""
+    try:
+        partitions = len(cluster.metadata.replica_counts(topic))
+        if not partitions:
+            raise TargetError(f"target {target}: {topic} does not exist yet")
+        number = coordinator_partition(key, partitions)
+        snapshot = cluster.state([topic])
+    except ClusterError as exc:
+        raise TargetError(f"cannot resolve target {target}: {exc}") from None
+    choice = _role("leader", snapshot, [b.name for b in cluster.brokers], rng, topic, number, ())
+    return choice.names[0], number
 
 
 class Targeted:

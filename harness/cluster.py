@@ -155,6 +155,9 @@ class KafkaCluster:
         self._owns_containers = True
         self.groups: ConsumerGroups | None = None
         """The consumer groups reading from this cluster while a workload runs: what member faults act on."""
+        self.transactional_ids: list[str] = []
+        """The transactional.ids of the workload's transactional producers while a workload runs (the
+        workload sets them): whose transaction coordinator the `txn-coordinator` target names."""
 
     @classmethod
     def attach(cls, run_id: str, *, connect: bool = True) -> KafkaCluster:

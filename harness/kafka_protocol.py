@@ -1,25 +1,29 @@
-"""The few Kafka protocol requests the harness sends itself: Metadata v8, DescribeQuorum v0 and
-DescribeTopicPartitions v0.
+"""The few Kafka protocol requests the harness sends itself: Metadata v8, DescribeQuorum v0,
+DescribeTopicPartitions v0 and FindCoordinator v1.
 
 librdkafka hides what KRaft state needs (a partition's leader epoch, its Eligible Leader Replicas,
-the active controller and its epoch), so the harness asks the brokers directly, over one short-lived
-socket per request. The wire format is Kafka's (kafka.apache.org/protocol): big-endian integers,
-int16-length strings and int32-length arrays in the classic versions; unsigned-varint-length
-("compact") strings and arrays and tagged-field sections in the flexible ones (KIP-482). Only what
-these requests use is here.
+the active controller and its epoch) and which broker coordinates a transactional.id, so the harness
+asks the brokers directly, over one short-lived socket per request. The wire format is Kafka's
+(kafka.apache.org/protocol): big-endian integers, int16-length strings and int32-length arrays in
+the classic versions; unsigned-varint-length ("compact") strings and arrays and tagged-field
+sections in the flexible ones (KIP-482). Only what these requests use is here.
 """
 
 from __future__ import annotations
 
 import socket
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
 from harness.errors import ClusterError
 
-METADATA, DESCRIBE_QUORUM, DESCRIBE_TOPIC_PARTITIONS = 3, 55, 75
+METADATA, FIND_COORDINATOR, DESCRIBE_QUORUM, DESCRIBE_TOPIC_PARTITIONS = 3, 10, 55, 75
+TRANSACTION_KEY = 1
+"""FindCoordinator's key type of a transactional.id (0: a consumer group)."""
+COORDINATOR_NOT_AVAILABLE = 15
+"""FindCoordinator's error while the coordinator's partition has no leader, or its topic is being made."""
 PARTITION_LIMIT = 2000
 """Partitions one DescribeTopicPartitions answer holds at most (the broker's default)."""
 METADATA_TOPIC = "__cluster_metadata"
@@ -71,6 +75,28 @@ class Quorum:
     voters: tuple[tuple[int, int], ...]
     """(node id, log end offset) of each voter."""
     observers: tuple[tuple[int, int], ...]
+
+
+@dataclass(frozen=True)
+class Coordinator:
+    """A FindCoordinator answer: the coordinating broker, or an error code (and the broker's message)."""
+
+    error_code: int
+    error_message: str | None
+    node_id: int
+    host: str
+    port: int
+
+    def error(self) -> str:
+        """The error as text: its name and the broker's message (empty when there is none)."""
+        if not self.error_code:
+            return ""
+        name = (
+            "COORDINATOR_NOT_AVAILABLE"
+            if self.error_code == COORDINATOR_NOT_AVAILABLE
+            else f"error code {self.error_code}"
+        )
+        return f"{name}: {self.error_message}" if self.error_message else name
 
 
 class Writer:
@@ -351,3 +377,33 @@ def parse_describe_topic_partitions(reader: Reader) -> list[EligibleLeaders]:
         reader.skip_tags()
     reader.skip_tags()
     return found
+
+
+def find_coordinator_request(key: str, key_type: int) -> bytes:
+    """FindCoordinator v1 (Kafka 0.11+, still served by 4.x) of one `key` of `key_type` (0 a group,
+    TRANSACTION_KEY a transactional.id)."""
+    body = Writer().string(key).int8(key_type)
+    return request(FIND_COORDINATOR, 1, body.bytes(), flexible=False)
+
+
+def parse_find_coordinator(reader: Reader) -> Coordinator:
+    reader.int32()  # throttle time
+    error_code, error_message = reader.int16(), reader.string()
+    node_id, host, port = reader.int32(), reader.string() or "", reader.int32()
+    return Coordinator(error_code, error_message, node_id, host, port)
+
+
+def find_coordinator(
+    addresses: Sequence[tuple[str, int]], key: str, key_type: int, timeout_s: float
+) -> Coordinator:
+    """FindCoordinator asked of each broker address in turn until one answers (one down or paused is
+    passed over); an answer with an error code is an answer. ClusterError naming every failure when
+    none answers."""
+    message = find_coordinator_request(key, key_type)
+    failures = []
+    for address in addresses:
+        try:
+            return parse_find_coordinator(exchange(address, message, timeout_s, flexible=False))
+        except ClusterError as exc:
+            failures.append(str(exc))
+    raise ClusterError(f"no broker answered FindCoordinator: {'; '.join(failures) or 'no broker to ask'}")

@@ -1,5 +1,7 @@
-"""Which partition of __consumer_offsets coordinates a consumer group, found the way the broker finds
-it: the groups' coordinators in cluster.jsonl, the checkers' and the reports' alike."""
+"""Which partition of __consumer_offsets coordinates a consumer group, and which of
+__transaction_state a transactional.id, found the way the broker finds it: the groups' coordinators
+in cluster.jsonl, the checkers' and the reports' alike, and the `coordinator` and `txn-coordinator`
+fault targets."""
 
 from __future__ import annotations
 
@@ -7,6 +9,9 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 OFFSETS_TOPIC = "__consumer_offsets"
+TRANSACTION_STATE_TOPIC = "__transaction_state"
+"""The transaction log: the leader of a transactional.id's partition is its transaction coordinator
+(transaction.state.log.num.partitions, 50 unless set)."""
 
 
 def java_string_hash(text: str) -> int:
@@ -18,11 +23,12 @@ def java_string_hash(text: str) -> int:
     return h - 2**32 if h >= 2**31 else h
 
 
-def coordinator_partition(group: str, partitions: int) -> int:
-    """The __consumer_offsets partition whose leader coordinates `group`: Kafka's
-    `Utils.abs(groupId.hashCode) % partitions`, where abs(MIN_VALUE) is 0 (checked on 0.9.0.1 against
+def coordinator_partition(key: str, partitions: int) -> int:
+    """The partition whose leader coordinates `key`: of __consumer_offsets for a group, of
+    __transaction_state for a transactional.id (the broker hashes both alike). Kafka's
+    `Utils.abs(key.hashCode) % partitions`, where abs(MIN_VALUE) is 0 (checked on 0.9.0.1 against
     DescribeGroups for a group whose hash is negative)."""
-    h = java_string_hash(group)
+    h = java_string_hash(key)
     return (0 if h == -(2**31) else abs(h)) % partitions
 
 

@@ -7,6 +7,7 @@ import math
 import random
 import re
 from itertools import pairwise
+from types import SimpleNamespace
 
 import pytest
 
@@ -14,7 +15,16 @@ from faults import Fault, available, make_fault
 from faults.iptables import drop_to, new_chain
 from faults.network import cut_links, link, one_way
 from faults.schedule import Schedule, ScheduleEntry
-from faults.targets import choose, coordinated_group
+from faults.targets import (
+    TARGETS,
+    choose,
+    confirmed_coordinator,
+    coordinated_group,
+    coordinated_transactional_id,
+    resolve,
+    validate_target,
+)
+from harness.broker_config import KafkaVersion
 from harness.cluster_state import ClusterSnapshot, PartitionState
 from harness.contract.coordinators import (
     coordinator_partition,
@@ -23,6 +33,7 @@ from harness.contract.coordinators import (
     offsets_partitions,
 )
 from harness.errors import ConfigError, TargetError
+from harness.kafka_protocol import Coordinator
 
 BROKERS = ["kafka-1", "kafka-2", "kafka-3", "kafka-4", "kafka-5"]
 ZKS = ["zk-1"]
@@ -327,6 +338,63 @@ def test_the_coordinator_partition_is_kafkas_abs_of_the_java_hash() -> None:
     assert java_string_hash("g-zombie") == -292557236  # negative: Math.abs, not a mask
     assert coordinator_partition("g-zombie", 5) == 1  # DescribeGroups on 0.9.0.1 named partition 1's leader
     assert coordinator_partition("g-alo", 50) == 96559934 % 50
+
+
+def test_a_txn_coordinator_target_names_its_transactional_id_when_there_are_several() -> None:
+    assert coordinated_transactional_id("txn-coordinator", ["kchaos-tx-0"]) == "kchaos-tx-0"
+    assert coordinated_transactional_id("txn-coordinator:tx-b", ["tx-a", "tx-b"]) == "tx-b"
+    assert coordinated_transactional_id("coordinator:g-alo", ["tx-a"]) is None  # the group's, not this
+    assert coordinated_group("txn-coordinator:tx-a", ["g-alo"]) is None
+    with pytest.raises(TargetError, match="say whose, one of txn-coordinator:tx-a, txn-coordinator:tx-b"):
+        coordinated_transactional_id("txn-coordinator", ["tx-a", "tx-b"])
+    with pytest.raises(
+        TargetError, match=r"'txn-coordinator:tx-x': no transactional.id 'tx-x' \(transactional.ids: tx-a\)"
+    ):
+        coordinated_transactional_id("txn-coordinator:tx-x", ["tx-a"])
+    with pytest.raises(TargetError, match="runs no transactional producer"):
+        coordinated_transactional_id("txn-coordinator:tx-a", [])
+
+
+def test_txn_coordinator_targets_are_valid_at_config_time() -> None:
+    assert validate_target(" txn-coordinator:kchaos-tx-0 ") == "txn-coordinator:kchaos-tx-0"
+    assert validate_target("txn-coordinator") == "txn-coordinator" and "txn-coordinator" in TARGETS
+    with pytest.raises(ValueError, match=r"txn-coordinator:T for transactional\.id T"):
+        validate_target("txn-coordinatr:kchaos-tx-0")
+    with pytest.raises(ValueError, match="got 'txn:kchaos-tx-0'"):
+        validate_target("txn:kchaos-tx-0")
+
+
+def test_the_transaction_coordinator_partition_hashes_as_the_groups_does() -> None:
+    # Java's "kchaos-tx-0".hashCode() is 48116735 and "pipe-tx".hashCode() -566251773 (jshell).
+    assert coordinator_partition("kchaos-tx-0", 50) == 35  # 50: transaction.state.log.num.partitions
+    assert coordinator_partition("pipe-tx", 50) == 23  # Math.abs of a negative hash
+
+
+def test_findcoordinator_must_name_the_partitions_leader() -> None:
+    named_2 = Coordinator(0, None, 2, "10.0.0.2", 9092)
+    partition = "__transaction_state/35"
+    assert confirmed_coordinator("txn-coordinator:t", named_2, "kafka-2", partition) == "kafka-2"
+    with pytest.raises(
+        TargetError,
+        match=r"^target txn-coordinator:t: FindCoordinator names kafka-2 \(10.0.0.2:9092\) but "
+        r"__transaction_state/35 is led by kafka-3$",
+    ):
+        confirmed_coordinator("txn-coordinator:t", named_2, "kafka-3", partition)
+    unavailable = Coordinator(15, "The coordinator is not available.", -1, "", -1)
+    with pytest.raises(
+        TargetError,
+        match=r"FindCoordinator answered COORDINATOR_NOT_AVAILABLE: The coordinator is not available. "
+        r"\(__transaction_state/35 is led by kafka-1\)",
+    ):
+        confirmed_coordinator("txn-coordinator:t", unavailable, "kafka-1", partition)
+
+
+def test_a_release_without_transactions_has_no_txn_coordinator() -> None:
+    before = SimpleNamespace(
+        groups=None, transactional_ids=["t"], kafka_version=KafkaVersion.parse("0.10.2.2")
+    )
+    with pytest.raises(TargetError, match=r"txn-coordinator:t: Kafka 0\.10\.2\.2 has no transactions"):
+        resolve(before, "txn-coordinator", random.Random(1))  # type: ignore[arg-type]
 
 
 def test_a_groups_offsets_partition_counts_run_json_partitions_over_the_sampled_ones() -> None:

@@ -1,6 +1,7 @@
-"""The Kafka wire protocol the harness speaks itself (Metadata v8, DescribeQuorum v0) and the merge of
-several brokers' answers into one KRaft cluster state: request bytes and responses built by hand with
-`struct`, independently of `harness.kafka_protocol`, and a loopback socket for `exchange`. No Docker."""
+"""The Kafka wire protocol the harness speaks itself (Metadata v8, DescribeQuorum v0,
+DescribeTopicPartitions v0, FindCoordinator v1) and the merge of several brokers' answers into one
+KRaft cluster state: request bytes and responses built by hand with `struct`, independently of
+`harness.kafka_protocol`, and a loopback socket for `exchange`. No Docker."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from harness import kafka_protocol
 from harness.cluster_state import ClusterSnapshot, PartitionState
 from harness.errors import ClusterError
 from harness.kafka_protocol import (
+    Coordinator,
     EligibleLeaders,
     Metadata,
     PartitionMetadata,
@@ -23,9 +25,12 @@ from harness.kafka_protocol import (
     Writer,
     describe_quorum_request,
     describe_topic_partitions_request,
+    find_coordinator,
+    find_coordinator_request,
     metadata_request,
     parse_describe_quorum,
     parse_describe_topic_partitions,
+    parse_find_coordinator,
     parse_metadata,
 )
 from harness.kraft_state import (
@@ -567,3 +572,62 @@ def test_snapshot_asks_for_eligible_leaders_when_told_to(serve: Callable[[Respon
     ]
     server.thread.join(SERVER_TIMEOUT_S)
     assert [struct.unpack(">h", r[:2])[0] for r in server.requests] == [3, 75, 55]
+
+
+# FindCoordinator v1: whose transaction coordinator (or group coordinator) a broker names.
+
+
+def test_find_coordinator_request() -> None:
+    key_type = b"\x01"  # a transactional.id
+    expected = _framed(_classic_header(10, 1) + _i16(11) + b"kchaos-tx-0" + key_type)
+    assert find_coordinator_request("kchaos-tx-0", 1) == expected
+    assert len(expected) == 4 + 16 + 13 + 1
+    assert find_coordinator_request("g-alo", 0)[-8:] == _i16(5) + b"g-alo" + b"\x00"  # a group
+    utf8 = find_coordinator_request("\u00e9", 1)  # the length counts UTF-8 bytes, not characters
+    assert utf8[-5:] == _i16(2) + b"\xc3\xa9" + b"\x01"
+
+
+def _coordinator_body(error: int = 0, message: str | None = None, node: int = 2) -> bytes:
+    host = "" if error else f"10.0.0.{node}"
+    return (
+        _i32(0)
+        + _i16(error)
+        + _string(message)
+        + _i32(node)
+        + _string(host)
+        + _i32(9092 if node >= 0 else -1)
+    )
+
+
+def test_parse_find_coordinator() -> None:
+    reader = Reader(_coordinator_body())
+    answer = parse_find_coordinator(reader)
+    assert answer == Coordinator(0, None, 2, "10.0.0.2", 9092)
+    assert reader.at == len(reader.data) and answer.error() == ""
+    busy = parse_find_coordinator(Reader(_coordinator_body(15, "The coordinator is not available.", -1)))
+    assert (busy.error_code, busy.node_id, busy.host, busy.port) == (15, -1, "", -1)
+    assert busy.error() == "COORDINATOR_NOT_AVAILABLE: The coordinator is not available."
+    assert parse_find_coordinator(Reader(_coordinator_body(53, None, -1))).error() == "error code 53"
+    with pytest.raises(ClusterError, match="a Kafka response ended early"):
+        parse_find_coordinator(Reader(_coordinator_body()[:-2]))  # the port cut short
+
+
+def test_find_coordinator_asks_the_next_broker_when_one_does_not_answer(
+    serve: Callable[[Responder, int], _Server],
+) -> None:
+    server = serve(lambda _key: _framed(_i32(1) + _coordinator_body(node=3)), 1)
+    dead = ("127.0.0.1", _refused_port())
+    answer = find_coordinator([dead, ("127.0.0.1", server.port)], "kchaos-tx-0", 1, 2.0)
+    assert answer == Coordinator(0, None, 3, "10.0.0.3", 9092)
+    server.thread.join(SERVER_TIMEOUT_S)
+    assert server.requests == [find_coordinator_request("kchaos-tx-0", 1)[4:]]
+
+
+def test_find_coordinator_with_no_broker_answering_names_each() -> None:
+    port = _refused_port()
+    with pytest.raises(ClusterError, match="no broker answered FindCoordinator") as caught:
+        find_coordinator([("127.0.0.1", port), ("127.0.0.2", port)], "t", 1, 0.5)
+    assert f"no answer from 127.0.0.1:{port}" in str(caught.value)
+    assert f"no answer from 127.0.0.2:{port}" in str(caught.value)
+    with pytest.raises(ClusterError, match="no broker to ask"):
+        find_coordinator([], "t", 1, 0.5)
