@@ -129,14 +129,16 @@ def read_then_lost_from(flags: DataFrame) -> DataFrame:
     return rows.select(*READ_THEN_LOST_COLUMNS)
 
 
-def lost_writes_from(flags: DataFrame, reads: DataFrame, unsure: bool = True) -> DataFrame:
-    """Lost writes of `value_flags`; the rare unsure ones are settled against the final records
-    (`unsure=False` skips that when the caller knows there are none)."""
-    lost = flags.where(F.col("lost")).select(*LOST_COLUMNS)
+def lost_writes_from(
+    flags: DataFrame, reads: DataFrame, unsure: bool = True, columns: list[str] = LOST_COLUMNS
+) -> DataFrame:
+    """Lost writes of `value_flags`, with `columns`; the rare unsure ones are settled against the
+    final records (`unsure=False` skips that when the caller knows there are none)."""
+    lost = flags.where(F.col("lost")).select(*columns)
     if not unsure:
         return lost
     final = records(reads).where(F.col("phase") == "final")
-    candidates = flags.where(F.col("lost_unsure")).select(*LOST_COLUMNS)
+    candidates = flags.where(F.col("lost_unsure")).select(*columns)
     placed = candidates.where(F.col("partition") >= 0).join(
         final, ["topic", "partition", "value"], "left_anti"
     )
@@ -255,13 +257,15 @@ def with_first_read(rows: DataFrame, reads: DataFrame) -> DataFrame:
     return rows.join(firsts, "value", "left")
 
 
-def phantom_writes_from(flags: DataFrame) -> DataFrame:
-    """Writes that ended in `fail` but were read, without where (see `phantom_details`)."""
-    return flags.where(F.col("phantom")).select("topic", "acks", "value", *WRITE_EVIDENCE, "error")
+def phantom_writes_from(flags: DataFrame, extra: tuple[str, ...] = ()) -> DataFrame:
+    """Writes that ended in `fail` but were read, without where (see `phantom_details`), with the
+    `extra` columns of `flags`."""
+    return flags.where(F.col("phantom")).select("topic", "acks", "value", *WRITE_EVIDENCE, "error", *extra)
 
 
 def phantom_details(phantoms: DataFrame, reads: DataFrame) -> DataFrame:
     """`phantom_writes_from` rows with the partition and offset of their first read."""
+    extra = [c for c in phantoms.columns if c not in ("topic", "acks", "value", *WRITE_EVIDENCE, "error")]
     return with_first_read(phantoms, reads).select(
         "topic",
         "first_in_partition.partition",
@@ -270,6 +274,7 @@ def phantom_details(phantoms: DataFrame, reads: DataFrame) -> DataFrame:
         "value",
         *WRITE_EVIDENCE,
         "error",
+        *extra,
     )
 
 

@@ -17,6 +17,7 @@ from harness.contract.events import (
     READ_FIELDS,
     READ_PHASES,
     READ_TYPES,
+    TXN_FIELDS,
     WRITE_FIELDS,
     WRITE_TYPES,
     Field,
@@ -45,6 +46,8 @@ WRITE_SCHEMA = _schema(WRITE_FIELDS)
 READ_SCHEMA = _schema(READ_FIELDS)
 CONSUME_SCHEMA = _schema(CONSUME_FIELDS)
 """consumes.jsonl's fields the group checks read (validated line by line in `checkers.io.layout`)."""
+TXN_SCHEMA = _schema(TXN_FIELDS)
+"""transactions.jsonl's fields (validated line by line in `checkers.io.layout`)."""
 
 
 RECORD_COLUMNS = ["phase", "topic", "partition", "offset", "value"]
@@ -96,7 +99,7 @@ def _in_run() -> Column:
     return F.col("time_ns").between(0, MAX_RUN_NS)
 
 
-COUNTED_FROM_ZERO = ("partition", "offset", "log_start", "high_watermark")
+COUNTED_FROM_ZERO = ("partition", "offset", "log_start", "high_watermark", "txn")
 
 
 def _from_zero(schema: T.StructType) -> Column:
@@ -152,6 +155,7 @@ WRITE_COLUMNS = [
     "outcome",
     "ack_offset",
     "error",
+    "txn",
 ]
 READ_COLUMNS = [
     "read",
@@ -243,6 +247,7 @@ def value_table(write_events: DataFrame, read_events: DataFrame, topic_acks: Map
         "offset",
         "value",
         _name_id("error").alias("error_id"),
+        "txn",
     )
     rows = write_rows.unionByName(read_rows, allowMissingColumns=True)
     code = F.col("code")  # index in WRITE_TYPES: 0 invoke, 1 ok, 2 fail, 3 info; null for a read
@@ -267,6 +272,7 @@ def value_table(write_events: DataFrame, read_events: DataFrame, topic_acks: Map
             F.max(F.when(is_completion, code)).alias("completion"),
             F.max(F.when(code == 1, F.col("offset"))).alias("ack_offset"),
             F.max(F.when(is_completion, F.col("error_id"))).alias("error_id"),
+            F.max(F.when(is_invoke, F.col("txn"))).alias("txn"),
             F.max(is_read).alias("read"),
             F.min(read_slot).alias("read_low"),
             F.max(read_slot).alias("read_high"),
@@ -293,6 +299,7 @@ def value_table(write_events: DataFrame, read_events: DataFrame, topic_acks: Map
         F.when(F.col("written"), F.coalesce(outcome, F.lit("info"))).alias("outcome"),
         "ack_offset",
         "error_id",
+        "txn",
         "invokes",
         "completions",
         "written",

@@ -43,6 +43,8 @@ class TopicConfig:
     eligible_leaders: bool = False
     """Eligible Leader Replicas are on (KIP-966): KRaft, 4.0 and later, the feature's level >= 1. They
     change what a power loss of every replica does to availability, not what it loses."""
+    transactional: bool = False
+    """Written by transactional producers (run.json's topic has `transactions`), read read_committed."""
 
 
 def parse_version(text: object) -> tuple[int, ...] | None:
@@ -86,6 +88,7 @@ def topic_config(
         fsync_each=str(flush).strip() == "1",
         message_format=message_format(fmt),
         eligible_leaders=_eligible_leaders(run, version),
+        transactional=bool(topic.get("transactions")),
     )
 
 
@@ -368,6 +371,109 @@ def _no_unexpected(config: TopicConfig, counts: Mapping[str, Any]) -> dict[str, 
     )
 
 
+def _transactions_text(config: TopicConfig) -> str | None:
+    """Why transactions promise nothing here, or None when they do (Kafka >= 0.11)."""
+    if fact("KIP-98").holds_in(config.version):
+        return None
+    return f"Kafka {_version_text(config)} has no transactions ({fact('KIP-98').cite()})"
+
+
+def _transaction_coordinator(config: TopicConfig) -> str:
+    versions = f"Kafka {_version_text(config)}, {config.client}"
+    return f"the transaction coordinator and read_committed readers ({versions})"
+
+
+def _committed_durable(config: TopicConfig, counts: Mapping[str, Any]) -> dict[str, Any]:
+    lost = int(counts["lost_committed"])
+    missing = _transactions_text(config)
+    promised = missing is None and _acks_are_durable(config)
+    verdict = _judge(promised, violations("committed-transactions-durable", counts), bool(counts["complete"]))
+    if missing is not None:
+        basis = missing
+    elif not promised:
+        basis = (
+            "a commit makes records visible, not durable: acknowledged writes may be lost here "
+            "(see no-lost-acked-writes' conditions)"
+        )
+    else:
+        basis = "a committed transaction's records are acknowledged acks=all writes on a durable topic"
+    reason = f"{basis}; {lost} records of committed transactions lost"
+    if verdict == UNKNOWN:
+        reason += "; the final read is incomplete, so loss cannot be judged"
+    return _row(
+        config,
+        "committed-transactions-durable",
+        promised,
+        verdict,
+        reason + _known_truncation(config, verdict),
+        _transaction_coordinator(config),
+    )
+
+
+def _no_aborted_reads(config: TopicConfig, counts: Mapping[str, Any]) -> dict[str, Any]:
+    read = int(counts["aborted_read"])
+    missing = _transactions_text(config)
+    promised = missing is None
+    basis = (
+        missing
+        or "read_committed readers skip the records of aborted transactions (the aborted-transaction index)"
+    )
+    return _row(
+        config,
+        "no-aborted-reads",
+        promised,
+        _judge(promised, violations("no-aborted-reads", counts)),
+        f"{basis}; {read} records of aborted transactions read",
+        _transaction_coordinator(config),
+    )
+
+
+def _atomic(config: TopicConfig, counts: Mapping[str, Any]) -> dict[str, Any]:
+    torn = int(counts["torn_transactions"])
+    missing = _transactions_text(config)
+    promised = missing is None and _acks_are_durable(config)
+    verdict = _judge(promised, violations("atomic-transactions", counts), bool(counts["complete"]))
+    if missing is not None:
+        basis = missing
+    elif not promised:
+        basis = (
+            "a commit is atomic, but its records may be lost one by one here "
+            "(see no-lost-acked-writes' conditions)"
+        )
+    else:
+        basis = "the coordinator writes a commit marker to every partition of the transaction"
+    reason = f"{basis}; {torn} committed transactions torn"
+    if verdict == UNKNOWN:
+        reason += "; the final read is incomplete, so atomicity cannot be judged"
+    return _row(config, "atomic-transactions", promised, verdict, reason, _transaction_coordinator(config))
+
+
+PLAIN_JUDGES = (
+    _no_lost,
+    _no_lost_reads,
+    _replicas_agree,
+    _no_phantom,
+    _no_duplicates,
+    _order,
+    _no_unexpected,
+    _epochs_advance,
+)
+"""The guarantees of a topic written without transactions."""
+TRANSACTIONAL_JUDGES = (
+    _committed_durable,
+    _no_aborted_reads,
+    _atomic,
+    _no_lost_reads,
+    _replicas_agree,
+    _no_duplicates,
+    _order,
+    _no_unexpected,
+    _epochs_advance,
+)
+"""The guarantees of a topic written in transactions: a write's `ok` says it was appended, its
+transaction's commit that it is to be read."""
+
+
 def derive_guarantees(
     run: Mapping[str, Any], topic_counts: Mapping[str, Mapping[str, Any]], faults: Collection[str] = ()
 ) -> list[dict[str, Any]]:
@@ -382,9 +488,7 @@ def derive_guarantees(
     for topic in run["topics"]:
         config = topic_config(run, topic, faults)
         counts = topic_counts[config.topic]
-        judges = [_no_lost, _no_lost_reads, _replicas_agree, _no_phantom, _no_duplicates, _order]
-        judges += [_no_unexpected, _epochs_advance]
-        for judge in judges:
+        for judge in TRANSACTIONAL_JUDGES if config.transactional else PLAIN_JUDGES:
             if judge is not _replicas_agree or counts["replicas_read"]:  # judged where replicas were read
                 rows.append(judge(config, counts))
     return rows

@@ -4,8 +4,9 @@
 from __future__ import annotations
 
 from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
 
-from checkers import anomalies, replication
+from checkers import anomalies, replication, transactions
 from checkers import groups as g
 from checkers.registry import CheckInputs, GroupInputs, register, register_group
 from harness.contract.anomaly_kinds import kind
@@ -50,18 +51,42 @@ class _ReadDetails:
     example_values: tuple[str, ...] = ("value",)
 
 
+def _plain(flags: DataFrame) -> DataFrame:
+    """The flagged values of writes in no transaction."""
+    return flags.where(F.col("txn").isNull())
+
+
+def _transactional(flags: DataFrame) -> DataFrame:
+    """The flagged values of transactional writes (their outcome is their transaction's)."""
+    return flags.where(F.col("txn").isNotNull())
+
+
 @register
 class LostWrites(_Flagged, _ReadDetails):
     kind = kind("lost-write")
     flags = ("lost", "lost_unsure")
     example_positions = "ack_offset"  # and what the final read holds at each one
+    columns: tuple[str, ...] = tuple(anomalies.LOST_COLUMNS)
+
+    def of(self, flags: DataFrame) -> DataFrame:
+        return _plain(flags)
 
     def find(self, inputs: CheckInputs) -> DataFrame:
-        return anomalies.lost_writes_from(inputs.flags, inputs.history.reads, unsure=inputs.lost_unsure)
+        lost = self.of(inputs.flags)
+        return anomalies.lost_writes_from(lost, inputs.history.reads, inputs.lost_unsure, list(self.columns))
 
     def details(self, examples: DataFrame, reads: DataFrame) -> DataFrame:
         with_final = anomalies.with_final_value(examples, reads, "ack_offset")
-        return with_final.select(*anomalies.LOST_COLUMNS, "final_value")
+        return with_final.select(*self.columns, "final_value")
+
+
+@register
+class LostCommitted(LostWrites):
+    kind = kind("lost-committed")
+    columns = (*anomalies.LOST_COLUMNS, "txn")
+
+    def of(self, flags: DataFrame) -> DataFrame:
+        return _transactional(flags)
 
 
 @register
@@ -93,10 +118,30 @@ class PhantomWrites(_Flagged, _ReadDetails):
     flags = ("phantom",)
 
     def find(self, inputs: CheckInputs) -> DataFrame:
-        return anomalies.phantom_writes_from(inputs.flags)
+        return anomalies.phantom_writes_from(_plain(inputs.flags))
 
     def details(self, examples: DataFrame, reads: DataFrame) -> DataFrame:
         return anomalies.phantom_details(examples, reads)
+
+
+@register
+class AbortedReads(PhantomWrites):
+    kind = kind("aborted-read")
+
+    def find(self, inputs: CheckInputs) -> DataFrame:
+        return anomalies.phantom_writes_from(_transactional(inputs.flags), ("txn",))
+
+
+@register
+class TornTransactions(_Unflagged, _NoDetails):
+    kind = kind("torn-transaction")
+
+    def applies(self, inputs: CheckInputs) -> bool:
+        return inputs.history.transactions is not None  # transactions.jsonl was there
+
+    def find(self, inputs: CheckInputs) -> DataFrame:
+        history = inputs.history
+        return transactions.torn_transactions(history.values, history.complete_partitions)
 
 
 @register

@@ -35,6 +35,7 @@ from checkers.heals import heals, longest_heal_recovery
 from checkers.io import History, topic_acks
 from checkers.registry import Checker, CheckInputs, registered
 from checkers.session import kept, kept_until_done, submit_part
+from checkers.transactions import transaction_counts
 from harness.contract.anomaly_kinds import COUNT_KEYS, KINDS, WRITE_COUNTS, unread_partitions
 from harness.contract.events import FaultWindow
 from harness.contract.history import ACKS_MODES
@@ -433,4 +434,12 @@ def build_result(history: History, checked_at: str, spark_info: dict[str, Any]) 
         "errors": [{"kind": kind_id, "error": error} for kind_id, error in failed.items()],
         "availability": availability,
         **({"groups": groups.entries} if history.consumes is not None else {}),
+        **({"transactions": _transactions(history.transactions)} if history.transactions is not None else {}),
     }
+
+
+def _transactions(outcomes: DataFrame) -> list[dict[str, Any]]:
+    """result.json's `transactions`: per transactional.id, its transactions by outcome and the error
+    classes the failed ones ended in (a row per id: few)."""
+    rows = transaction_counts(outcomes).orderBy("transactional_id").collect()
+    return [row.asDict() for row in rows]

@@ -60,18 +60,20 @@ def _topic_counts(**violations: int) -> dict[str, Any]:
 
 
 def test_topic_verdicts_are_the_guarantee_rows_and_count_their_kinds() -> None:
+    plain = {"name": "t", "partitions": 1, "replication_factor": 3, "acks": "all"}
+    transactional = plain | {"name": "x", "transactions": {"records": [1, 2], "abort_rate": 0.1}}
     run = run_json(
-        kafka={"version": "3.9.2"},
-        topics=[{"name": "t", "partitions": 1, "replication_factor": 3, "acks": "all"}],
-        producer={"enable.idempotence": "true"},
+        kafka={"version": "3.9.2"}, topics=[plain, transactional], producer={"enable.idempotence": "true"}
     )
     run["cluster"]["broker_config"]["flush.messages"] = "1"
-    clean = derive_guarantees(run, {"t": _topic_counts()})
+    clean = derive_guarantees(run, {"t": _topic_counts(), "x": _topic_counts()})
     assert {row["id"] for row in clean} == {g.id for g in GUARANTEES if g.family == "topic"}
     for row in clean:
         assert row["promise"] == GUARANTEE_BY_ID[row["id"]].promise
+        assert row["promised"], row["id"]  # every one is promised on one of the two topics
     for kind in KINDS:  # one of each kind breaks its own guarantee, and only it
-        rows = derive_guarantees(run, {"t": _topic_counts(**{kind.count: 1})})
+        counts = _topic_counts(**{kind.count: 1})
+        rows = derive_guarantees(run, {"t": counts, "x": counts})
         broken = {row["id"] for row in rows if row["verdict"] == "violated"}
         assert broken == {kind.guarantee}, kind.id
 

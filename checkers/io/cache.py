@@ -35,6 +35,7 @@ from checkers.io.sources import (
     READS_SOURCE,
     REPLICA_LINE_SCHEMA,
     SOURCES,
+    TXN_SCHEMA,
     WRITES_SOURCE,
     Source,
     beyond_declared_partitions,
@@ -49,6 +50,7 @@ from harness.contract.history import (
     CLUSTER,
     CONSUMES,
     REPLICAS,
+    TRANSACTIONS,
     WRITES,
     fresh_dir,
     remove_dir,
@@ -57,7 +59,7 @@ from harness.contract.history import (
 from harness.contract.history_readers import iter_jsonl
 from harness.errors import HistoryError
 
-CACHE_VERSION = 13
+CACHE_VERSION = 14
 _FINGERPRINT = "fingerprint.json"
 _VALID = "_valid"
 _RECORDS = "read_records"
@@ -84,6 +86,7 @@ MOSTLY_UNIQUE = (
 """Cached columns whose values rarely repeat: stored without Parquet's dictionary encoding."""
 SIDE_FILES: dict[str, tuple[str, T.StructType]] = {
     CONSUMES: ("consumes", CONSUME_SCHEMA),
+    TRANSACTIONS: ("transactions", TXN_SCHEMA),
     REPLICAS: ("replicas", REPLICA_LINE_SCHEMA),
     CLUSTER: ("cluster", CLUSTER_SCHEMA),
 }

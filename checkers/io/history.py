@@ -12,7 +12,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from checkers import frames
+from checkers import frames, transactions
 from checkers.io.cache import SIDE_FILES, ParsedFiles, cached_history, parsed_files, parsed_table
 from checkers.io.judged import judge
 from checkers.io.layout import Layout, check_layout
@@ -20,7 +20,15 @@ from checkers.io.sources import uri
 from checkers.session import empty_frame, spark_errors
 from harness.contract.broker_logs import LogEvent
 from harness.contract.events import FaultWindow
-from harness.contract.history import CLUSTER, CONSUMES, REPLICAS, RESULT, linked_below, write_atomic
+from harness.contract.history import (
+    CLUSTER,
+    CONSUMES,
+    REPLICAS,
+    RESULT,
+    TRANSACTIONS,
+    linked_below,
+    write_atomic,
+)
 
 
 @dataclass(frozen=True)
@@ -53,6 +61,9 @@ class History:
     """The truncations and halts the brokers logged (RUN/logs/kafka-N.log)."""
     consumes: DataFrame | None = None
     """consumes.jsonl (`CONSUME_SCHEMA`, with `seq`: line order); None without the file."""
+    transactions: DataFrame | None = None
+    """Each transaction's outcome (`transactions.OUTCOME_COLUMNS`); None without transactions.jsonl.
+    `values` and `writes` then hold each transactional write's outcome for readers."""
 
 
 def load_history(
@@ -73,14 +84,20 @@ def load_history(
         "client": len(layout.client_log),
     }
     replica_values = _replica_values(spark, run_dir, layout.replica_states is not None)
-    writes = frames.writes_of(cached.values)
+    values, outcomes = cached.values, None
+    if layout.transaction_steps is not None:
+        with spark_errors("reading transactions.jsonl", str(run_dir / TRANSACTIONS)):
+            outcomes = transactions.transaction_outcomes(_side_lines(spark, run_dir, TRANSACTIONS))
+        values = transactions.with_transaction_outcomes(values, outcomes)
+        counts["transactions"] = layout.transaction_steps
+    writes = frames.writes_of(values)
     if layout.replica_states is not None:
         counts["replicas"] = len(layout.replica_states)
     if layout.consume_events is not None:
         counts["consumes"] = layout.consume_events
     return History(
         run,
-        cached.values,
+        values,
         writes,
         cached.reads,
         cached.complete_partitions,
@@ -93,6 +110,7 @@ def load_history(
         layout.replica_states,
         layout.broker_log,
         _consumes(spark, run_dir) if layout.consume_events is not None else None,
+        outcomes,
     )
 
 

@@ -27,6 +27,7 @@ from harness.contract.history import (
     READS,
     REPLICAS,
     RUN_JSON,
+    TRANSACTIONS,
     WRITES,
     fresh_dir,
 )
@@ -34,7 +35,7 @@ from harness.contract.history_readers import load_run_json, require_file
 from harness.contract.history_scan import FileScan, scan
 from harness.errors import HistoryError
 
-HISTORY_FILES = (WRITES, READS, CONSUMES, FAULTS, CLUSTER, CLIENT, REPLICAS)
+HISTORY_FILES = (WRITES, READS, CONSUMES, TRANSACTIONS, FAULTS, CLUSTER, CLIENT, REPLICAS)
 """Every JSON Lines file of a run directory, in the order a torn one is named."""
 REQUIRED = (WRITES, READS)
 PREFIX_DIR = "check/prefix"

@@ -10,13 +10,14 @@ from typing import Any
 from checkers.io.sources import SOURCES
 from harness.contract.broker_logs import LogEvent, read_broker_logs
 from harness.contract.events import FaultWindow, fault_windows
-from harness.contract.history import CONSUMES, FAULTS, NODE_LOGS, REPLICAS, RESULT
+from harness.contract.history import CONSUMES, FAULTS, NODE_LOGS, REPLICAS, RESULT, TRANSACTIONS
 from harness.contract.history_readers import (
     iter_client_lines,
     iter_cluster_samples,
     iter_consume_lines,
     iter_fault_events,
     iter_replica_lines,
+    iter_transaction_lines,
     load_run_json,
     require_file,
 )
@@ -40,6 +41,8 @@ class Layout:
     broker_log: list[LogEvent]
     consume_events: int | None = None
     """Valid lines of consumes.jsonl; None without the file."""
+    transaction_steps: int | None = None
+    """Valid lines of transactions.jsonl; None without the file."""
 
 
 def check_layout(run_dir: Path) -> Layout:
@@ -66,6 +69,7 @@ def check_layout(run_dir: Path) -> Layout:
     replica_states = states if (run_dir / REPLICAS).is_file() else None
     broker_log = read_broker_logs(run_dir / NODE_LOGS)
     consume_events = sum(1 for _ in iter_consume_lines(run_dir, run))
+    transaction_steps = sum(1 for _ in iter_transaction_lines(run_dir, run))
     return Layout(
         run,
         faults,
@@ -75,6 +79,7 @@ def check_layout(run_dir: Path) -> Layout:
         replica_states,
         broker_log,
         consume_events if (run_dir / CONSUMES).is_file() else None,
+        transaction_steps if (run_dir / TRANSACTIONS).is_file() else None,
     )
 
 

@@ -32,6 +32,7 @@ SOURCES = (WRITES_SOURCE, READS_SOURCE)
 
 _POSITION_FIELDS = [T.StructField("topic", T.StringType()), T.StructField("partition", T.IntegerType())]
 CONSUME_SCHEMA = frames.CONSUME_SCHEMA
+TXN_SCHEMA = frames.TXN_SCHEMA
 REPLICA_LINE_SCHEMA = T.StructType(
     [
         T.StructField("type", T.StringType()),

@@ -65,6 +65,24 @@ GUARANTEES: tuple[Guarantee, ...] = (
     ),
     Guarantee("no-unexpected-values", "topic", "every value read was written by the workload", "always"),
     Guarantee(
+        "committed-transactions-durable",
+        "topic",
+        "every record of a committed transaction is in the partition",
+        "transactions (Kafka >= 0.11) on a topic whose acknowledged writes are promised to survive",
+    ),
+    Guarantee(
+        "no-aborted-reads",
+        "topic",
+        "a read_committed reader never returns a record of an aborted transaction",
+        "transactions (Kafka >= 0.11), read_committed readers",
+    ),
+    Guarantee(
+        "atomic-transactions",
+        "topic",
+        "a committed transaction is visible whole or not at all",
+        "transactions (Kafka >= 0.11) on a topic whose acknowledged writes are promised to survive",
+    ),
+    Guarantee(
         "no-consumer-skips",
         "group",
         "no record below the group's committed offset goes unprocessed",
@@ -180,6 +198,44 @@ KINDS: tuple[AnomalyKind, ...] = (
         "failed writes read anyway",
         rate_base="failed",
         example_fields=("outcome", "error"),
+    ),
+    AnomalyKind(
+        "lost-committed",
+        "lost_committed",
+        "Committed record lost",
+        "The producer's transaction committed, yet this record of it is not in the partition when "
+        "the whole partition is read back (read_committed) at the end: a commit promises every "
+        "record of the transaction to every read_committed consumer.",
+        "records of committed transactions missing from the complete final read",
+        "committed-transactions-durable",
+        "records of committed transactions lost",
+        rate_base="acked",
+        trend="lost committed records",
+        truncated=True,
+        example_fields=("txn", "ack_offset", "final_value"),
+    ),
+    AnomalyKind(
+        "aborted-read",
+        "aborted_read",
+        "Aborted record read",
+        "A read_committed consumer returned a record of a transaction that was aborted: the "
+        "application acted on data its producer took back.",
+        "records of aborted transactions that a read_committed reader returned",
+        "no-aborted-reads",
+        "records of aborted transactions read",
+        rate_base="failed",
+        example_fields=("txn", "error"),
+    ),
+    AnomalyKind(
+        "torn-transaction",
+        "torn_transactions",
+        "Torn transaction",
+        "Some records of a committed transaction are in the final read and others are not: the "
+        "transaction was not all-or-nothing. The example names its first missing record.",
+        "committed transactions of which the complete final read holds some records and not others",
+        "atomic-transactions",
+        "committed transactions torn",
+        example_fields=("txn", "records", "found", "missing"),
     ),
     AnomalyKind(
         "unexpected-value",
@@ -387,7 +443,7 @@ def trend_metrics(family: str) -> tuple[tuple[str, str], ...]:
 
 GROUP_COUNTS = ("polled", *(kind.count for kind in GROUP_KINDS))
 """The per-group counts of check/result.json's `groups`, and of expectations (`group=g skipped == 0`)."""
-FINAL_READ_COUNTS = frozenset({"lost", "read_lost", *GROUP_COUNTS})
+FINAL_READ_COUNTS = frozenset({"lost", "read_lost", "lost_committed", "torn_transactions", *GROUP_COUNTS})
 """The counts taken only over partitions whose final read was complete (docs/RESULT_FORMAT.md): on
 a topic or group with an incomplete partition, each is a lower bound of the truth."""
 

@@ -15,6 +15,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from harness.contract.events import ERROR_CLASSES, TXN_PHASES, TXN_STEPS
 from harness.errors import HistoryError
 from harness.limits import MAX_DURATION_S, MAX_INT64, MAX_PARTITIONS, MAX_RUN_NS, brief
 
@@ -353,3 +354,30 @@ def _check_position(fields: Fields, topics: set[str], offset: bool) -> None:
     fields.integer("partition", 0, MAX_PARTITIONS, required=True)
     if offset:
         fields.integer("offset", 0, MAX_INT64, required=True)
+
+
+MAX_PRODUCER_EPOCH = 2**15 - 1  # Kafka's producer epoch is a 16-bit integer
+
+
+def check_transaction_line(event: dict[str, Any], path: Path, line: int, topics: set[str]) -> None:
+    """A line of transactions.jsonl (HISTORY_FORMAT.md): a transactional producer's init, begin,
+    offsets, commit or abort step."""
+    fields = Fields(event, path, line=line)
+    kind = event.get("type")
+    if kind not in TXN_STEPS:
+        raise fields.fail("type", " or ".join(TXN_STEPS), kind)
+    fields.time_ns("time_ns", required=True)
+    fields.text("process", required=True, longest=MAX_TOPIC_NAME)
+    fields.text("transactional_id", required=True)
+    fields.integer("txn", required=kind != "init")
+    fields.integer("producer_epoch", -1, MAX_PRODUCER_EPOCH)
+    phase = event.get("phase")
+    if kind != "begin" and phase not in TXN_PHASES:
+        raise fields.fail("phase", " or ".join(TXN_PHASES), phase)
+    fields.text("error", required=phase in ("fail", "info"))
+    if event.get("error_class") is not None and event["error_class"] not in ERROR_CLASSES:
+        raise fields.fail("error_class", f"{' or '.join(ERROR_CLASSES)} or null", event["error_class"])
+    if kind == "offsets":
+        fields.text("group", required=True)
+        for entry in fields.children("offsets", required=True):
+            _check_position(entry, topics, offset=True)

@@ -11,7 +11,16 @@ from pathlib import Path
 from typing import Any
 
 from harness.contract import strictjson
-from harness.contract.history import CLIENT, CLUSTER, CONSUMES, FAULTS, KNOWN_FORMATS, REPLICAS, RUN_JSON
+from harness.contract.history import (
+    CLIENT,
+    CLUSTER,
+    CONSUMES,
+    FAULTS,
+    KNOWN_FORMATS,
+    REPLICAS,
+    RUN_JSON,
+    TRANSACTIONS,
+)
 from harness.contract.history_fields import (
     check_client_line,
     check_cluster_sample,
@@ -19,6 +28,7 @@ from harness.contract.history_fields import (
     check_fault_event,
     check_replica_line,
     check_run,
+    check_transaction_line,
 )
 from harness.errors import HistoryError
 from harness.limits import brief
@@ -145,4 +155,35 @@ def iter_consume_lines(root: Path, run: Mapping[str, Any]) -> Iterator[tuple[int
                     str(path),
                     line,
                 )
+        yield line, event
+
+
+def iter_transaction_lines(root: Path, run: Mapping[str, Any]) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line, step) of history/transactions.jsonl (optional), each checked for the fields readers
+    use, each completion for its invoke (of the same step of the same transaction, once), and each
+    step of a transaction for its `begin` before it."""
+    path = root / TRANSACTIONS
+    topics = {str(t.get("name")) for t in run.get("topics") or [] if isinstance(t, dict)}
+    begun: set[tuple[str, Any]] = set()
+    pending: set[tuple[str, str, int | None]] = set()  # (process, step, txn) invoked, not completed
+    for line, event in iter_jsonl(path, required=False):
+        check_transaction_line(event, path, line, topics)
+        kind, process, txn = event["type"], event["process"], event.get("txn")
+        if kind == "begin":
+            begun.add((process, txn))
+            continue
+        if kind != "init" and (process, txn) not in begun:
+            raise HistoryError(f"{kind} of transaction {txn} of {process} before its begin", str(path), line)
+        key = (process, kind, txn)
+        if event["phase"] == "invoke":
+            pending.add(key)
+        elif key in pending:
+            pending.discard(key)
+        else:
+            what = f"{kind} of transaction {txn}" if kind != "init" else "init"
+            raise HistoryError(
+                f"{what} of {process} ends ({event['phase']}) without an invoke of its own",
+                str(path),
+                line,
+            )
         yield line, event

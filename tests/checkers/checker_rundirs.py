@@ -19,6 +19,7 @@ from harness.contract.history import (
     READS,
     REPLICAS,
     RUN_JSON,
+    TRANSACTIONS,
     WRITES,
 )
 
@@ -124,9 +125,10 @@ def make_run(
     replicas: Iterable[Mapping[str, Any]] | None = None,
     node_logs: Mapping[str, str] | None = None,
     consumes: Iterable[Mapping[str, Any]] | None = None,
+    transactions: Iterable[Mapping[str, Any]] | None = None,
 ) -> Path:
-    """A run directory of these events; replicas.jsonl, consumes.jsonl and RUN/logs/<node>.log only
-    when given."""
+    """A run directory of these events; replicas.jsonl, consumes.jsonl, transactions.jsonl and
+    RUN/logs/<node>.log only when given."""
     root.mkdir(parents=True, exist_ok=True)
     (root / RUN_JSON).write_text(json.dumps(run or run_json()))
     _jsonl(root / WRITES, writes)
@@ -138,6 +140,8 @@ def make_run(
         _jsonl(root / REPLICAS, replicas)
     if consumes is not None:
         _jsonl(root / CONSUMES, consumes)
+    if transactions is not None:
+        _jsonl(root / TRANSACTIONS, transactions)
     for node, text in (node_logs or {}).items():
         (root / NODE_LOGS).mkdir(exist_ok=True)
         (root / NODE_LOGS / f"{node}.log").write_text(text)

@@ -1,0 +1,143 @@
+"""Transactions: each one's outcome from its producer's steps, and what that makes of its writes.
+
+Pure DataFrame -> DataFrame functions over transactions.jsonl (`frames.TXN_SCHEMA`) and the per-value
+table (`frames.value_table`). A transaction is `committed` when a commit of it ended `ok`; `aborted`
+when an abort ended `ok`, or when its process initialized a new client afterwards (which fences the
+old one: the coordinator aborts what it left open) and no commit of it may have reached the
+coordinator (every commit invoked ended `fail`); `unknown` otherwise. A write's `ok` says only that it
+was appended: what a reader may see of it is its transaction's outcome.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from checkers.frames import Partitions, on_partitions
+
+OUTCOMES = ("committed", "aborted", "unknown")
+OUTCOME_COLUMNS = [
+    "process",
+    "transactional_id",
+    "txn",
+    "outcome",
+    "begin_ns",
+    "end_ns",
+    "error",
+    "error_class",
+]
+"""One row per transaction: its outcome, its begin and last step, and the error its last failed
+step ended in (null when none failed)."""
+WRITE_OUTCOME = {"committed": "ok", "aborted": "fail", "unknown": "info"}
+"""A transactional write's outcome for readers: visible, never visible, or either."""
+
+
+def transaction_outcomes(steps: DataFrame) -> DataFrame:
+    """`OUTCOME_COLUMNS` for every transaction begun in `steps` (transactions.jsonl)."""
+    of_txn = steps.where(F.col("txn").isNotNull() & (F.col("type") != "init"))
+    step, phase = F.col("type"), F.col("phase")
+    failed = phase.isin("fail", "info")
+    last_failure = F.max_by(F.struct("error", "error_class"), F.when(failed, F.col("time_ns")))
+    per_txn = of_txn.groupBy("process", "txn").agg(
+        F.first("transactional_id").alias("transactional_id"),
+        F.min(F.when(step == "begin", F.col("time_ns"))).alias("begin_ns"),
+        F.max("time_ns").alias("end_ns"),
+        F.max((step == "commit") & (phase == "ok")).alias("committed"),
+        F.max((step == "abort") & (phase == "ok")).alias("aborted"),
+        # A commit invoked and not definitely refused may have reached the coordinator.
+        (
+            F.count(F.when((step == "commit") & (phase == "invoke"), 1))
+            > F.count(F.when((step == "commit") & (phase == "fail"), 1))
+        ).alias("commit_unsure"),
+        last_failure.alias("failure"),
+    )
+    inits = steps.where((F.col("type") == "init") & (F.col("phase") == "ok")).select(
+        F.col("process").alias("init_process"), F.col("time_ns").alias("init_ns")
+    )
+    fenced = (
+        per_txn.join(
+            inits,
+            (F.col("init_process") == F.col("process")) & (F.col("init_ns") > F.col("begin_ns")),
+            "left",
+        )
+        .groupBy("process", "txn")
+        .agg(F.max(F.col("init_ns").isNotNull()).alias("fenced"))
+    )
+    outcome = (
+        F.when(F.col("committed"), "committed")
+        .when(F.col("aborted") | (F.col("fenced") & ~F.col("commit_unsure")), "aborted")
+        .otherwise("unknown")
+    )
+    return per_txn.join(fenced, ["process", "txn"]).select(
+        "process",
+        "transactional_id",
+        "txn",
+        outcome.alias("outcome"),
+        "begin_ns",
+        "end_ns",
+        "failure.error",
+        "failure.error_class",
+    )
+
+
+def with_transaction_outcomes(values: DataFrame, outcomes: DataFrame) -> DataFrame:
+    """`values` (named) with each transactional write's `outcome` replaced by what its transaction's
+    outcome makes of it (`WRITE_OUTCOME`); a write of a transaction with no steps is `info`."""
+    by_txn = F.broadcast(
+        outcomes.select(
+            F.col("process").alias("_txn_process"),
+            F.col("txn").alias("_txn"),
+            F.col("outcome").alias("_txn_outcome"),
+        )
+    )
+    joined = values.join(
+        by_txn,
+        (F.col("process") == F.col("_txn_process")) & (F.col("txn") == F.col("_txn")),
+        "left",
+    )
+    mapped = F.create_map(*[F.lit(x) for pair in WRITE_OUTCOME.items() for x in pair])[F.col("_txn_outcome")]
+    outcome = F.when(F.col("txn").isNotNull(), F.coalesce(mapped, F.lit("info"))).otherwise(F.col("outcome"))
+    return joined.withColumn("outcome", outcome).select(*values.columns)
+
+
+TORN_COLUMNS = ["topic", "partition", "value", "process", "txn", "records", "found", "missing"]
+
+
+def torn_transactions(values: DataFrame, complete: Partitions) -> DataFrame:
+    """Committed transactions of which the complete final reads hold some records and not others:
+    one row per transaction, at its first missing record (`records` written on complete partitions,
+    `found` and `missing` of them)."""
+    committed = values.where(F.col("txn").isNotNull() & (F.col("outcome") == "ok") & on_partitions(complete))
+    found = F.col("final_low").isNotNull()
+    missing = F.min_by(F.struct("topic", "partition", "value"), F.when(~found, F.col("value")))
+    per_txn = committed.groupBy("process", "txn").agg(
+        F.count(F.lit(1)).alias("records"),
+        F.count(F.when(found, 1)).alias("found"),
+        F.count(F.when(~found, 1)).alias("missing"),
+        missing.alias("first_missing"),
+    )
+    torn = per_txn.where((F.col("found") > 0) & (F.col("missing") > 0))
+    return torn.select(
+        "first_missing.topic",
+        "first_missing.partition",
+        "first_missing.value",
+        "process",
+        "txn",
+        "records",
+        "found",
+        "missing",
+    )
+
+
+def transaction_counts(outcomes: DataFrame) -> DataFrame:
+    """Per transactional.id: transactions begun, committed, aborted and unknown, and of the failed
+    ones how many ended in each error class (`fatal`, `abortable`, `retriable`)."""
+    outcome, klass = F.col("outcome"), F.col("error_class")
+    return outcomes.groupBy("transactional_id").agg(
+        F.count(F.lit(1)).alias("begun"),
+        *[F.count(F.when(outcome == name, 1)).alias(name) for name in OUTCOMES],
+        *[
+            F.count(F.when((outcome != "committed") & (klass == name), 1)).alias(f"{name}_errors")
+            for name in ("fatal", "abortable", "retriable")
+        ],
+    )
