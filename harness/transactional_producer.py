@@ -11,6 +11,7 @@ created and initialized, which fences the old one and aborts what it left open).
 
 from __future__ import annotations
 
+import contextlib
 import random
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -194,8 +195,10 @@ class TransactionalProducerProcess(ProducerProcess):
         """After a fatal error: a new client (its init fences the old one), or None when stopping."""
         old = self._producer
         if old is not None:
-            old.purge()  # its queued writes complete now, as unknown
-            old.flush(0)
+            # Its queued writes complete now, as unknown; a client in a fatal state may refuse.
+            with contextlib.suppress(KafkaException):
+                old.purge()
+                old.flush(0)
         return self._started()
 
     def _started(self) -> Producer | None:
