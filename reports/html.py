@@ -29,7 +29,7 @@ from harness.contract.anomaly_kinds import (
 from harness.contract.events import FaultWindow
 from reports import explain, svg, timeline
 from reports.group_timeline import group_chart, lag_chart
-from reports.load import NS, Anomalies, Guarantee, Run
+from reports.load import NS, TRANSACTION_COUNTS, Anomalies, Guarantee, Run, TransactionCounts
 
 LINE_FIELDS = frozenset({"client_log", "truncations", "replicas"})
 """Example fields whose items are lines of text, shown one per line."""
@@ -183,6 +183,36 @@ def consumer_groups(run: Run) -> list[dict[str, Any]]:
     ]
 
 
+ERROR_CLASSES = ("fatal", "abortable", "retriable")
+
+
+def transaction_sentence(t: TransactionCounts) -> str:
+    """A transactional.id's counts in plain words: outcomes, then how those not committed ended."""
+    c = t.counts
+    said = (
+        f"{t.transactional_id} began {c['begun']:,} transaction{'s' * (c['begun'] != 1)}: "
+        f"{c['committed']:,} committed, {c['aborted']:,} aborted, {c['unknown']:,} unknown"
+    )
+    rest = c["begun"] - c["committed"]
+    if rest <= 0:
+        return said + "."
+    fatal, abortable, retriable = (c[f"{k}_errors"] for k in ERROR_CLASSES)
+    no_error = rest - fatal - abortable - retriable
+    return (
+        f"{said}; of the {rest:,} not committed, {fatal:,} ended in a fatal error, {abortable:,} in an "
+        f"abortable one and {retriable:,} in a retriable one"
+        + (f"; the other {no_error:,} had no failed step" if no_error > 0 else "")
+        + "."
+    )
+
+
+def transactions(run: Run) -> list[dict[str, Any]] | None:
+    """The transactions section: per transactional.id its counts and its sentence (None: no transactions)."""
+    if run.result.transactions is None:
+        return None
+    return [{"t": t, "sentence": transaction_sentence(t)} for t in run.result.transactions]
+
+
 def fault_kind(w: FaultWindow) -> str:
     """The fault's name, with its shape where it has one (partition shapes differ in effect)."""
     shape = w.detail.get("shape")
@@ -232,6 +262,8 @@ def render_report(run: Run) -> str:
         "broke": [(where, g) for where, g in _placed_guarantees(run) if g.promised and g.verdict != "held"],
         "groups": consumer_groups(run),
         "group_counts": GROUP_COUNTS,
+        "transactions": transactions(run),
+        "transaction_counts": TRANSACTION_COUNTS,
         "anomalies": anomaly_groups(run),
         "faults": fault_rows(run),
         "fault_kinds": kinds,

@@ -20,7 +20,7 @@ from urllib.parse import quote
 
 from markupsafe import Markup
 
-from harness.contract.anomaly_kinds import trend_metrics
+from harness.contract.anomaly_kinds import KINDS, trend_metrics
 from harness.contract.expectation_outcomes import read_expectations
 from harness.contract.history import REPORT, RESULT, RUN_JSON, WRITES, linked_below, write_atomic
 from harness.errors import HarnessError, InputError
@@ -32,6 +32,9 @@ from reports.timeline import ACKS_ORDER
 from reports.write import write_report
 
 TREND_METRICS = trend_metrics("topic")
+GUARANTEE_OF = {kind.count: kind.guarantee for kind in KINDS}
+"""The guarantee each topic count decides: its trend is charted where some run judged it (lost
+committed records only for scenarios with transactional topics)."""
 GROUP_TREND_METRICS = trend_metrics("group")
 GROUP_COLOURS = 8
 """How many group colours report.css has (`g0`...`g7`)."""
@@ -209,9 +212,15 @@ def _or_more(summary: dict[str, Any], mode: str) -> str:
 
 
 def _trends(runs: list[RunEntry]) -> list[Markup]:
-    """A scenario's trends: the writes' per acks mode (and their recovery after heals, for scenarios
-    with any), then its consumer groups', if it ran any (and theirs)."""
-    trends = [_trend(title, runs, _acks_lines(runs, _count(metric))) for metric, title in TREND_METRICS]
+    """A scenario's trends: the writes' per acks mode, of each count whose guarantee some run judged
+    (and their recovery after heals, for scenarios with any), then its consumer groups', if it ran
+    any (and theirs)."""
+    judged = {g["id"] for r in runs if r.summary for g in r.summary["guarantees"]}
+    trends = [
+        _trend(title, runs, _acks_lines(runs, _count(metric)))
+        for metric, title in TREND_METRICS
+        if GUARANTEE_OF[metric] in judged
+    ]
     trends.append(_trend("p99 ack latency (ms)", runs, _acks_lines(runs, _p99)))
     if any(r.summary.get("heal_recovery_ms") for r in runs if r.summary):
         title = "longest time after a heal until every partition took writes (s)"

@@ -92,6 +92,27 @@ class GroupSecond:
     lag: int = 0
 
 
+TRANSACTION_COUNTS = (
+    "begun",
+    "committed",
+    "aborted",
+    "unknown",
+    "fatal_errors",
+    "abortable_errors",
+    "retriable_errors",
+)
+"""A transactional.id's counts in result.json `transactions`: its transactions by outcome, and of
+those not committed how many ended in each error class (of their last failed step)."""
+
+
+@dataclass(frozen=True)
+class TransactionCounts:
+    """One transactional.id's row of result.json `transactions`."""
+
+    transactional_id: str
+    counts: dict[str, int]  # by TRANSACTION_COUNTS
+
+
 @dataclass(frozen=True)
 class SeriesRow:
     acks: str
@@ -128,6 +149,8 @@ class Result:
     groups: tuple[GroupResult, ...] = ()
     history_files: tuple[JudgedFile, ...] = ()
     """What the check read and judged of each history file (result.json's `history_files`)."""
+    transactions: tuple[TransactionCounts, ...] | None = None
+    """Per transactional.id (result.json's `transactions`); None: the run had no transactions."""
 
     @property
     def judged_prefixes(self) -> list[str]:
@@ -257,6 +280,7 @@ def load_result(root: Path) -> Result:
         ),
         groups=_groups(top.child("groups")),
         history_files=tuple(judged_files(top.child("history_files"))),
+        transactions=_transactions(top),
     )
 
 
@@ -287,6 +311,18 @@ def _anomalies(fields: Fields, kinds: tuple[str, ...]) -> tuple[Anomalies, ...]:
         count = a.integer("count") if error else a.integer("count") or 0
         anomalies.append(Anomalies(kind, count, examples, bool(a.flag("examples_capped")), error))
     return tuple(anomalies)
+
+
+def _transactions(top: Fields) -> tuple[TransactionCounts, ...] | None:
+    if top.obj.get("transactions") is None:
+        return None
+    return tuple(
+        TransactionCounts(
+            t.text("transactional_id", required=True) or "",
+            {k: t.integer(k, required=True) or 0 for k in TRANSACTION_COUNTS},
+        )
+        for t in top.children("transactions")
+    )
 
 
 def _heal_recovery(fields: Fields) -> tuple[float, bool] | None:

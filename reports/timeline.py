@@ -13,7 +13,12 @@ import math
 from collections import defaultdict
 from collections.abc import Callable
 
-from harness.contract.coordinators import OFFSETS_TOPIC, group_offsets_partition
+from harness.contract.coordinators import (
+    OFFSETS_TOPIC,
+    TRANSACTION_STATE_TOPIC,
+    coordinator_partition,
+    group_offsets_partition,
+)
 from harness.contract.events import FaultWindow
 from harness.contract.nodes import node_name
 from reports import svg
@@ -295,16 +300,22 @@ def _isr(k: tuple[str, int], full: int, need: int) -> Callable[[ClusterSample], 
 
 
 def _partition_lanes(run: Run) -> list[tuple[tuple[str, int], str]]:
-    """The sampled partitions to draw, with their lane names: the workload's, and of the offsets
-    topic only the partition whose leader coordinates a consumer group ("g-alo coordinator")."""
+    """The sampled partitions to draw, with their lane names: the workload's, and of the internal
+    topics only the partitions whose leaders coordinate a consumer group ("g-alo coordinator") or a
+    transactional.id ("kchaos-tx-0 coordinator")."""
     sampled = sorted({k for s in run.cluster for k in s.partitions})
     offsets = [p for t, p in sampled if t == OFFSETS_TOPIC]
-    lanes = [(k, f"{k[0]}/{k[1]}") for k in sampled if k[0] != OFFSETS_TOPIC]
+    txn_state = [p for t, p in sampled if t == TRANSACTION_STATE_TOPIC]
+    lanes = [(k, f"{k[0]}/{k[1]}") for k in sampled if k[0] not in (OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC)]
     if offsets:  # the offsets topic was sampled: a run with groups
         for group in run.result.groups:
             partition = group_offsets_partition(group.name, run.info.offsets_partitions, offsets)
             if partition is not None:
                 lanes.append(((OFFSETS_TOPIC, partition), f"{group.name} coordinator"))
+    if txn_state:  # the transaction log was sampled (every partition): a run with transactions
+        for t in run.result.transactions or ():
+            partition = coordinator_partition(t.transactional_id, max(txn_state) + 1)
+            lanes.append(((TRANSACTION_STATE_TOPIC, partition), f"{t.transactional_id} coordinator"))
     return lanes
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from report_runs import make_failing, make_passing
+from report_runs import add_transactions, make_failing, make_passing
 
 
 @pytest.fixture
@@ -16,3 +16,8 @@ def passing_run(tmp_path: Path) -> Path:
 @pytest.fixture
 def failing_run(tmp_path: Path) -> Path:
     return make_failing(tmp_path / "20261121-020000-leader-kill")
+
+
+@pytest.fixture
+def transactional_run(tmp_path: Path) -> Path:
+    return add_transactions(make_failing(tmp_path / "20261122-020000-txn-leader-kill"))

@@ -372,3 +372,89 @@ def failing_group() -> dict[str, Any]:
             for t in range(60)
         ],
     }
+
+
+TXN_COORDINATORS = {"kchaos-tx-0": 35, "kchaos-tx-1": 36}
+"""Each transactional.id's partition of the 50 of __transaction_state: Utils.abs of the Java string
+hash, mod 50, as the broker finds its coordinator."""
+TRANSACTIONS = [
+    {
+        "transactional_id": "kchaos-tx-0",
+        "begun": 73,
+        "committed": 60,
+        "aborted": 13,
+        "unknown": 0,
+        "fatal_errors": 0,
+        "abortable_errors": 0,
+        "retriable_errors": 0,
+    },
+    {
+        "transactional_id": "kchaos-tx-1",
+        "begun": 1210,
+        "committed": 1200,
+        "aborted": 6,
+        "unknown": 4,
+        "fatal_errors": 1,
+        "abortable_errors": 3,
+        "retriable_errors": 4,
+    },
+]
+
+
+def add_transactions(root: Path) -> Path:
+    """The run at `root` with two transactional producers writing chaos-txn-0 and chaos-txn-1: their
+    topics in run.json, the transaction log sampled (kchaos-tx-0's coordinator moves from broker 1
+    to 2 at 20 s, every other partition is led by 3), result.json's `transactions`, and an example of
+    each transaction anomaly with the guarantee it broke on chaos-txn-0."""
+    run = json.loads((root / "run.json").read_text())
+    run["topics"] += [
+        {
+            "name": f"chaos-txn-{n}",
+            "partitions": 2,
+            "replication_factor": 3,
+            "acks": "all",
+            "producer": {
+                "enable.idempotence": True,
+                "transactional.id": "kchaos-tx",
+                "transaction.timeout.ms": 10000,
+            },
+            "transactions": {"records": [1, 10], "abort_rate": 0.1},
+        }
+        for n in range(2)
+    ]
+    (root / "run.json").write_text(json.dumps(run))
+    samples = cluster_samples(60)
+    for sample in samples:
+        moved = sample["time_ns"] >= 20 * S
+        for p in range(50):
+            leader = (2 if moved else 1) if p == TXN_COORDINATORS["kchaos-tx-0"] else 3
+            epoch = 1 + moved if p == TXN_COORDINATORS["kchaos-tx-0"] else 0
+            state = {"leader": leader, "leader_epoch": epoch, "isr": [1, 2, 3]}
+            sample["partitions"].append({"topic": "__transaction_state", "partition": p, **state})
+    write_jsonl(root / "history/cluster.jsonl", samples)
+    out = json.loads((root / "check/result.json").read_text())
+    out["transactions"] = TRANSACTIONS
+    out["guarantees"] += [
+        guarantee(gid, "chaos-txn-0", "all", True, "violated", "1 found")
+        for gid in ("committed-transactions-durable", "no-aborted-reads", "atomic-transactions")
+    ]
+    where = {"topic": "chaos-txn-0", "partition": 1, "process": "tx-0", "txn": 7}
+    out["anomalies"] |= {
+        "torn-transaction": {
+            "count": 1,
+            "examples": [{**where, "value": "tx-0:41", "records": 4, "found": 3, "missing": 1}],
+            "examples_capped": False,
+        },
+        "lost-committed": {
+            "count": 1,
+            "examples": [{**where, "value": "tx-0:41", "offset": 12, "acks": "all", "final_value": None}],
+            "examples_capped": False,
+        },
+        "aborted-read": {
+            "count": 1,
+            "examples": [{**where, "value": "tx-0:50", "offset": 15, "txn": 9}],
+            "examples_capped": False,
+        },
+    }
+    (root / "check/result.json").write_text(json.dumps(out))
+    return root

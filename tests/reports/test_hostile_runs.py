@@ -74,6 +74,13 @@ BROKEN = {
         _json("check/result.json", lambda r: r["availability"]["latency"][0].update(error_rate="1%")),
         "check/result.json: field 'availability.latency[0].error_rate': expected a number from 0 to 1",
     ),
+    "transaction count as text": (
+        _json(
+            "check/result.json",
+            _set(transactions=[{"transactional_id": "kchaos-tx-0", "begun": "73", "committed": 60}]),
+        ),
+        "check/result.json: field 'transactions[0].begun': expected an integer from 0 to",
+    ),
     "guarantee not an object": (
         _json("check/result.json", lambda r: r["guarantees"].append("held")),
         "check/result.json: field 'guarantees[4]': expected an object, got 'held'",
