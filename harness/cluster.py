@@ -44,6 +44,7 @@ from harness.images import LOCAL_BASE_IMAGE, KafkaDistribution, KafkaImage, ensu
 from harness.kraft_state import Endpoint, KRaftStateReader
 from harness.run_network import NO_NETWORK, create_network
 from harness.services import KafkaBroker, KafkaLaunch, KRaftController, Node, ZooKeeperNode
+from harness.transactional_producer import TransactionalProducerProcess
 from harness.waiting import wait_until
 from harness.zkstate import ZkStateReader
 
@@ -158,6 +159,8 @@ class KafkaCluster:
         self.transactional_ids: list[str] = []
         """The transactional.ids of the workload's transactional producers while a workload runs (the
         workload sets them): whose transaction coordinator the `txn-coordinator` target names."""
+        self.transactional_producers: list[TransactionalProducerProcess] = []
+        """The workload's transactional producers while it runs: what producer faults act on."""
 
     @classmethod
     def attach(cls, run_id: str, *, connect: bool = True) -> KafkaCluster:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import random
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -23,7 +24,7 @@ from confluent_kafka import KafkaError, KafkaException, Producer
 
 from harness.contract.events import txn_step
 from harness.contract.history import HistoryWriter, RunClock
-from harness.producer import ProducerProcess, paced_wait_s
+from harness.producer import MAX_WAIT_S, ProducerProcess, paced_wait_s
 from harness.recorder import Recorder
 
 CALL_TIMEOUT_S = 10.0
@@ -109,6 +110,25 @@ class TransactionalProducerProcess(ProducerProcess):
         self._steps, self._clock = steps, clock
         self._rng = random.Random(f"{seed}:{process}")
         self.transactions = 0
+        self._thawed = threading.Event()
+        self._thawed.set()
+
+    @property
+    def frozen(self) -> bool:
+        return not self._thawed.is_set()
+
+    def freeze(self) -> None:
+        """Hold the transaction in progress open, neither writing nor committing, until `thaw`: a
+        zombie once held past transaction.timeout.ms (the coordinator aborts it and bumps the epoch).
+        The client's own threads go on: this is the application stalling, not the process."""
+        self._thawed.clear()
+
+    def thaw(self) -> None:
+        self._thawed.set()
+
+    def _while_frozen(self) -> None:
+        while not self._thawed.wait(MAX_WAIT_S) and not self._stop.is_set():
+            pass
 
     def _step(self, kind: str, txn: int | None, phase: str | None, error: KafkaError | None = None) -> None:
         self._steps.write(
@@ -171,10 +191,12 @@ class TransactionalProducerProcess(ProducerProcess):
                 while self._interval_s and (delay_s := next_send - time.monotonic()) > 0:
                     producer.poll(paced_wait_s(delay_s))
                 next_send += self._interval_s
+                self._while_frozen()
                 topic, partition = self._targets[sequence % len(self._targets)]
                 self._send(producer, sequence, topic, partition, txn)
                 sequence += 1
                 producer.poll(0)
+            self._while_frozen()
             outcome = self._finish(producer, txn, abort)
             self.transactions += 1
             txn += 1

@@ -116,8 +116,14 @@ class WorkloadSpec:
         return [f"{TXN_TOPIC_PREFIX}{n}" for n in range(count)]
 
     def transactional_ids(self) -> list[str]:
-        count = self.transactions.producers if self.transactions is not None else 0
-        return [f"{TRANSACTIONAL_ID_PREFIX}{n}" for n in range(count)]
+        return [f"{TRANSACTIONAL_ID_PREFIX}{n}" for n in range(self._txn_producers())]
+
+    def txn_processes(self) -> list[str]:
+        """The transactional producers' process names, in the order of their transactional.ids."""
+        return [f"tx-{n}" for n in range(self._txn_producers())]
+
+    def _txn_producers(self) -> int:
+        return self.transactions.producers if self.transactions is not None else 0
 
     def read_partitions(self) -> dict[str, int]:
         """Every topic written, with its partition count: what live consumers and the final read read."""
@@ -272,10 +278,11 @@ class Workload:
         if (txn := self.spec.transactions) is not None:
             self._transactions = self.rundir.writer(TRANSACTIONS)
             self.cluster.transactional_ids = self.spec.transactional_ids()
-            for n, transactional_id in enumerate(self.spec.transactional_ids()):
-                process = f"tx-{n}"
+            for process, transactional_id in zip(
+                self.spec.txn_processes(), self.spec.transactional_ids(), strict=True
+            ):
                 logger = ClientLog(process, self._client_log, self.clock)
-                self.producers.append(
+                self.cluster.transactional_producers.append(
                     TransactionalProducerProcess(
                         process,
                         transactional_id,
@@ -291,6 +298,7 @@ class Workload:
                         self.spec.message_size,
                     )
                 )
+            self.producers += self.cluster.transactional_producers
         partitions = self.spec.read_partitions()
         reader_config = self._client_config(**self.spec.consumer_overrides())
         for n in range(self.spec.live_consumers):

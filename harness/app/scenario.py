@@ -15,8 +15,9 @@ from typing import Any
 
 from faults import make_fault
 from faults.members import MEMBER_FAULTS
+from faults.producers import PRODUCER_FAULTS
 from faults.schedule import MAX_ENTRIES
-from faults.targets import coordinated_group, named_nodes
+from faults.targets import coordinated_group, coordinated_transactional_id, named_nodes
 from faults.triggers import Trigger
 from harness.app.expectations import HELP as EXPECTATION_HELP
 from harness.app.expectations import Expectation
@@ -164,6 +165,18 @@ def check_aims(plan: FaultPlan, experiment: ExperimentSpec) -> None:
     for path, fault, params in aimed:
         if fault in MEMBER_FAULTS and not groups:
             raise fail(path, f"{fault} needs consumer groups, and the workload has none (workload.groups)")
+        if fault in PRODUCER_FAULTS and workload.transactions is None:
+            raise fail(
+                path,
+                f"{fault} needs transactional producers, and the workload has none (workload.transactions)",
+            )
+        producer = params.get("producer")
+        txn_processes = workload.txn_processes()
+        if producer not in (None, "random", "all") and str(producer) not in txn_processes:
+            raise fail(
+                f"{path}.params.producer",
+                f"no producer {brief(producer)}; transactional producers: {', '.join(txn_processes) or 'none'}",
+            )
         target = str(params.get("target", ""))
         if spec.metadata == "kraft" and target == "zookeeper":
             raise fail(f"{path}.params.target", "cluster.metadata is kraft: there is no ZooKeeper to aim at")
@@ -175,11 +188,11 @@ def check_aims(plan: FaultPlan, experiment: ExperimentSpec) -> None:
                 raise fail(
                     f"{path}.params.{key}", f"no node {missing[0]}; the cluster has {', '.join(nodes)}"
                 )
-            if str(params.get(key, "")).startswith("coordinator"):
-                try:
-                    coordinated_group(str(params[key]), list(groups))
-                except TargetError as exc:
-                    raise fail(f"{path}.params.{key}", str(exc)) from None
+            try:
+                coordinated_group(str(params.get(key, "")), list(groups))
+                coordinated_transactional_id(str(params.get(key, "")), workload.transactional_ids())
+            except TargetError as exc:
+                raise fail(f"{path}.params.{key}", str(exc)) from None
         topic, partition = params.get("topic"), params.get("partition")
         if topic is not None and str(topic) not in topics:
             raise fail(

@@ -32,7 +32,7 @@ from harness.contract.coordinators import (
     java_string_hash,
     offsets_partitions,
 )
-from harness.errors import ConfigError, TargetError
+from harness.errors import ConfigError, FaultError, TargetError
 from harness.kafka_protocol import Coordinator
 
 BROKERS = ["kafka-1", "kafka-2", "kafka-3", "kafka-4", "kafka-5"]
@@ -249,7 +249,7 @@ def test_registry_and_param_validation() -> None:
     assert names == sorted(
         [
             *("kill", "stop", "pause", "rolling-restart", "partition", "slow", "lossy", "power-loss"),
-            *("kill-member", "freeze-member", "leave-member"),
+            *("kill-member", "freeze-member", "leave-member", "freeze-producer"),
         ]
     )
     assert all(isinstance(make_fault(name, {}), Fault) for name in names)
@@ -261,7 +261,7 @@ def test_registry_and_param_validation() -> None:
         make_fault("partition", {"shape": "square"})
     with pytest.raises(ConfigError, match=r"probability.*expected a number from 0 to 1, got 2"):
         make_fault("lossy", {"probability": "2"})
-    with pytest.raises(ConfigError, match="unknown fault 'melt'; known faults: freeze-member, kill"):
+    with pytest.raises(ConfigError, match="unknown fault 'melt'; known faults: freeze-member, freeze-producer, kill"):
         make_fault("melt", {})
 
 
@@ -460,3 +460,31 @@ def test_quorum_targets_need_a_kraft_cluster() -> None:
 def test_isolating_from_the_metadata_nodes_cuts_the_controllers() -> None:
     cuts, _ = cut_links("isolate-from-zookeeper", ["kafka-1"], BROKERS[:3], CONTROLLERS, random.Random(1))
     assert cuts == {link("kafka-1", c) for c in CONTROLLERS}
+
+
+class _Producer:
+    """What freeze-producer needs of a transactional producer."""
+
+    def __init__(self, process: str) -> None:
+        self.process, self.transactional_id, self.frozen = process, f"kchaos-{process}", False
+
+    def freeze(self) -> None:
+        self.frozen = True
+
+    def thaw(self) -> None:
+        self.frozen = False
+
+
+def test_freeze_producer_holds_the_named_producer_and_heal_lets_it_go() -> None:
+    producers = [_Producer("tx-0"), _Producer("tx-1")]
+    cluster = SimpleNamespace(transactional_producers=producers)
+    fault = make_fault("freeze-producer", {"producer": "tx-1"})
+    fault.start(cluster, random.Random(0))  # type: ignore[arg-type]
+    assert [p.frozen for p in producers] == [False, True]
+    assert fault.targets == ["tx-1"] and fault.detail == {"transactional_ids": ["kchaos-tx-1"]}
+    fault.heal(cluster)  # type: ignore[arg-type]
+    assert not any(p.frozen for p in producers)
+    with pytest.raises(FaultError, match=r"no producer 'tx-9' \(producers: tx-0, tx-1\)"):
+        make_fault("freeze-producer", {"producer": "tx-9"}).start(cluster, random.Random(0))  # type: ignore[arg-type]
+    with pytest.raises(FaultError, match="no transactional producers"):
+        make_fault("freeze-producer", {}).start(SimpleNamespace(transactional_producers=[]), random.Random(0))  # type: ignore[arg-type]

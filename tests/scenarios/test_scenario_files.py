@@ -233,6 +233,32 @@ def test_every_builtin_scenario_runs_on_kraft_or_says_why_not() -> None:
             "faults.faults[0].params.target: target 'coordinator:h': no group 'h' (groups: g)",
         ),
         (
+            {"faults": {"faults": [{"name": "freeze-producer"}]}},
+            "faults.faults[0]: freeze-producer needs transactional producers, and the workload has none",
+        ),
+        (
+            {
+                "workload": {"transactions": {"producers": 2}},
+                "faults": {"faults": [{"name": "freeze-producer", "params": {"producer": "tx-2"}}]},
+            },
+            "faults.faults[0].params.producer: no producer 'tx-2'; transactional producers: tx-0, tx-1",
+        ),
+        (
+            {
+                "workload": {"transactions": {}},
+                "faults": {"faults": [{"name": "kill", "params": {"target": "txn-coordinator:kchaos-tx-7"}}]},
+            },
+            "faults.faults[0].params.target: target 'txn-coordinator:kchaos-tx-7': no transactional.id",
+        ),
+        (
+            {"workload": {"transactions": {"records": [5, 2]}}},
+            "workload.transactions.records: expected 1 <= min <= max <= 1000, got [5, 2]",
+        ),
+        (
+            {"workload": {"transactions": {"abort_rate": 2}}},
+            "workload.transactions.abort_rate",
+        ),
+        (
             {"faults": {"mode": "schedule", "schedule": [{"after": {"event": "group-stable"}, **STEP}]}},
             "faults.schedule (step 1).after: group-stable needs consumer groups, and the workload has none",
         ),
