@@ -45,6 +45,8 @@ class TopicConfig:
     change what a power loss of every replica does to availability, not what it loses."""
     transactional: bool = False
     """Written by transactional producers (run.json's topic has `transactions`), read read_committed."""
+    pipeline: bool = False
+    """The output of a consume-transform-produce pipeline (run.json's topic has `pipeline`)."""
 
 
 def parse_version(text: object) -> tuple[int, ...] | None:
@@ -89,6 +91,7 @@ def topic_config(
         message_format=message_format(fmt),
         eligible_leaders=_eligible_leaders(run, version),
         transactional=bool(topic.get("transactions")),
+        pipeline=bool(topic.get("pipeline")),
     )
 
 
@@ -448,6 +451,26 @@ def _atomic(config: TopicConfig, counts: Mapping[str, Any]) -> dict[str, Any]:
     return _row(config, "atomic-transactions", promised, verdict, reason, _transaction_coordinator(config))
 
 
+def _exactly_once(config: TopicConfig, counts: Mapping[str, Any]) -> dict[str, Any]:
+    skipped, twice = int(counts["pipeline_skipped"]), int(counts["pipeline_duplicated"])
+    missing = _transactions_text(config)
+    promised = missing is None and _acks_are_durable(config)
+    verdict = _judge(promised, violations("exactly-once-pipeline", counts), bool(counts["complete"]))
+    if missing is not None:
+        basis = missing
+    elif not promised:
+        basis = (
+            "the pipeline's committed outputs may be lost here (see no-lost-acked-writes' conditions), "
+            "so exactly once cannot be promised"
+        )
+    else:
+        basis = "the pipeline commits its outputs and its input offsets in one transaction"
+    reason = f"{basis}; {skipped} input records skipped, {twice} processed twice"
+    if verdict == UNKNOWN:
+        reason += "; the final read is incomplete, so skips cannot be judged"
+    return _row(config, "exactly-once-pipeline", promised, verdict, reason, _transaction_coordinator(config))
+
+
 PLAIN_JUDGES = (
     _no_lost,
     _no_lost_reads,
@@ -488,7 +511,8 @@ def derive_guarantees(
     for topic in run["topics"]:
         config = topic_config(run, topic, faults)
         counts = topic_counts[config.topic]
-        for judge in TRANSACTIONAL_JUDGES if config.transactional else PLAIN_JUDGES:
+        judges = TRANSACTIONAL_JUDGES if config.transactional else PLAIN_JUDGES
+        for judge in (*judges, _exactly_once) if config.pipeline else judges:
             if judge is not _replicas_agree or counts["replicas_read"]:  # judged where replicas were read
                 rows.append(judge(config, counts))
     return rows

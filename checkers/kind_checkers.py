@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from functools import reduce
+
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
@@ -154,6 +156,52 @@ class UnexpectedValues(_Flagged, _ReadDetails):
 
     def details(self, examples: DataFrame, reads: DataFrame) -> DataFrame:
         return anomalies.unexpected_details(examples, reads)
+
+
+def _pipelines(inputs: CheckInputs) -> list[tuple[str, str]]:
+    """(output topic, group) of each consume-transform-produce pipeline run.json declares."""
+    return [
+        (str(t["name"]), str(t["pipeline"]["group"]))
+        for t in inputs.history.run["topics"]
+        if t.get("pipeline")
+    ]
+
+
+class _Pipelines(_Unflagged, _NoDetails):
+    """For kinds of the exactly-once pipelines: judged where transactions.jsonl and a pipeline are."""
+
+    def applies(self, inputs: CheckInputs) -> bool:
+        return inputs.history.transaction_steps is not None and bool(_pipelines(inputs))
+
+
+@register
+class PipelineSkips(_Pipelines):
+    kind = kind("pipeline-skip")
+
+    def find(self, inputs: CheckInputs) -> DataFrame:
+        history = inputs.history
+        assert history.transaction_steps is not None and history.transactions is not None
+        progress = transactions.committed_progress(history.transaction_steps, history.transactions)
+        found = [
+            transactions.pipeline_skips(
+                history.values, history.reads, progress, output, group, history.complete_partitions
+            )
+            for output, group in _pipelines(inputs)
+        ]
+        return reduce(DataFrame.unionByName, found)
+
+
+@register
+class PipelineDuplicates(_Pipelines):
+    kind = kind("pipeline-duplicate")
+
+    def find(self, inputs: CheckInputs) -> DataFrame:
+        history = inputs.history
+        found = [
+            transactions.pipeline_duplicates(history.values, history.reads, output)
+            for output, _ in _pipelines(inputs)
+        ]
+        return reduce(DataFrame.unionByName, found)
 
 
 @register

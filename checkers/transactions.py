@@ -10,7 +10,7 @@ was appended: what a reader may see of it is its transaction's outcome.
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from checkers.frames import Partitions, on_partitions
@@ -140,4 +140,88 @@ def transaction_counts(outcomes: DataFrame) -> DataFrame:
             F.count(F.when((outcome != "committed") & (klass == name), 1)).alias(f"{name}_errors")
             for name in ("fatal", "abortable", "retriable")
         ],
+    )
+
+
+PIPELINE_COLUMNS = [
+    "topic",
+    "partition",
+    "value",
+    "input_topic",
+    "input_partition",
+    "input_offset",
+    "outputs",
+]
+"""A pipeline anomaly: at the output topic (and, for a duplicate, the first output's partition), the
+input record's value and position, and how many committed outputs it has."""
+
+
+def _input_value() -> Column:
+    """The input value a pipeline's output value names: what follows its first `/`."""
+    return F.expr("substring(value, instr(value, '/') + 1)")
+
+
+def committed_progress(steps: DataFrame, outcomes: DataFrame) -> DataFrame:
+    """Per (group, topic, partition) of a pipeline's input, the highest offset a committed
+    transaction stored (`committed`: every record below it is processed, as far as the group knows)."""
+    stored = steps.where((F.col("type") == "offsets") & (F.col("phase") == "ok")).select(
+        "process", "txn", "group", F.explode("offsets").alias("o")
+    )
+    committed = outcomes.where(F.col("outcome") == "committed").select("process", "txn")
+    return (
+        stored.join(committed, ["process", "txn"], "left_semi")
+        .groupBy("group", "o.topic", "o.partition")
+        .agg(F.max("o.offset").alias("committed"))
+    )
+
+
+def _committed_outputs(values: DataFrame, output: str) -> DataFrame:
+    return values.where(
+        (F.col("topic") == output) & F.col("txn").isNotNull() & (F.col("outcome") == "ok")
+    ).select("partition", _input_value().alias("input"))
+
+
+def pipeline_skips(
+    values: DataFrame, reads: DataFrame, progress: DataFrame, output: str, group: str, complete: Partitions
+) -> DataFrame:
+    """Input records below the group's committed offsets (in the complete final read of their
+    partition) with no committed output: processed, as the group's offsets say, yet not written."""
+    below = (
+        reads.where((F.col("type") == "record") & (F.col("phase") == "final") & on_partitions(complete))
+        .join(progress.where(F.col("group") == group).drop("group"), ["topic", "partition"])
+        .where(F.col("offset") < F.col("committed"))
+    )
+    outputs = _committed_outputs(values, output).select(F.col("input").alias("value"))
+    return below.join(outputs, "value", "left_anti").select(
+        F.lit(output).alias("topic"),
+        F.lit(None).cast("int").alias("partition"),
+        "value",
+        F.col("topic").alias("input_topic"),
+        F.col("partition").alias("input_partition"),
+        F.col("offset").alias("input_offset"),
+        F.lit(0).cast("long").alias("outputs"),
+    )
+
+
+def pipeline_duplicates(values: DataFrame, reads: DataFrame, output: str) -> DataFrame:
+    """Input records with more than one committed output: processed twice, both times committed."""
+    outputs = _committed_outputs(values, output)
+    twice = (
+        outputs.groupBy("input")
+        .agg(F.count(F.lit(1)).alias("outputs"), F.min("partition").alias("partition"))
+        .where(F.col("outputs") > 1)
+    )
+    first_read = (
+        reads.where(F.col("type") == "record")
+        .groupBy("value")
+        .agg(F.min(F.struct("topic", "partition", "offset")).alias("at"))
+    )
+    return twice.join(first_read, twice["input"] == first_read["value"], "left").select(
+        F.lit(output).alias("topic"),
+        twice["partition"],
+        F.col("input").alias("value"),
+        F.col("at.topic").alias("input_topic"),
+        F.col("at.partition").alias("input_partition"),
+        F.col("at.offset").alias("input_offset"),
+        "outputs",
     )

@@ -156,15 +156,21 @@ class ProducerProcess:
         return time.monotonic() + int(self.config["message.timeout.ms"]) / 1000 + DRAIN_MARGIN_S
 
     def _send(
-        self, producer: Producer, sequence: int, topic: str, partition: int, txn: int | None = None
+        self,
+        producer: Producer,
+        sequence: int,
+        topic: str,
+        partition: int,
+        txn: int | None = None,
+        rest: str | None = None,
     ) -> None:
-        """Record write `sequence`'s invoke (in transaction `txn`, for a transactional process) and
-        produce it. A full local queue is drained and the
+        """Record write `sequence`'s invoke (in transaction `txn`, for a transactional process; its
+        value ending in `rest`, for a pipeline) and produce it. A full local queue is drained and the
         same write offered again until it is taken, stopping or not: a write given up on would be a
         failure the cluster had no part in. Room comes as queued writes complete, so only a client
         that stopped completing them makes the write fail, never sent, after `_drain_deadline`."""
-        on_delivery = self._recorders[topic].invoke(sequence, partition, txn)
-        payload = f"{self.process}:{sequence}{self._padding}".encode()
+        on_delivery = self._recorders[topic].invoke(sequence, partition, txn, rest)
+        payload = f"{self.process}:{sequence}{rest or ''}{self._padding}".encode()
         deadline: float | None = None
         while True:
             try:

@@ -37,23 +37,28 @@ class WriteLines:
     """Byte templates of one producer process's write events, its process, topic and value prefix
     encoded once. Fill with `%`: invoke (time_ns, partition, sequence), ok (time_ns, partition,
     offset, sequence), ok_without_offset (time_ns, partition, sequence). A transactional process's
-    templates take its transaction after the partition: invoke (time_ns, partition, txn, sequence)."""
+    templates take its transaction after the partition: invoke (time_ns, partition, txn, sequence);
+    a pipeline's take the JSON-escaped rest of each value (`/<input value>`) after the sequence."""
 
-    def __init__(self, process: str, topic: str, *, transactional: bool = False) -> None:
+    def __init__(
+        self, process: str, topic: str, *, transactional: bool = False, derived: bool = False
+    ) -> None:
         # '"process":...,"topic":...,' and '"<process>:' (a value's JSON string minus sequence and
         # closing quote), with any '%' in them doubled so the templates keep only their own.
         fields = orjson.dumps({"process": process, "topic": topic})[1:-1].replace(b"%", b"%%") + b","
         value = orjson.dumps(f"{process}:")[:-1].replace(b"%", b"%%")
         head = b',"time_ns":%d,' + fields + b'"partition":%d,' + (b'"txn":%d,' if transactional else b"")
-        self.invoke = b'{"type":"invoke"' + head + b'"value":' + value + b'%d"}\n'
-        self.ok = b'{"type":"ok"' + head + b'"offset":%d,"value":' + value + b'%d"}\n'
-        self.ok_without_offset = b'{"type":"ok"' + head + b'"offset":null,"value":' + value + b'%d"}\n'
-        self._error = head + b'"offset":null,"error":%b,"value":' + value + b'%d"}\n'
+        tail = b'%d%b"}\n' if derived else b'%d"}\n'
+        self.invoke = b'{"type":"invoke"' + head + b'"value":' + value + tail
+        self.ok = b'{"type":"ok"' + head + b'"offset":%d,"value":' + value + tail
+        self.ok_without_offset = b'{"type":"ok"' + head + b'"offset":null,"value":' + value + tail
+        self._error = head + b'"offset":null,"error":%b,"value":' + value + tail
 
-    def error(self, kind: str, where: tuple[int, ...], error: str, sequence: int) -> bytes:
+    def error(self, kind: str, where: tuple[int, ...], error: str, value: tuple[int | bytes, ...]) -> bytes:
         """A `fail` or `info` line (rare: the error name is encoded here); `where` is (time_ns,
-        partition), and the transaction of a transactional process's write."""
-        return b'{"type":"%b"' % kind.encode() + self._error % (*where, orjson.dumps(error), sequence)
+        partition), and the transaction of a transactional process's write; `value` the sequence,
+        and the rest of a pipeline's value."""
+        return b'{"type":"%b"' % kind.encode() + self._error % (*where, orjson.dumps(error), *value)
 
 
 class Recorder:
@@ -71,8 +76,9 @@ class Recorder:
         clock: RunClock,
         *,
         transactional: bool = False,
+        derived: bool = False,
     ) -> None:
-        self._lines = WriteLines(process, topic, transactional=transactional)
+        self._lines = WriteLines(process, topic, transactional=transactional, derived=derived)
         self._retries = retries
         self._append = writer.write_bytes
         self._origin_ns = clock.origin_ns  # times are RunClock's, read without a method call
@@ -82,21 +88,25 @@ class Recorder:
         self.indeterminate = 0
         self.latencies_ns: deque[int] = deque(maxlen=LATENCY_WINDOW)
 
-    def invoke(self, sequence: int, partition: int, txn: int | None = None) -> DeliveryCallback:
-        """Record the invoke of write `sequence` (in transaction `txn` of a transactional process);
-        returns the callback that records its completion."""
+    def invoke(
+        self, sequence: int, partition: int, txn: int | None = None, rest: str | None = None
+    ) -> DeliveryCallback:
+        """Record the invoke of write `sequence` (in transaction `txn` of a transactional process,
+        its value ending in `rest` for a pipeline's); returns the callback that records its
+        completion."""
         invoked_ns = monotonic_ns() - self._origin_ns
         # The partition, and the transaction of a transactional write, as the templates take them.
         where = (partition,) if txn is None else (partition, txn)
-        self._append(self._lines.invoke % (invoked_ns, *where, sequence))
+        value = (sequence,) if rest is None else (sequence, orjson.dumps(rest)[1:-1])
+        self._append(self._lines.invoke % (invoked_ns, *where, *value))
         self.attempted += 1
         # A partial, not a closure: fewer objects for the cyclic garbage collector to walk with
         # thousands of writes in flight.
-        return partial(self._completed, sequence, where, invoked_ns)
+        return partial(self._completed, value, where, invoked_ns)
 
     def _completed(
         self,
-        sequence: int,
+        value: tuple[int | bytes, ...],
         where: tuple[int, ...],
         invoked_ns: int,
         error: KafkaError | None,
@@ -110,14 +120,14 @@ class Recorder:
             # offset: None, or -1 from some client versions; either is null.
             offset = message.offset() if message is not None else None
             if offset is not None and offset >= 0:
-                self._append(self._lines.ok % (now_ns, *where, offset, sequence))
+                self._append(self._lines.ok % (now_ns, *where, offset, *value))
             else:
-                self._append(self._lines.ok_without_offset % (now_ns, *where, sequence))
+                self._append(self._lines.ok_without_offset % (now_ns, *where, *value))
             self.acked += 1
             self.latencies_ns.append(now_ns - invoked_ns)
             return
         kind = classify(error.code(), self._retries, sent=sent)
-        self._append(self._lines.error(kind, (now_ns, *where), error_name(error), sequence))
+        self._append(self._lines.error(kind, (now_ns, *where), error_name(error), value))
         if kind == "fail":
             self.failed += 1
         else:

@@ -37,7 +37,8 @@ FENCED = frozenset({KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.I
 
 MAX_TXN_RECORDS = 1000
 MAX_TXN_TOPICS = 16
-TRANSACTION_FIELDS = ("producers", "topics", "records", "abort_rate", "transaction_timeout_ms")
+MAX_PIPELINES = 16
+TRANSACTION_FIELDS = ("producers", "topics", "records", "abort_rate", "transaction_timeout_ms", "pipelines")
 """A scenario's `workload.transactions` fields, as TransactionSpec names them."""
 
 
@@ -53,6 +54,9 @@ class TransactionSpec:
     abort_rate: float = 0.1
     transaction_timeout_ms: int = 10_000
     """Short, so that a transaction left open by a dead client is aborted within the run."""
+    pipelines: int = 0
+    """Consume-transform-produce processes (`harness.pipeline`) reading what these producers commit,
+    each transaction at most `records[1]` records."""
 
     def recorded(self) -> dict[str, Any]:
         """A transactional topic's `transactions` in run.json."""
@@ -130,7 +134,9 @@ class TransactionalProducerProcess(ProducerProcess):
         while not self._thawed.wait(MAX_WAIT_S) and not self._stop.is_set():
             pass
 
-    def _step(self, kind: str, txn: int | None, phase: str | None, error: KafkaError | None = None) -> None:
+    def _step(
+        self, kind: str, txn: int | None, phase: str | None, error: KafkaError | None = None, **fields: Any
+    ) -> None:
         self._steps.write(
             txn_step(
                 kind,
@@ -141,14 +147,15 @@ class TransactionalProducerProcess(ProducerProcess):
                 phase=phase,
                 error=error.name() if error is not None else None,
                 error_class=error_class(error) if error is not None else None,
+                **fields,
             )
         )
 
-    def _call(self, kind: str, txn: int | None, call: Callable[[], object]) -> str:
+    def _call(self, kind: str, txn: int | None, call: Callable[[], object], **fields: Any) -> str:
         """Invoke a transaction call, retried while the client calls its failure retriable; record
-        each attempt. Returns `ok`, `abortable` or `fatal`."""
+        each attempt (with `fields`). Returns `ok`, `abortable` or `fatal`."""
         for _ in range(MAX_ATTEMPTS):
-            self._step(kind, txn, "invoke")
+            self._step(kind, txn, "invoke", **fields)
             try:
                 call()
             except KafkaException as exc:
@@ -156,11 +163,11 @@ class TransactionalProducerProcess(ProducerProcess):
                 klass = error_class(error)
                 # Refused (fenced, or told to abort) is definite; a timeout or a lost answer is not.
                 definite = error.code() in FENCED or klass == "abortable"
-                self._step(kind, txn, "fail" if definite else "info", error)
+                self._step(kind, txn, "fail" if definite else "info", error, **fields)
                 if klass != "retriable":
                     return klass
                 continue
-            self._step(kind, txn, "ok")
+            self._step(kind, txn, "ok", **fields)
             return "ok"
         return "fatal"
 
@@ -205,13 +212,13 @@ class TransactionalProducerProcess(ProducerProcess):
 
     def _finish(self, producer: Producer, txn: int, abort: bool) -> str:
         """Commit (or abort, as drawn) transaction `txn`; an abortable failure is aborted. Returns
-        `ok` or `fatal`."""
+        `committed`, `aborted` or `fatal` (neither known: the client is to be replaced)."""
         if not abort:
             outcome = self._call("commit", txn, partial(producer.commit_transaction, CALL_TIMEOUT_S))
             if outcome != "abortable":
-                return outcome
+                return "committed" if outcome == "ok" else "fatal"
         aborted = self._call("abort", txn, partial(producer.abort_transaction, CALL_TIMEOUT_S))
-        return "ok" if aborted == "ok" else "fatal"
+        return "aborted" if aborted == "ok" else "fatal"
 
     def _replaced(self) -> Producer | None:
         """After a fatal error: a new client (its init fences the old one), or None when stopping."""

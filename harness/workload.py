@@ -33,6 +33,7 @@ from harness.contract.history_fields import setting_problem
 from harness.errors import ConfigError, HarnessError
 from harness.groups import ConsumerGroups, GroupSpec
 from harness.limits import brief
+from harness.pipeline import PIPELINE_GROUP, PIPELINE_OUTPUT, PipelineProcess
 from harness.producer import (
     DEFAULT_PRODUCER_CONFIG,
     FULL_SPEED_QUEUE_MESSAGES,
@@ -44,6 +45,7 @@ from harness.transactional_producer import TransactionalProducerProcess, Transac
 _TOPIC_PREFIX = "chaos-acks-"
 TXN_TOPIC_PREFIX = "chaos-txn-"
 TRANSACTIONAL_ID_PREFIX = "kchaos-tx-"
+PIPELINE_ID_PREFIX = "kchaos-pipe-"
 
 
 def topic_name(acks: str) -> str:
@@ -116,14 +118,21 @@ class WorkloadSpec:
         return [f"{TXN_TOPIC_PREFIX}{n}" for n in range(count)]
 
     def transactional_ids(self) -> list[str]:
-        return [f"{TRANSACTIONAL_ID_PREFIX}{n}" for n in range(self._txn_producers())]
+        """Of the transactional producers, then of the pipeline processes."""
+        producers, pipelines = self._txn_processes()
+        return [f"{TRANSACTIONAL_ID_PREFIX}{n}" for n in range(producers)] + [
+            f"{PIPELINE_ID_PREFIX}{n}" for n in range(pipelines)
+        ]
 
     def txn_processes(self) -> list[str]:
-        """The transactional producers' process names, in the order of their transactional.ids."""
-        return [f"tx-{n}" for n in range(self._txn_producers())]
+        """The process names of the transactional producers, then of the pipeline processes, in the
+        order of their transactional.ids."""
+        producers, pipelines = self._txn_processes()
+        return [f"tx-{n}" for n in range(producers)] + [f"pipe-{n}" for n in range(pipelines)]
 
-    def _txn_producers(self) -> int:
-        return self.transactions.producers if self.transactions is not None else 0
+    def _txn_processes(self) -> tuple[int, int]:
+        spec = self.transactions
+        return (spec.producers, spec.pipelines) if spec is not None else (0, 0)
 
     def read_partitions(self) -> dict[str, int]:
         """Every topic written, with its partition count: what live consumers and the final read read."""
@@ -164,6 +173,12 @@ class WorkloadSpec:
                 }
                 for name in self.txn_topics()
             ]
+            if self.transactions.pipelines:
+                piped = {"group": PIPELINE_GROUP, "inputs": self.txn_topics()}
+                pipe_producer = producer | {"transactional.id": PIPELINE_ID_PREFIX.rstrip("-")}
+                topics.append(
+                    topics[-1] | {"name": PIPELINE_OUTPUT, "producer": pipe_producer, "pipeline": piped}
+                )
         return topics
 
     def effective_producer_config(self) -> dict[str, Any]:
@@ -282,14 +297,30 @@ class Workload:
                 self.spec.txn_processes(), self.spec.transactional_ids(), strict=True
             ):
                 logger = ClientLog(process, self._client_log, self.clock)
+                config = self._client_config(**{**TXN_PRODUCER_DEBUG, **producer_config, "logger": logger})
                 self.cluster.transactional_producers.append(
-                    TransactionalProducerProcess(
+                    PipelineProcess(
+                        process,
+                        transactional_id,
+                        self.spec.txn_topics(),
+                        PIPELINE_OUTPUT,
+                        self.spec.partitions,
+                        txn,
+                        config,
+                        self._client_config(),
+                        self._writes,
+                        self._transactions,
+                        self.clock,
+                        self.seed,
+                    )
+                    if process.startswith("pipe-")
+                    else TransactionalProducerProcess(
                         process,
                         transactional_id,
                         self.spec.txn_topics(),
                         self.spec.partitions,
                         txn,
-                        self._client_config(**{**TXN_PRODUCER_DEBUG, **producer_config, "logger": logger}),
+                        config,
                         self._writes,
                         self._transactions,
                         self.clock,

@@ -61,7 +61,11 @@ def _topic_counts(**violations: int) -> dict[str, Any]:
 
 def test_topic_verdicts_are_the_guarantee_rows_and_count_their_kinds() -> None:
     plain = {"name": "t", "partitions": 1, "replication_factor": 3, "acks": "all"}
-    transactional = plain | {"name": "x", "transactions": {"records": [1, 2], "abort_rate": 0.1}}
+    transactional = plain | {
+        "name": "x",
+        "transactions": {"records": [1, 2], "abort_rate": 0.1},
+        "pipeline": {"group": "pipe", "inputs": ["t"]},
+    }
     run = run_json(
         kafka={"version": "3.9.2"}, topics=[plain, transactional], producer={"enable.idempotence": "true"}
     )

@@ -64,6 +64,8 @@ class History:
     transactions: DataFrame | None = None
     """Each transaction's outcome (`transactions.OUTCOME_COLUMNS`); None without transactions.jsonl.
     `values` and `writes` then hold each transactional write's outcome for readers."""
+    transaction_steps: DataFrame | None = None
+    """transactions.jsonl (`TXN_SCHEMA`); None without the file."""
 
 
 def load_history(
@@ -84,10 +86,11 @@ def load_history(
         "client": len(layout.client_log),
     }
     replica_values = _replica_values(spark, run_dir, layout.replica_states is not None)
-    values, outcomes = cached.values, None
+    values, outcomes, steps = cached.values, None, None
     if layout.transaction_steps is not None:
         with spark_errors("reading transactions.jsonl", str(run_dir / TRANSACTIONS)):
-            outcomes = transactions.transaction_outcomes(_side_lines(spark, run_dir, TRANSACTIONS))
+            steps = _side_lines(spark, run_dir, TRANSACTIONS)
+            outcomes = transactions.transaction_outcomes(steps)
         values = transactions.with_transaction_outcomes(values, outcomes)
         counts["transactions"] = layout.transaction_steps
     writes = frames.writes_of(values)
@@ -111,6 +114,7 @@ def load_history(
         layout.broker_log,
         _consumes(spark, run_dir) if layout.consume_events is not None else None,
         outcomes,
+        steps,
     )
 
 

@@ -41,6 +41,7 @@ from harness.limits import (
     brief,
 )
 from harness.transactional_producer import (
+    MAX_PIPELINES,
     MAX_TXN_RECORDS,
     MAX_TXN_TOPICS,
     TRANSACTION_FIELDS,
@@ -175,7 +176,7 @@ def check_aims(plan: FaultPlan, experiment: ExperimentSpec) -> None:
         if producer not in (None, "random", "all") and str(producer) not in txn_processes:
             raise fail(
                 f"{path}.params.producer",
-                f"no producer {brief(producer)}; transactional producers: {', '.join(txn_processes) or 'none'}",
+                f"no producer {brief(producer)}; transactional producers: {', '.join(txn_processes)}",
             )
         target = str(params.get("target", ""))
         if spec.metadata == "kraft" and target == "zookeeper":
@@ -372,6 +373,7 @@ def _transactions(value: Any) -> TransactionSpec | None:
         records=(low, high),
         abort_rate=t.number("abort_rate", 0.1, 0.0, 1.0),
         transaction_timeout_ms=t.integer("transaction_timeout_ms", 10_000, 1000, 900_000),
+        pipelines=t.integer("pipelines", 0, 0, MAX_PIPELINES),
     )
 
 

@@ -77,6 +77,13 @@ GUARANTEES: tuple[Guarantee, ...] = (
         "transactions (Kafka >= 0.11), read_committed readers",
     ),
     Guarantee(
+        "exactly-once-pipeline",
+        "topic",
+        "every input record below the pipeline's committed offsets has exactly one committed output",
+        "a consume-transform-produce pipeline committing its input offsets in its transactions "
+        "(Kafka >= 0.11) on a topic whose acknowledged writes are promised to survive",
+    ),
+    Guarantee(
         "atomic-transactions",
         "topic",
         "a committed transaction is visible whole or not at all",
@@ -236,6 +243,28 @@ KINDS: tuple[AnomalyKind, ...] = (
         "atomic-transactions",
         "committed transactions torn",
         example_fields=("txn", "records", "found", "missing"),
+    ),
+    AnomalyKind(
+        "pipeline-skip",
+        "pipeline_skipped",
+        "Pipeline skipped a record",
+        "The exactly-once pipeline committed its input offsets past this record, yet no committed "
+        "transaction of it wrote the record's output: the pipeline moved on without processing it.",
+        "input records below the pipeline's committed offsets with no committed output",
+        "exactly-once-pipeline",
+        "input records skipped by the pipeline",
+        example_fields=("input_topic", "input_partition", "input_offset", "outputs"),
+    ),
+    AnomalyKind(
+        "pipeline-duplicate",
+        "pipeline_duplicated",
+        "Pipeline processed a record twice",
+        "Two committed transactions of the exactly-once pipeline each wrote an output for this input "
+        "record: it was processed twice and both results count, which exactly once rules out.",
+        "input records with more than one committed output",
+        "exactly-once-pipeline",
+        "input records processed twice by the pipeline",
+        example_fields=("input_topic", "input_partition", "input_offset", "outputs"),
     ),
     AnomalyKind(
         "unexpected-value",
@@ -443,7 +472,9 @@ def trend_metrics(family: str) -> tuple[tuple[str, str], ...]:
 
 GROUP_COUNTS = ("polled", *(kind.count for kind in GROUP_KINDS))
 """The per-group counts of check/result.json's `groups`, and of expectations (`group=g skipped == 0`)."""
-FINAL_READ_COUNTS = frozenset({"lost", "read_lost", "lost_committed", "torn_transactions", *GROUP_COUNTS})
+FINAL_READ_COUNTS = frozenset(
+    {"lost", "read_lost", "lost_committed", "torn_transactions", "pipeline_skipped", *GROUP_COUNTS}
+)
 """The counts taken only over partitions whose final read was complete (docs/RESULT_FORMAT.md): on
 a topic or group with an incomplete partition, each is a lower bound of the truth."""
 

@@ -165,6 +165,13 @@ def check_run(run: dict[str, Any], path: Path) -> None:
         if transactions.obj:
             transactions.int_list("records", 1, MAX_INT64, 2)
             transactions.number("abort_rate", 0, 1)
+    for topic in topics:  # a pipeline's output names the topics it reads, declared before or after
+        pipeline = topic.child("pipeline")
+        if pipeline.obj:
+            pipeline.text("group", required=True)
+            inputs = pipeline.items("inputs", required=True)
+            if not inputs or not all(isinstance(t, str) and t in names for t in inputs):
+                raise pipeline.fail("inputs", "a non-empty list of topics run.json declares", inputs)
     for key in ("run_id", "scenario", "started_at"):
         top.text(key)
     seed = run.get("seed")

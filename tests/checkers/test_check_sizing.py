@@ -106,6 +106,8 @@ def test_compiled_or_evaluated_a_history_has_one_result(sized: SparkSession, tmp
         "lost-committed": 0,
         "aborted-read": 0,
         "torn-transaction": 0,
+        "pipeline-skip": 0,
+        "pipeline-duplicate": 0,
         "read-then-lost": 0,
         "replica-divergence": 0,
         "epoch-regression": 0,

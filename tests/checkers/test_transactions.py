@@ -285,3 +285,74 @@ def test_a_bad_transactions_line_is_named_with_its_line_and_exit_2(
     code, out = kchaos_check(capfd, run_dir)
     assert code == 2
     assert f"transactions.jsonl:{number}" in out and expected in out, out
+
+
+def test_a_pipeline_that_skips_one_input_and_writes_another_twice_breaks_exactly_once(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    # tx-0 commits three input records; the pipeline commits outputs of the first two with offset
+    # 2, then a second output of the second with offset 3: the third is skipped, the second twice.
+    output = TXN_TOPICS[0] | {"name": "out", "pipeline": {"group": "pipe", "inputs": ["x-0"]}}
+    run = run_json(kafka={"version": "3.9.2"}, topics=[TXN_TOPICS[0], output])
+
+    def piped(t: int, sequence: int, txn: int, source: str, offset: int) -> list[dict[str, Any]]:
+        value = f"pipe-0:{sequence}/{source}"
+        return [
+            write("invoke", t, value, "out", txn=txn),
+            write("ok", t + 1, value, "out", offset=offset, txn=txn),
+        ]
+
+    writes = [
+        *txn_write(11, 0, 0, "x-0", 0),
+        *txn_write(12, 1, 0, "x-0", 1),
+        *txn_write(13, 2, 0, "x-0", 2),
+        *piped(100, 0, 0, "tx-0:0", 0),
+        *piped(101, 1, 0, "tx-0:1", 1),
+        *piped(200, 2, 1, "tx-0:1", 3),
+    ]
+    reads = [
+        *[record(5000, f"tx-0:{n}", n, "x-0") for n in range(3)],
+        record(5000, "pipe-0:0/tx-0:0", 0, "out"),
+        record(5000, "pipe-0:1/tx-0:1", 1, "out"),
+        record(5000, "pipe-0:2/tx-0:1", 3, "out"),
+        end("x-0", 4),
+        end("out", 5),
+    ]
+
+    def pipe(kind: str, t: int, txn: int | None, phase: str | None = None, **fields: Any) -> dict[str, Any]:
+        return txn_step(kind, t, "pipe-0", "kchaos-pipe-0", txn, phase=phase, **fields)
+
+    def stored(t: int, txn: int, offset: int) -> list[dict[str, Any]]:
+        at = {"group": "pipe", "offsets": [{"topic": "x-0", "partition": 0, "offset": offset}]}
+        return [pipe("offsets", t, txn, "invoke", **at), pipe("offsets", t + 1, txn, "ok", **at)]
+
+    steps = [
+        *init(0),
+        step("begin", 10, 0),
+        *ended("commit", 20, 0, "ok"),
+        pipe("init", 50, None, "invoke"),
+        pipe("init", 51, None, "ok"),
+        pipe("begin", 99, 0),
+        *stored(150, 0, 2),
+        pipe("commit", 160, 0, "invoke"),
+        pipe("commit", 161, 0, "ok"),
+        pipe("begin", 199, 1),
+        *stored(250, 1, 3),
+        pipe("commit", 260, 1, "invoke"),
+        pipe("commit", 261, 1, "ok"),
+    ]
+    run_dir = make_run(tmp_path / "run", writes, reads, run=run, transactions=steps)
+    code, out = kchaos_check(capfd, run_dir)
+    assert code == 1, out
+    result = json.loads((run_dir / "check/result.json").read_text())
+    out_row = next(t for t in result["topics"] if t["topic"] == "out")
+    assert (out_row["pipeline_skipped"], out_row["pipeline_duplicated"]) == (1, 1)
+    skip = result["anomalies"]["pipeline-skip"]["examples"]
+    assert [(e["value"], e["input_topic"], e["input_partition"], e["input_offset"]) for e in skip] == [
+        ("tx-0:2", "x-0", 0, 2)
+    ]
+    twice = result["anomalies"]["pipeline-duplicate"]["examples"]
+    assert [(e["value"], e["outputs"], e["input_offset"]) for e in twice] == [("tx-0:1", 2, 1)]
+    verdicts = {(g["topic"], g["id"]): g["verdict"] for g in result["guarantees"]}
+    assert verdicts[("out", "exactly-once-pipeline")] == "violated"
+    assert ("x-0", "exactly-once-pipeline") not in verdicts

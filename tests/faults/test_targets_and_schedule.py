@@ -261,7 +261,9 @@ def test_registry_and_param_validation() -> None:
         make_fault("partition", {"shape": "square"})
     with pytest.raises(ConfigError, match=r"probability.*expected a number from 0 to 1, got 2"):
         make_fault("lossy", {"probability": "2"})
-    with pytest.raises(ConfigError, match="unknown fault 'melt'; known faults: freeze-member, freeze-producer, kill"):
+    with pytest.raises(
+        ConfigError, match="unknown fault 'melt'; known faults: freeze-member, freeze-producer, kill"
+    ):
         make_fault("melt", {})
 
 

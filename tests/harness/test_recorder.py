@@ -98,11 +98,175 @@ def stopped_after(
     return producer
 
 
+@pytest.mark.parametrize("process", ["p-all-0", 'odd "name" \\ é %d %%'])
+def test_recorder_writes_the_format_s_write_events_for_every_outcome(
+    process: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clients: list[FakeProducer] = []
+    monkeypatch.setattr(
+        harness.producer, "Producer", lambda config: clients.append(FakeProducer(config)) or clients[-1]
+    )
+    path = tmp_path / "writes.jsonl"
+    with HistoryWriter(path) as writer:
+        producer = ProducerProcess(
+            process, "t-all", 3, "all", {"retries": 0}, writer, RunClock(), message_size=6, max_writes=10
+        )
+        producer.start()
+        producer.join(10)
+    assert not producer.running and producer.error is None
+
+    lines = path.read_bytes().splitlines()
+    times = [json.loads(line)["time_ns"] for line in lines]
+    assert times == sorted(times) and times[0] >= 0
+
+    def head(sequence: int) -> dict[str, Any]:
+        return {"process": process, "topic": "t-all", "partition": sequence % 3}
+
+    def invoke(sequence: int) -> dict[str, Any]:
+        return {"type": "invoke", **head(sequence), "value": f"{process}:{sequence}"}
+
+    def ok(sequence: int, offset: int | None) -> dict[str, Any]:
+        return {"type": "ok", **head(sequence), "offset": offset, "value": f"{process}:{sequence}"}
+
+    def error(kind: str, sequence: int, name: str) -> dict[str, Any]:
+        return {
+            "type": kind,
+            **head(sequence),
+            "offset": None,
+            "error": name,
+            "value": f"{process}:{sequence}",
+        }
+
+    expected: list[dict[str, Any]] = []
+    for sequence in range(10):
+        expected.append(invoke(sequence))
+        if sequence == 5:  # refused by produce(): completed at once, never sent
+            expected.append(error("fail", sequence, "_UNKNOWN_TOPIC"))
+        elif sequence == 7:
+            expected.append(error("info", sequence, "_MSG_TIMED_OUT"))
+        elif sequence == 8:  # definite with retries=0
+            expected.append(error("fail", sequence, "NOT_ENOUGH_REPLICAS"))
+        else:  # 2 and 4: no offset told (acks=0): null; 3 was offered again after a full queue
+            expected.append(ok(sequence, {2: None, 4: None}.get(sequence, sequence * 10)))
+    # Byte for byte: the fields in this order, compact JSON, UTF-8 unescaped, as orjson writes it.
+    assert lines == [
+        orjson.dumps({"type": event.pop("type"), "time_ns": time_ns, **event})
+        for event, time_ns in zip(expected, times, strict=True)
+    ]
+
+    counts = producer.counts
+    assert (counts.attempted, counts.acked, counts.failed, counts.indeterminate) == (10, 7, 2, 1)
+    assert len(counts.latencies_ns) == 7 and all(latency >= 0 for latency in counts.latencies_ns)
+
+
+def test_recorder_payload_carries_value_and_padding(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    client = FakeProducer({})
+    monkeypatch.setattr(harness.producer, "Producer", lambda config: client)
+    with HistoryWriter(tmp_path / "writes.jsonl") as writer:
+        producer = ProducerProcess(
+            "p-1-0", "t-1", 2, "1", {}, writer, RunClock(), message_size=5, max_writes=3
+        )
+        producer.start()
+        producer.join(10)
+    assert producer.error is None
+    assert client.sent == [
+        (0, b"p-1-0:0|xxxx"),
+        (1, b"p-1-0:1|xxxx"),
+        (0, b"p-1-0:2|xxxx"),
+    ]
+
+
+def test_recorder_propagates_a_bug_in_the_client_call(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    client = FakeProducer({})
+    client.produce = lambda *args, **kwargs: 1 / 0  # type: ignore[method-assign]
+    monkeypatch.setattr(harness.producer, "Producer", lambda config: client)
+    with HistoryWriter(tmp_path / "writes.jsonl") as writer:
+        producer = ProducerProcess("p-1-0", "t-1", 2, "1", {}, writer, RunClock(), max_writes=3)
+        producer.start()
+        producer.join(10)
+    assert isinstance(producer.error, ZeroDivisionError)
+    # The invoke was recorded before the call failed, and reached the file.
+    assert [json.loads(line)["type"] for line in (tmp_path / "writes.jsonl").read_text().splitlines()] == [
+        "invoke"
+    ]
+
+
+def test_each_event_is_in_the_file_as_soon_as_it_happened(tmp_path: Path) -> None:
+    path = tmp_path / "writes.jsonl"
+
+    def types() -> list[str]:
+        return [json.loads(line)["type"] for line in path.read_text().splitlines()]
+
+    with HistoryWriter(path) as writer:
+        recorder = Recorder("p-1-0", "t-1", 0, writer, RunClock())
+        first = recorder.invoke(0, 0)
+        assert types() == ["invoke"]  # before the write is handed to the client
+        second = recorder.invoke(1, 1)
+        first(None, FakeMessage(41))
+        assert types() == ["invoke", "invoke", "ok"]
+        second(KafkaError(KafkaError.NOT_ENOUGH_REPLICAS), None)
+        assert types() == ["invoke", "invoke", "ok", "fail"]
+    assert (recorder.attempted, recorder.acked, recorder.failed, recorder.indeterminate) == (2, 1, 1, 0)
+
+
+def test_a_stopped_process_completes_every_write_it_invoked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    client = FakeProducer({})
+    client.queue_full_once.clear()
+    path = tmp_path / "writes.jsonl"
+    producer = stopped_after(
+        client, monkeypatch, path, lambda p: (p.counts.attempted >= 1000, str(p.counts)), "1000 writes"
+    )
+    counts = producer.counts
+    assert counts.completed == counts.attempted >= 1000
+    recorded = Counter(json.loads(line)["type"] for line in path.read_text().splitlines())
+    # 5, 7 and 8 end in errors (see FakeProducer); everything else is ok.
+    assert recorded == {"invoke": counts.attempted, "ok": counts.attempted - 3, "fail": 2, "info": 1}
+
+
+def test_a_paced_process_spaces_its_writes_without_spinning(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    client = FakeProducer({})
+    monkeypatch.setattr(harness.producer, "Producer", lambda config: client)
+    path = tmp_path / "writes.jsonl"
+    with HistoryWriter(path) as writer:
+        producer = ProducerProcess(
+            "p-1-0", "t-1", 2, "1", {}, writer, RunClock(), rate_per_s=2000, max_writes=40
+        )
+        producer.start()
+        producer.join(10)
+    assert producer.error is None and producer.counts.attempted == 40
+    invoked = [e["time_ns"] for e in map(json.loads, path.read_text().splitlines()) if e["type"] == "invoke"]
+    # Write k is not sent before k intervals (0.5 ms) after the loop started, which was after
+    # the run clock's origin.
+    assert invoked == sorted(invoked) and invoked[-1] >= 39 * 500_000
+    # Between writes the loop waits in poll() for at least a millisecond: librdkafka would
+    # return at once from a shorter wait, and the loop would spin. After each write: poll(0).
+    waits = [t for t in client.poll_timeouts if t > 0]
+    assert waits and all(harness.producer.MIN_WAIT_S <= t <= harness.producer.MAX_WAIT_S for t in waits)
+    assert client.poll_timeouts.count(0) == 40
+
+
+@pytest.mark.parametrize(
+    ("delay_s", "wait_s"), [(1e-6, 0.001), (0.0009, 0.001), (0.004, 0.004), (0.1, 0.1), (3.0, 0.1)]
+)
+def test_a_paced_wait_lasts_at_least_a_millisecond_and_at_most_a_tenth_of_a_second(
+    delay_s: float, wait_s: float
+) -> None:
+    assert paced_wait_s(delay_s) == wait_s
+
+
 @pytest.mark.parametrize("process", ["p-all-0", 'odd "%d" \\ name'])
-@pytest.mark.parametrize("txn", [None, 3])
-def test_the_recorder_s_byte_templates_are_the_history_s_write_events(process: str, txn: int | None) -> None:
-    lines = WriteLines(process, "chaos-acks-all", transactional=txn is not None)
-    value = f"{process}:17"
+@pytest.mark.parametrize(("txn", "rest"), [(None, None), (3, None), (3, '/tx-0:5 "%d"')])
+def test_the_recorder_s_byte_templates_are_the_history_s_write_events(
+    process: str, txn: int | None, rest: str | None
+) -> None:
+    lines = WriteLines(process, "chaos-acks-all", transactional=txn is not None, derived=rest is not None)
+    value = f"{process}:17{rest or ''}"
     expected = [
         write_event("invoke", 5, process, "chaos-acks-all", 1, value, txn=txn),
         write_event("ok", 6, process, "chaos-acks-all", 1, value, offset=41, txn=txn),
@@ -110,11 +274,12 @@ def test_the_recorder_s_byte_templates_are_the_history_s_write_events(process: s
         write_event("fail", 8, process, "chaos-acks-all", 2, value, error="NOT_ENOUGH_REPLICAS", txn=txn),
     ]
     t = () if txn is None else (txn,)
+    v = (17,) if rest is None else (17, orjson.dumps(rest)[1:-1])
     filled = [
-        lines.invoke % (5, 1, *t, 17),
-        lines.ok % (6, 1, *t, 41, 17),
-        lines.ok_without_offset % (7, -1, *t, 17),
-        lines.error("fail", (8, 2, *t), "NOT_ENOUGH_REPLICAS", 17),
+        lines.invoke % (5, 1, *t, *v),
+        lines.ok % (6, 1, *t, 41, *v),
+        lines.ok_without_offset % (7, -1, *t, *v),
+        lines.error("fail", (8, 2, *t), "NOT_ENOUGH_REPLICAS", v),
     ]
     assert filled == [orjson.dumps(event) + b"\n" for event in expected]  # the same bytes, in order
 
