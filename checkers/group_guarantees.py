@@ -21,6 +21,7 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from checkers.guarantees import HELD, NOT_PROMISED, UNKNOWN, VIOLATED, parse_version, topic_config
+from checkers.release_facts import fact
 from harness.contract.anomaly_kinds import promise, violations
 
 TRUNCATION_DETECTED_SINCE = (2, 1)
@@ -97,6 +98,8 @@ def group_guarantees(
     }[mode]
     monotonic_reason = "a member's position only advances between rebalances"
     synchronous = mode == "before-process" or (at_least_once and not asynchronous)
+    isolation = (group.get("config") or {}).get("isolation.level") or "read_uncommitted"
+    read_committed = isolation == "read_committed" and _transactions_exist(version)
     return [
         _row(
             "no-consumer-skips",
@@ -134,7 +137,25 @@ def group_guarantees(
             + f"; {counts['commit_regressions']} went back",
             coordinator,
         ),
+        _row(
+            "no-uncommitted-reads",
+            read_committed,
+            violations("no-uncommitted-reads", counts),
+            (
+                "read_committed: a member is handed records below the last stable offset only, and "
+                "none of an aborted transaction"
+                if read_committed
+                else f"isolation.level={isolation}: uncommitted and aborted records are handed out too"
+            )
+            + f"; {counts['uncommitted_read']} uncommitted records polled",
+            coordinator,
+        ),
     ]
+
+
+def _transactions_exist(version: object) -> bool:
+    """Kafka >= 0.11 (KIP-98): read_committed means something."""
+    return fact("KIP-98").holds_in(parse_version(version))
 
 
 def judged_on_complete_reads(rows: list[dict[str, Any]], unread: Sequence[str]) -> list[dict[str, Any]]:

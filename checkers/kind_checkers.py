@@ -298,3 +298,12 @@ class CommitRegressions:
 
     def find(self, inputs: GroupInputs) -> DataFrame:
         return g.commit_regressions(inputs.commits)
+
+
+@register_group
+class UncommittedReads:
+    kind = kind("uncommitted-read")
+    time_column = "time_ns"
+
+    def find(self, inputs: GroupInputs) -> DataFrame:
+        return inputs.uncommitted

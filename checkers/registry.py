@@ -115,6 +115,9 @@ class GroupInputs:
     polled: DataFrame
     commits: DataFrame
     pairs: DataFrame
+    uncommitted: DataFrame
+    """Polls of records of transactions not committed then (`transactions.uncommitted_polls`;
+    empty without transactions)."""
 
 
 class GroupChecker(Protocol):

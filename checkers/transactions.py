@@ -22,12 +22,13 @@ OUTCOME_COLUMNS = [
     "txn",
     "outcome",
     "begin_ns",
+    "commit_ns",
     "end_ns",
     "error",
     "error_class",
 ]
-"""One row per transaction: its outcome, its begin and last step, and the error its last failed
-step ended in (null when none failed)."""
+"""One row per transaction: its outcome, its begin, its first commit's invoke (null: none), its last
+step, and the error its last failed step ended in (null when none failed)."""
 WRITE_OUTCOME = {"committed": "ok", "aborted": "fail", "unknown": "info"}
 """A transactional write's outcome for readers: visible, never visible, or either."""
 
@@ -41,6 +42,7 @@ def transaction_outcomes(steps: DataFrame) -> DataFrame:
     per_txn = of_txn.groupBy("process", "txn").agg(
         F.first("transactional_id").alias("transactional_id"),
         F.min(F.when(step == "begin", F.col("time_ns"))).alias("begin_ns"),
+        F.min(F.when((step == "commit") & (phase == "invoke"), F.col("time_ns"))).alias("commit_ns"),
         F.max("time_ns").alias("end_ns"),
         F.max((step == "commit") & (phase == "ok")).alias("committed"),
         F.max((step == "abort") & (phase == "ok")).alias("aborted"),
@@ -74,6 +76,7 @@ def transaction_outcomes(steps: DataFrame) -> DataFrame:
         "txn",
         outcome.alias("outcome"),
         "begin_ns",
+        "commit_ns",
         "end_ns",
         "failure.error",
         "failure.error_class",
@@ -225,3 +228,30 @@ def pipeline_duplicates(values: DataFrame, reads: DataFrame, output: str) -> Dat
         F.col("at.offset").alias("input_offset"),
         "outputs",
     )
+
+
+UNCOMMITTED_COLUMNS = [
+    "group",
+    "process",
+    "topic",
+    "partition",
+    "offset",
+    "value",
+    "time_ns",
+    "txn",
+    "outcome",
+    "commit_ns",
+]
+
+
+def uncommitted_polls(polled: DataFrame, values: DataFrame, outcomes: DataFrame) -> DataFrame:
+    """Group polls of records of transactions not committed when polled: aborted ones, or any before
+    its first commit was invoked (`UNCOMMITTED_COLUMNS`, `process` the member, `time_ns` the poll).
+    Counted for every group; promised away only where the group reads read_committed."""
+    writes = values.where(F.col("txn").isNotNull()).select(
+        "value", F.col("process").alias("writer"), F.col("txn")
+    )
+    txns = outcomes.select(F.col("process").alias("writer"), "txn", "outcome", "commit_ns")
+    joined = polled.join(writes, "value").join(txns, ["writer", "txn"])
+    early = F.col("commit_ns").isNull() | (F.col("time_ns") < F.col("commit_ns"))
+    return joined.where((F.col("outcome") == "aborted") | early).select(*UNCOMMITTED_COLUMNS)

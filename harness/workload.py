@@ -53,8 +53,14 @@ def topic_name(acks: str) -> str:
 
 
 def acks_of_topic(topic: str) -> str:
-    """The acks mode a workload topic (`topic_name`) is written with."""
-    return topic.removeprefix(_TOPIC_PREFIX)
+    """The acks mode a workload topic (`topic_name`) is written with; `txn` for a transactional one."""
+    return "txn" if topic.startswith(TXN_TOPIC_PREFIX) else topic.removeprefix(_TOPIC_PREFIX)
+
+
+def txn_topics(transactions: TransactionSpec | None) -> tuple[str, ...]:
+    """The topics transactional producers write: `chaos-txn-N`."""
+    count = transactions.topics if transactions is not None else 0
+    return tuple(f"{TXN_TOPIC_PREFIX}{n}" for n in range(count))
 
 
 @dataclass
@@ -92,7 +98,7 @@ class WorkloadSpec:
             for key, value in settings.items():
                 if (expected := setting_problem(key, value)) is not None:
                     raise ConfigError(f"{kind}.{key}: expected {expected}, got {brief(value)}")
-        names = [topic_name(a) for a in self.acks]
+        names = [topic_name(a) for a in self.acks] + self.txn_topics()
         for group in self.groups:
             if unknown_topics := [t for t in group.topics if t not in names]:
                 raise ConfigError(
@@ -104,7 +110,7 @@ class WorkloadSpec:
     def with_acks(self, acks: tuple[str, ...]) -> WorkloadSpec:
         """This workload writing under `acks` only: each group reads what is still written of its
         topics, and a group left with nothing to read is dropped."""
-        written = {topic_name(a) for a in acks}
+        written = {topic_name(a) for a in acks} | set(self.txn_topics())
         groups = tuple(
             dataclasses.replace(g, topics=tuple(t for t in g.topics if t in written))
             for g in self.groups
@@ -114,8 +120,7 @@ class WorkloadSpec:
 
     def txn_topics(self) -> list[str]:
         """The topics the transactional producers write (none without `transactions`)."""
-        count = self.transactions.topics if self.transactions is not None else 0
-        return [f"{TXN_TOPIC_PREFIX}{n}" for n in range(count)]
+        return list(txn_topics(self.transactions))
 
     def transactional_ids(self) -> list[str]:
         """Of the transactional producers, then of the pipeline processes."""

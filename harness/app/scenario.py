@@ -47,7 +47,7 @@ from harness.transactional_producer import (
     TRANSACTION_FIELDS,
     TransactionSpec,
 )
-from harness.workload import WorkloadSpec
+from harness.workload import WorkloadSpec, txn_topics
 
 BUILTIN_DIR = Path(__file__).resolve().parent / "scenarios"
 MAX_REPEAT = 1000
@@ -308,6 +308,7 @@ def parse_scenario(data: Any, source: str) -> Scenario:
         ),
     )
     acks = _acks_list(w.data["acks"], "workload.acks") if "acks" in w.data else ACKS_MODES
+    transactions = _transactions(w.data.get("transactions"))
     workload = _checked_value(
         lambda: WorkloadSpec(
             acks=acks,
@@ -319,8 +320,8 @@ def parse_scenario(data: Any, source: str) -> Scenario:
             producer_config=w.mapping("producer_config"),
             topic_config=w.mapping("topic_config"),
             live_consumers=w.integer("live_consumers", 1, 0, MAX_PRODUCERS),
-            groups=parse_groups(w.data.get("groups"), "workload.groups", acks),
-            transactions=_transactions(w.data.get("transactions")),
+            groups=parse_groups(w.data.get("groups"), "workload.groups", acks, txn_topics(transactions)),
+            transactions=transactions,
         ),
         "workload",
     )

@@ -139,7 +139,7 @@ def _transactions_data(spec: TransactionSpec) -> dict[str, Any]:
 def _group_data(group: GroupSpec) -> dict[str, Any]:
     return {
         "name": group.name,
-        "acks": [acks_of_topic(topic) for topic in group.topics],
+        "acks": list(dict.fromkeys(acks_of_topic(topic) for topic in group.topics)),
         "commit": group.commit,
         "commit_async": group.commit_async,
         "members": group.members,

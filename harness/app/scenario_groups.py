@@ -2,7 +2,8 @@
 
 groups:
   - name: g-alo
-    acks: [all]              # the topics read, by acks mode (default: every mode written)
+    acks: [all]              # the topics read, by acks mode (default: every mode written; txn:
+                             # the transactional topics)
     commit: after-process    # after-process | before-process | auto
     commit_async: false      # after-process only: commit without waiting for the reply
     members: 2
@@ -34,8 +35,16 @@ _FIELDS = (
 _GROUP_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,40}")
 
 
-def parse_groups(value: Any, path: str, written: tuple[str, ...]) -> tuple[GroupSpec, ...]:
-    """The groups listed at `path`, reading topics written under the acks modes `written`."""
+TXN_MODE = "txn"
+"""A group's `acks` word for the transactional topics (`workload.transactions`)."""
+
+
+def parse_groups(
+    value: Any, path: str, written: tuple[str, ...], txn_topics: tuple[str, ...] = ()
+) -> tuple[GroupSpec, ...]:
+    """The groups listed at `path`, reading topics written under the acks modes `written`, and
+    `txn_topics` (the transactional topics, if any) for the mode `txn`."""
+    modes_written = (*written, TXN_MODE) if txn_topics else written
     if value is None:
         return ()
     if not isinstance(value, list) or len(value) > MAX_GROUPS:
@@ -49,15 +58,17 @@ def parse_groups(value: Any, path: str, written: tuple[str, ...]) -> tuple[Group
             raise fail(f"{where}.name", "required: the group id (and its members' name prefix)")
         acks = g.get("acks", list, list(written))
         modes = [str(a) for a in acks if isinstance(a, str | int) and not isinstance(a, bool)]
-        if not modes or len(modes) != len(acks) or any(m not in written for m in modes):
+        if not modes or len(modes) != len(acks) or any(m not in modes_written for m in modes):
             raise fail(
-                f"{where}.acks", f"expected a non-empty list of the modes written ({', '.join(written)})"
+                f"{where}.acks",
+                f"expected a non-empty list of the modes written ({', '.join(modes_written)})",
             )
+        topics = tuple(t for m in modes for t in (txn_topics if m == TXN_MODE else (topic_name(m),)))
         try:
             groups.append(
                 GroupSpec(
                     name=name,
-                    topics=tuple(topic_name(m) for m in modes),
+                    topics=topics,
                     commit=g.text("commit", "after-process"),
                     commit_async=g.get("commit_async", bool, False),
                     members=g.integer("members", 2, 1, MAX_MEMBERS),

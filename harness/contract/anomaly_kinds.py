@@ -108,6 +108,12 @@ GUARANTEES: tuple[Guarantee, ...] = (
         "always, on a durable topic",
     ),
     Guarantee(
+        "no-uncommitted-reads",
+        "group",
+        "a read_committed consumer is handed no record of a transaction not committed yet",
+        "isolation.level=read_committed (Kafka >= 0.11)",
+    ),
+    Guarantee(
         "commits-advance",
         "group",
         "an accepted commit is never lower than an earlier accepted one",
@@ -446,6 +452,20 @@ GROUP_KINDS: tuple[AnomalyKind, ...] = (
         family="group",
         per_acks=False,
         example_fields=("time_ns",),
+    ),
+    AnomalyKind(
+        "uncommitted-read",
+        "uncommitted_read",
+        "Uncommitted record polled",
+        "A member of the group was handed a record of a transaction that was not committed at the "
+        "time: its commit not yet invoked, or the transaction aborted. The application acted on "
+        "data that was not (yet) committed; read_committed promises it never is.",
+        "records of transactions not committed when a member of the group polled them",
+        "no-uncommitted-reads",
+        "uncommitted records polled",
+        family="group",
+        per_acks=False,
+        example_fields=("time_ns", "txn", "outcome", "commit_ns"),
     ),
 )
 GROUP_BY_ID = {kind.id: kind for kind in GROUP_KINDS}

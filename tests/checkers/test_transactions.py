@@ -79,16 +79,26 @@ def test_a_transaction_s_outcome_is_its_commit_its_abort_or_what_a_new_init_made
     )
     assert_frame(
         transaction_outcomes(steps),
-        ["process", "transactional_id", "txn", "outcome", "begin_ns", "end_ns", "error", "error_class"],
         [
-            ("tx-0", TX, 0, "committed", 10, 25, None, None),
-            ("tx-0", TX, 1, "aborted", 30, 45, None, None),
-            ("tx-0", TX, 2, "committed", 50, 75, "_TIMED_OUT", "retriable"),
-            ("tx-0", TX, 3, "unknown", 100, 115, "_TIMED_OUT", "retriable"),
-            ("tx-1", TX, 4, "aborted", 130, 130, None, None),
-            ("tx-0", TX, 5, "aborted", 150, 165, "_FENCED", "fatal"),
-            ("tx-0", TX, 6, "committed", 180, 195, None, None),
-            ("tx-0", TX, 7, "unknown", 200, 200, None, None),
+            "process",
+            "transactional_id",
+            "txn",
+            "outcome",
+            "begin_ns",
+            "commit_ns",
+            "end_ns",
+            "error",
+            "error_class",
+        ],
+        [
+            ("tx-0", TX, 0, "committed", 10, 20, 25, None, None),
+            ("tx-0", TX, 1, "aborted", 30, None, 45, None, None),
+            ("tx-0", TX, 2, "committed", 50, 60, 75, "_TIMED_OUT", "retriable"),
+            ("tx-0", TX, 3, "unknown", 100, 110, 115, "_TIMED_OUT", "retriable"),
+            ("tx-1", TX, 4, "aborted", 130, None, 130, None, None),
+            ("tx-0", TX, 5, "aborted", 150, 160, 165, "_FENCED", "fatal"),
+            ("tx-0", TX, 6, "committed", 180, 190, 195, None, None),
+            ("tx-0", TX, 7, "unknown", 200, None, 200, None, None),
         ],
     )
 
@@ -356,3 +366,55 @@ def test_a_pipeline_that_skips_one_input_and_writes_another_twice_breaks_exactly
     verdicts = {(g["topic"], g["id"]): g["verdict"] for g in result["guarantees"]}
     assert verdicts[("out", "exactly-once-pipeline")] == "violated"
     assert ("x-0", "exactly-once-pipeline") not in verdicts
+
+
+@pytest.mark.parametrize("isolation", ["read_committed", "read_uncommitted"])
+def test_a_read_committed_group_polling_an_aborted_or_not_yet_committed_record_is_an_uncommitted_read(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str], isolation: str
+) -> None:
+    # Group g polls txn 0's first record before its commit was invoked (at 20), its second after,
+    # and txn 1's record (aborted): two uncommitted reads, promised away only by read_committed.
+    group = {
+        "name": "g",
+        "topics": ["x-0"],
+        "commit": "after-process",
+        "members": 1,
+        "config": {"isolation.level": isolation},
+    }
+    run = run_json(kafka={"version": "3.9.2"}, topics=TXN_TOPICS[:1], groups=[group])
+    writes = [*txn_write(11, 0, 0, "x-0", 0), *txn_write(12, 1, 0, "x-0", 1), *txn_write(31, 2, 1, "x-0", 2)]
+    reads = [record(5000, "tx-0:0", 0, "x-0"), record(5000, "tx-0:1", 1, "x-0"), end("x-0", 4)]
+
+    def polled(t: int, offset: int) -> dict[str, Any]:
+        fields = {
+            "generation": 1,
+            "topic": "x-0",
+            "partition": 0,
+            "offset": offset,
+            "value": f"tx-0:{offset}",
+        }
+        return {"type": "poll", "time_ns": t, "process": "g-0", "group": "g", **fields}
+
+    consumes = [
+        {"type": "start", "time_ns": 1, "process": "g-0", "group": "g"},
+        polled(15, 0),
+        polled(30, 1),
+        polled(50, 2),
+    ]
+    steps = [*init(0), step("begin", 10, 0), *ended("commit", 20, 0, "ok"), step("begin", 30, 1)]
+    steps += ended("abort", 40, 1, "ok")
+    run_dir = make_run(tmp_path / "run", writes, reads, run=run, consumes=consumes, transactions=steps)
+    code, out = kchaos_check(capfd, run_dir)
+    result = json.loads((run_dir / "check/result.json").read_text())
+    entry = result["groups"]["g"]
+    assert entry["uncommitted_read"] == 2
+    examples = entry["anomalies"]["uncommitted-read"]["examples"]
+    assert [(e["value"], e["outcome"], e["commit_ns"]) for e in examples] == [
+        ("tx-0:0", "committed", 20),
+        ("tx-0:2", "aborted", None),
+    ]
+    verdict = next(g for g in entry["guarantees"] if g["id"] == "no-uncommitted-reads")
+    assert (verdict["promised"], verdict["verdict"]) == (
+        (True, "violated") if isolation == "read_committed" else (False, "not-promised")
+    )
+    assert code == (1 if isolation == "read_committed" else 0), out
