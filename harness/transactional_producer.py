@@ -38,7 +38,16 @@ FENCED = frozenset({KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.I
 MAX_TXN_RECORDS = 1000
 MAX_TXN_TOPICS = 16
 MAX_PIPELINES = 16
-TRANSACTION_FIELDS = ("producers", "topics", "records", "abort_rate", "transaction_timeout_ms", "pipelines")
+MAX_HOLD_MS = 60_000
+TRANSACTION_FIELDS = (
+    "producers",
+    "topics",
+    "records",
+    "abort_rate",
+    "transaction_timeout_ms",
+    "hold_ms",
+    "pipelines",
+)
 """A scenario's `workload.transactions` fields, as TransactionSpec names them."""
 
 
@@ -54,6 +63,9 @@ class TransactionSpec:
     abort_rate: float = 0.1
     transaction_timeout_ms: int = 10_000
     """Short, so that a transaction left open by a dead client is aborted within the run."""
+    hold_ms: int = 0
+    """How long a transaction stays open after its last write before it is committed or aborted:
+    the window in which a read_uncommitted reader sees what may yet be aborted."""
     pipelines: int = 0
     """Consume-transform-produce processes (`harness.pipeline`) reading what these producers commit,
     each transaction at most `records[1]` records."""
@@ -204,11 +216,18 @@ class TransactionalProducerProcess(ProducerProcess):
                 sequence += 1
                 producer.poll(0)
             self._while_frozen()
+            self._hold(producer)
             outcome = self._finish(producer, txn, abort)
             self.transactions += 1
             txn += 1
             if outcome == "fatal":
                 producer = self._replaced()
+
+    def _hold(self, producer: Producer) -> None:
+        """Keep the transaction open `hold_ms` (its writes go out meanwhile), unless stopping."""
+        until = time.monotonic() + self.spec.hold_ms / 1000
+        while (left := until - time.monotonic()) > 0 and not self._stop.is_set():
+            producer.poll(paced_wait_s(left))
 
     def _finish(self, producer: Producer, txn: int, abort: bool) -> str:
         """Commit (or abort, as drawn) transaction `txn`; an abortable failure is aborted. Returns

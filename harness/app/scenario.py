@@ -41,6 +41,7 @@ from harness.limits import (
     brief,
 )
 from harness.transactional_producer import (
+    MAX_HOLD_MS,
     MAX_PIPELINES,
     MAX_TXN_RECORDS,
     MAX_TXN_TOPICS,
@@ -374,6 +375,7 @@ def _transactions(value: Any) -> TransactionSpec | None:
         records=(low, high),
         abort_rate=t.number("abort_rate", 0.1, 0.0, 1.0),
         transaction_timeout_ms=t.integer("transaction_timeout_ms", 10_000, 1000, 900_000),
+        hold_ms=t.integer("hold_ms", 0, 0, MAX_HOLD_MS),
         pipelines=t.integer("pipelines", 0, 0, MAX_PIPELINES),
     )
 

@@ -132,6 +132,7 @@ def _transactions_data(spec: TransactionSpec) -> dict[str, Any]:
         "records": list(spec.records),
         "abort_rate": spec.abort_rate,
         "transaction_timeout_ms": spec.transaction_timeout_ms,
+        "hold_ms": spec.hold_ms,
         "pipelines": spec.pipelines,
     }
 
