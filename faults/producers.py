@@ -20,8 +20,9 @@ from harness.transactional_producer import TransactionalProducerProcess
 class FreezeProducer:
     name = "freeze-producer"
     description = (
-        "Stall a transactional producer in the middle of a transaction, like a long GC pause of the "
-        "application (its client's threads go on): held past transaction.timeout.ms, the "
+        "Stall a transactional producer with a transaction open (its records written, the commit "
+        "not sent), like a long GC pause of the application (its client's threads go on): held "
+        "past transaction.timeout.ms and the coordinator's sweep for timed-out transactions, the "
         "coordinator aborts the transaction and bumps the producer's epoch, and at heal the zombie "
         "wakes and tries to commit it. It must be fenced, and nothing of that transaction read."
     )

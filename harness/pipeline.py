@@ -112,7 +112,6 @@ class PipelineProcess(TransactionalProducerProcess):
             self._step("begin", txn, None)
             positions: dict[tuple[str, int], int] = {}
             for message in batch:
-                self._while_frozen()
                 value = message.value()
                 text = value.decode(errors="replace").split("|", 1)[0] if value is not None else ""
                 partition = int(message.partition() or 0) % self.partitions
@@ -122,6 +121,7 @@ class PipelineProcess(TransactionalProducerProcess):
                     int(message.offset() or 0) + 1
                 )
                 producer.poll(0)
+            self._while_frozen()
             sent = self._call(
                 "offsets",
                 txn,
@@ -134,7 +134,6 @@ class PipelineProcess(TransactionalProducerProcess):
                 group=PIPELINE_GROUP,
                 offsets=offsets(positions),
             )
-            self._while_frozen()
             outcome = self._finish(producer, txn, abort or sent != "ok")
             self._txn += 1
             self.transactions += 1

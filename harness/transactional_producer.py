@@ -134,9 +134,10 @@ class TransactionalProducerProcess(ProducerProcess):
         return not self._thawed.is_set()
 
     def freeze(self) -> None:
-        """Hold the transaction in progress open, neither writing nor committing, until `thaw`: a
-        zombie once held past transaction.timeout.ms (the coordinator aborts it and bumps the epoch).
-        The client's own threads go on: this is the application stalling, not the process."""
+        """Hold the next transaction open once its records are written, committing nothing, until
+        `thaw`: a zombie once held past transaction.timeout.ms (the coordinator aborts it and bumps
+        the epoch). The client's own threads go on: this is the application stalling, not the
+        process."""
         self._thawed.clear()
 
     def thaw(self) -> None:
@@ -210,7 +211,6 @@ class TransactionalProducerProcess(ProducerProcess):
                 while self._interval_s and (delay_s := next_send - time.monotonic()) > 0:
                     producer.poll(paced_wait_s(delay_s))
                 next_send += self._interval_s
-                self._while_frozen()
                 topic, partition = self._targets[sequence % len(self._targets)]
                 self._send(producer, sequence, topic, partition, txn)
                 sequence += 1
