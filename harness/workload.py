@@ -274,6 +274,11 @@ class Workload:
         return client_config(self.cluster.bootstrap_servers, self.cluster.kafka_version, **overrides)
 
     def start(self) -> None:
+        if self.spec.transactions is not None and not self.cluster.kafka_version.at_least(0, 11):
+            release = ".".join(map(str, self.cluster.kafka_version.parts))
+            raise ConfigError(
+                f"workload.transactions: Kafka {release} has no transactions (0.11 and later, KIP-98)"
+            )
         self._writes = self.rundir.writer(WRITES)
         self._reads = self.rundir.writer(READS)
         self._client_log = self.rundir.writer(CLIENT)
