@@ -21,11 +21,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer
 from harness.contract.events import offsets
 from harness.contract.history import HistoryWriter, RunClock
 from harness.recorder import Recorder
-from harness.transactional_producer import (
-    CALL_TIMEOUT_S,
-    TransactionalProducerProcess,
-    TransactionSpec,
-)
+from harness.transactional_producer import TransactionalProducerProcess, TransactionSpec
 
 PIPELINE_GROUP = "kchaos-pipe"
 PIPELINE_OUTPUT = "chaos-pipe-out"
@@ -129,7 +125,7 @@ class PipelineProcess(TransactionalProducerProcess):
                     producer.send_offsets_to_transaction,
                     [TopicPartition(t, p, o) for (t, p), o in sorted(positions.items())],
                     consumer.consumer_group_metadata(),
-                    CALL_TIMEOUT_S,
+                    self.spec.call_timeout_ms / 1000,
                 ),
                 group=PIPELINE_GROUP,
                 offsets=offsets(positions),
@@ -151,7 +147,8 @@ class PipelineProcess(TransactionalProducerProcess):
         none is committed): the batch not committed is to be processed again."""
         try:
             assigned = consumer.assignment()
-            for position in consumer.committed(assigned, timeout=CALL_TIMEOUT_S) if assigned else []:
+            timeout_s = self.spec.call_timeout_ms / 1000
+            for position in consumer.committed(assigned, timeout=timeout_s) if assigned else []:
                 offset = position.offset if position.offset >= 0 else OFFSET_BEGINNING
                 consumer.seek(TopicPartition(position.topic, position.partition, offset))
         except KafkaException as exc:

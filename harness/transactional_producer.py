@@ -24,11 +24,11 @@ from confluent_kafka import KafkaError, KafkaException, Producer
 
 from harness.contract.events import txn_step
 from harness.contract.history import HistoryWriter, RunClock
+from harness.errors import ConfigError
+from harness.limits import brief
 from harness.producer import MAX_WAIT_S, ProducerProcess, paced_wait_s
 from harness.recorder import Recorder
 
-CALL_TIMEOUT_S = 10.0
-"""How long one init, commit or abort call may block; a call that times out is retriable."""
 MAX_ATTEMPTS = 3
 """Calls of one step before the client is given up as fatal (a new one fences it)."""
 FENCED = frozenset({KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH})
@@ -45,9 +45,12 @@ TRANSACTION_FIELDS = (
     "records",
     "abort_rate",
     "transaction_timeout_ms",
+    "call_timeout_ms",
+    "on_commit_timeout",
     "hold_ms",
     "pipelines",
 )
+COMMIT_TIMEOUT_ACTIONS = ("retry", "abort")
 """A scenario's `workload.transactions` fields, as TransactionSpec names them."""
 
 
@@ -63,12 +66,22 @@ class TransactionSpec:
     abort_rate: float = 0.1
     transaction_timeout_ms: int = 10_000
     """Short, so that a transaction left open by a dead client is aborted within the run."""
+    call_timeout_ms: int = 10_000
+    """How long one init, offsets, commit or abort call may block; a call that times out is retriable."""
+    on_commit_timeout: str = "retry"
+    """What the application does when a commit times out: `retry` it, or `abort` the transaction and
+    go on (what lets an EndTxn still on its way land on the next transaction: KAFKA-17754)."""
     hold_ms: int = 0
     """How long a transaction stays open after its last write before it is committed or aborted:
     the window in which a read_uncommitted reader sees what may yet be aborted."""
     pipelines: int = 0
     """Consume-transform-produce processes (`harness.pipeline`) reading what these producers commit,
     each transaction at most `records[1]` records."""
+
+    def __post_init__(self) -> None:
+        if self.on_commit_timeout not in COMMIT_TIMEOUT_ACTIONS:
+            choices, got = " or ".join(COMMIT_TIMEOUT_ACTIONS), brief(self.on_commit_timeout)
+            raise ConfigError(f"workload.transactions.on_commit_timeout: expected {choices}, got {got}")
 
     def recorded(self) -> dict[str, Any]:
         """A transactional topic's `transactions` in run.json."""
@@ -164,10 +177,18 @@ class TransactionalProducerProcess(ProducerProcess):
             )
         )
 
-    def _call(self, kind: str, txn: int | None, call: Callable[[], object], **fields: Any) -> str:
-        """Invoke a transaction call, retried while the client calls its failure retriable; record
-        each attempt (with `fields`). Returns `ok`, `abortable` or `fatal`."""
-        for _ in range(MAX_ATTEMPTS):
+    def _call(
+        self,
+        kind: str,
+        txn: int | None,
+        call: Callable[[], object],
+        attempts: int = MAX_ATTEMPTS,
+        **fields: Any,
+    ) -> str:
+        """Invoke a transaction call, retried while the client calls its failure retriable, up to
+        `attempts` calls; record each (with `fields`). Returns `ok`, `abortable`, `fatal` or
+        `retriable` (the attempts ran out)."""
+        for _ in range(attempts):
             self._step(kind, txn, "invoke", **fields)
             try:
                 call()
@@ -182,13 +203,14 @@ class TransactionalProducerProcess(ProducerProcess):
                 continue
             self._step(kind, txn, "ok", **fields)
             return "ok"
-        return "fatal"
+        return "retriable"
 
     def _client(self) -> Producer:
         """A new client with the process's transactional.id, initialized (fencing any older one)."""
         while True:
             producer = self._producer = Producer(self.config)
-            if self._call("init", None, partial(producer.init_transactions, CALL_TIMEOUT_S)) == "ok":
+            init = partial(producer.init_transactions, self.spec.call_timeout_ms / 1000)
+            if self._call("init", None, init) == "ok":
                 return producer
             if self._stop.is_set():
                 raise _Stopped
@@ -232,11 +254,16 @@ class TransactionalProducerProcess(ProducerProcess):
     def _finish(self, producer: Producer, txn: int, abort: bool) -> str:
         """Commit (or abort, as drawn) transaction `txn`; an abortable failure is aborted. Returns
         `committed`, `aborted` or `fatal` (neither known: the client is to be replaced)."""
+        timeout_s = self.spec.call_timeout_ms / 1000
         if not abort:
-            outcome = self._call("commit", txn, partial(producer.commit_transaction, CALL_TIMEOUT_S))
-            if outcome != "abortable":
-                return "committed" if outcome == "ok" else "fatal"
-        aborted = self._call("abort", txn, partial(producer.abort_transaction, CALL_TIMEOUT_S))
+            # After a commit that timed out, retry it (the default) or abort (`on_commit_timeout`).
+            attempts = 1 if self.spec.on_commit_timeout == "abort" else MAX_ATTEMPTS
+            outcome = self._call("commit", txn, partial(producer.commit_transaction, timeout_s), attempts)
+            if outcome == "ok":
+                return "committed"
+            if outcome == "fatal" or (outcome == "retriable" and attempts > 1):
+                return "fatal"
+        aborted = self._call("abort", txn, partial(producer.abort_transaction, timeout_s))
         return "aborted" if aborted == "ok" else "fatal"
 
     def _replaced(self) -> Producer | None:

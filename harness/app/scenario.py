@@ -375,6 +375,8 @@ def _transactions(value: Any) -> TransactionSpec | None:
         records=(low, high),
         abort_rate=t.number("abort_rate", 0.1, 0.0, 1.0),
         transaction_timeout_ms=t.integer("transaction_timeout_ms", 10_000, 1000, 900_000),
+        call_timeout_ms=t.integer("call_timeout_ms", 10_000, 100, 600_000),
+        on_commit_timeout=t.text("on_commit_timeout", "retry"),
         hold_ms=t.integer("hold_ms", 0, 0, MAX_HOLD_MS),
         pipelines=t.integer("pipelines", 0, 0, MAX_PIPELINES),
     )

@@ -132,6 +132,8 @@ def _transactions_data(spec: TransactionSpec) -> dict[str, Any]:
         "records": list(spec.records),
         "abort_rate": spec.abort_rate,
         "transaction_timeout_ms": spec.transaction_timeout_ms,
+        "call_timeout_ms": spec.call_timeout_ms,
+        "on_commit_timeout": spec.on_commit_timeout,
         "hold_ms": spec.hold_ms,
         "pipelines": spec.pipelines,
     }

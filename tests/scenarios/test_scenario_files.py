@@ -255,6 +255,10 @@ def test_every_builtin_scenario_runs_on_kraft_or_says_why_not() -> None:
             "workload.transactions.records: expected 1 <= min <= max <= 1000, got [5, 2]",
         ),
         (
+            {"workload": {"transactions": {"on_commit_timeout": "shrug"}}},
+            "workload.transactions.on_commit_timeout: expected retry or abort, got 'shrug'",
+        ),
+        (
             {"workload": {"transactions": {"abort_rate": 2}}},
             "workload.transactions.abort_rate",
         ),
