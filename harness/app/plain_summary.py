@@ -18,7 +18,19 @@ _HEADLINE = (
     "no-duplicates",
     "no-consumer-skips",
     "no-redeliveries",
+    "committed-transactions-durable",
+    "no-aborted-reads",
+    "atomic-transactions",
+    "exactly-once-pipeline",
+    "no-uncommitted-reads",
 )
+_BY_TOPIC = (
+    "committed-transactions-durable",
+    "no-aborted-reads",
+    "atomic-transactions",
+    "exactly-once-pipeline",
+)
+"""Guarantees of transactional topics: said per topic, not per acks mode."""
 _KAFKA = ("the brokers (", "the group coordinator (")
 """How the promises Kafka itself makes name who made them (`promised_by`)."""
 
@@ -31,6 +43,9 @@ def plain_summary(result: Mapping[str, Any], faults: Sequence[FaultWindow], exit
     # those was made).
     held = [g for g in guarantees if g.get("verdict") == "held"]
     held = [g for g in held if g.get("id") in _HEADLINE] or held
+    # A transactional topic's line is its transactions': its writes' own say less (an ok is no commit).
+    transactional = {g.get("topic") for g in every if g.get("id") in _BY_TOPIC}
+    held = [g for g in held if g.get("topic") not in transactional or g.get("id") in _BY_TOPIC]
     broke = [g for g in guarantees if g.get("verdict") == "violated"]
     seen = [g for g in every if not g.get("promised") and _anomalies(result, g)]
     writing = ", ".join(f"acks={mode}" for mode, n in result.get("acks", {}).items() if n.get("attempted"))
@@ -117,7 +132,12 @@ def _owner(result: Mapping[str, Any], guarantee: Mapping[str, Any]) -> Mapping[s
 def _phrase(result: Mapping[str, Any], guarantee: Mapping[str, Any]) -> str:
     """`acks=all: 0 of 10,117 acknowledged writes lost, 0 overwritten at their offset`, `group g: 3
     records processed more than once`, or the promise."""
-    label = f"group {guarantee['group']}" if "group" in guarantee else f"acks={guarantee.get('acks')}"
+    if "group" in guarantee:
+        label = f"group {guarantee['group']}"
+    elif guarantee.get("id") in _BY_TOPIC:
+        label = str(guarantee.get("topic"))
+    else:
+        label = f"acks={guarantee.get('acks')}"
     counts = _counts(result, guarantee)
     if not counts:
         return f"{label}: {guarantee.get('promise')}"

@@ -152,3 +152,21 @@ def test_a_group_s_broken_promise_names_who_made_it() -> None:
         f"Broke: group g-alo: 2 accepted commits went back (promised by {COORDINATOR}). FAIL means Kafka "
         "broke a promise this configuration makes; kafka-chaos itself ran correctly."
     )
+
+
+def test_a_transactional_topic_is_said_by_its_transactions_and_by_name() -> None:
+    txn = [
+        {**guarantee(gid, "all", True, "held"), "topic": "chaos-txn-0"}
+        for gid in ("committed-transactions-durable", "no-aborted-reads", "no-duplicates")
+    ]
+    counts = {"acked": 236, "failed": 38, "lost_committed": 0, "aborted_read": 0, "duplicated": 0}
+    res = {
+        "guarantees": txn,
+        "acks": {"all": {"attempted": 1}},
+        "topics": [{"topic": "chaos-txn-0", **counts}],
+    }
+    held = plain_summary(res, [], 0)[1]
+    assert held == (
+        "Held: chaos-txn-0: 0 of 236 records of committed transactions lost; "
+        "chaos-txn-0: 0 of 38 records of aborted transactions read."
+    )
