@@ -100,7 +100,8 @@ def group_guarantees(
     synchronous = mode == "before-process" or (at_least_once and not asynchronous)
     isolation = (group.get("config") or {}).get("isolation.level") or "read_uncommitted"
     read_committed = isolation == "read_committed" and _transactions_exist(version)
-    return [
+    transactional = {str(t["name"]) for t in run.get("topics") or [] if t.get("transactions")}
+    rows = [
         _row(
             "no-consumer-skips",
             at_least_once and not cut,
@@ -137,17 +138,23 @@ def group_guarantees(
             + f"; {counts['commit_regressions']} went back",
             coordinator,
         ),
+    ]
+    if not transactional & set(group["topics"]):  # nothing it reads is written in transactions
+        return rows
+    basis = (
+        "read_committed: a member is handed records below the last stable offset only, and none of "
+        "an aborted transaction"
+        if read_committed
+        else f"isolation.level={isolation}: uncommitted and aborted records are handed out too"
+    )
+    uncommitted = f"{basis}; {counts['uncommitted_read']} uncommitted records polled"
+    return [
+        *rows,
         _row(
             "no-uncommitted-reads",
             read_committed,
             violations("no-uncommitted-reads", counts),
-            (
-                "read_committed: a member is handed records below the last stable offset only, and "
-                "none of an aborted transaction"
-                if read_committed
-                else f"isolation.level={isolation}: uncommitted and aborted records are handed out too"
-            )
-            + f"; {counts['uncommitted_read']} uncommitted records polled",
+            uncommitted,
             coordinator,
         ),
     ]

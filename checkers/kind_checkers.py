@@ -167,6 +167,10 @@ def _pipelines(inputs: CheckInputs) -> list[tuple[str, str]]:
     ]
 
 
+def _no_pipeline_rows(inputs: CheckInputs) -> DataFrame:
+    return inputs.history.reads.sparkSession.createDataFrame([], transactions.PIPELINE_SCHEMA)
+
+
 class _Pipelines(_Unflagged, _NoDetails):
     """For kinds of the exactly-once pipelines: judged where transactions.jsonl and a pipeline are."""
 
@@ -180,7 +184,8 @@ class PipelineSkips(_Pipelines):
 
     def find(self, inputs: CheckInputs) -> DataFrame:
         history = inputs.history
-        assert history.transaction_steps is not None and history.transactions is not None
+        if history.transaction_steps is None or history.transactions is None:
+            return _no_pipeline_rows(inputs)
         progress = transactions.committed_progress(history.transaction_steps, history.transactions)
         found = [
             transactions.pipeline_skips(
@@ -188,7 +193,7 @@ class PipelineSkips(_Pipelines):
             )
             for output, group in _pipelines(inputs)
         ]
-        return reduce(DataFrame.unionByName, found)
+        return reduce(DataFrame.unionByName, found, _no_pipeline_rows(inputs))
 
 
 @register
@@ -201,7 +206,7 @@ class PipelineDuplicates(_Pipelines):
             transactions.pipeline_duplicates(history.values, history.reads, output)
             for output, _ in _pipelines(inputs)
         ]
-        return reduce(DataFrame.unionByName, found)
+        return reduce(DataFrame.unionByName, found, _no_pipeline_rows(inputs))
 
 
 @register

@@ -157,6 +157,10 @@ PIPELINE_COLUMNS = [
 ]
 """A pipeline anomaly: at the output topic (and, for a duplicate, the first output's partition), the
 input record's value and position, and how many committed outputs it has."""
+PIPELINE_SCHEMA = (
+    "topic string, partition int, value string, input_topic string, input_partition int, "
+    "input_offset long, outputs long"
+)
 
 
 def _input_value() -> Column:

@@ -83,19 +83,31 @@ def test_topic_verdicts_are_the_guarantee_rows_and_count_their_kinds() -> None:
 
 
 def test_group_verdicts_are_the_guarantee_rows_and_count_their_kinds() -> None:
+    # A read_committed group of a transactional topic: every group guarantee has a row.
+    topic = {"name": "t-all", "partitions": 2, "replication_factor": 3, "acks": "all"}
+    run = run_json(
+        kafka={"version": "3.9.2"},
+        topics=[topic | {"transactions": {"records": [1, 2], "abort_rate": 0.1}}],
+        groups=[GROUP],
+    )
+    group = GROUP | {"config": {"isolation.level": "read_committed"}}
     clean = {"polled": 10, **{kind.count: 0 for kind in GROUP_KINDS}}
     for commit in ("after-process", "before-process", "auto"):
-        rows = group_guarantees(run_json(groups=[GROUP]), GROUP | {"commit": commit}, clean)
+        rows = group_guarantees(run, group | {"commit": commit}, clean)
         assert {row["id"] for row in rows} == {g.id for g in GUARANTEES if g.family == "group"}
         for row in rows:
             assert row["promise"] == GUARANTEE_BY_ID[row["id"]].promise
-    rows = group_guarantees(run_json(groups=[GROUP]), GROUP | {"commit": "before-process"}, clean)
+    rows = group_guarantees(run, group | {"commit": "before-process"}, clean)
     promised = {row["id"] for row in rows if row["promised"]}
     for kind in GROUP_KINDS:
         if kind.guarantee in promised:
             counts = clean | {kind.count: 1}
-            rows = group_guarantees(run_json(groups=[GROUP]), GROUP | {"commit": "before-process"}, counts)
+            rows = group_guarantees(run, group | {"commit": "before-process"}, counts)
             assert {row["id"] for row in rows if row["verdict"] == "violated"} == {kind.guarantee}
+    assert "no-uncommitted-reads" in promised
+    # Without transactions the group has nothing uncommitted to be judged on.
+    plain = group_guarantees(run_json(groups=[GROUP]), GROUP, clean)
+    assert "no-uncommitted-reads" not in {row["id"] for row in plain}
 
 
 def test_reports_and_summaries_derive_from_the_rows() -> None:

@@ -13,7 +13,7 @@ from checkers.judge import check_run
 from harness.app.console import make_console, print_error
 from harness.app.crash import note_run_dir
 from harness.app.group_lines import acks_after_heals, every_guarantee, group_lines
-from harness.contract.anomaly_kinds import ANOMALY_COUNTS
+from harness.contract.anomaly_kinds import ANOMALY_COUNTS, counts_of_run
 from harness.contract.history import RESULT
 from harness.contract.history_fields import Fields
 from harness.contract.history_scan import judged_files
@@ -34,7 +34,7 @@ def _summary(result: dict[str, Any], run_dir: Path) -> str:
             lines.append(
                 f"  acks={mode}: {counts['acked']}/{counts['attempted']} acked, {counts['failed']} failed, "
                 f"{counts['indeterminate']} indeterminate; "
-                + ", ".join(f"{name} {counts[name]}" for name in ANOMALY_COUNTS)
+                + ", ".join(f"{name} {counts[name]}" for name in counts_of_run(ANOMALY_COUNTS, result))
                 + acks_after_heals(counts)
             )
     recorded = judged_files(Fields(result.get("history_files") or {}, run_dir / RESULT))

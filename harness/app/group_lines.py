@@ -8,7 +8,7 @@ import math
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from harness.contract.anomaly_kinds import GROUP_COUNTS
+from harness.contract.anomaly_kinds import GROUP_COUNTS, counts_of_run
 
 
 def group_lines(result: Mapping[str, Any]) -> list[str]:
@@ -16,7 +16,7 @@ def group_lines(result: Mapping[str, Any]) -> list[str]:
     2 failed, 0 unknown`, one line per group of result.json's `groups`."""
     lines = []
     for name, group in (result.get("groups") or {}).items():
-        counts = ", ".join(f"{k} {group.get(k, 0)}" for k in GROUP_COUNTS)
+        counts = ", ".join(f"{k} {group.get(k, 0)}" for k in counts_of_run(GROUP_COUNTS, result))
         commits = group.get("commits") or {}
         members = group.get("members")
         how = f"{group.get('commit')}{f', {members} members' if members else ''}"

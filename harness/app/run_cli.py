@@ -19,7 +19,7 @@ from harness.app.progress import phase_times, run_ticker
 from harness.app.runner import RunOutcome, run_scenario
 from harness.app.scenario import Scenario, builtin_scenarios, check_aims, load_scenario
 from harness.app.scenario_dump import on_release
-from harness.contract.anomaly_kinds import COUNT_KEYS
+from harness.contract.anomaly_kinds import COUNT_KEYS, counts_of_run
 from harness.contract.events import fault_windows
 from harness.contract.history import ACKS_MODES, FAULTS
 from harness.contract.history_readers import iter_fault_events
@@ -67,7 +67,7 @@ def _print_outcome(outcome: RunOutcome) -> None:
         console.print(Text.assemble(f"  expect {e.text}: ", held, f" (observed {e.observed}{why})"))
     for acks, counts in result.get("acks", {}).items():
         if counts.get("attempted"):
-            counted = ", ".join(f"{k} {counts.get(k)}" for k in COUNT_KEYS)
+            counted = ", ".join(f"{k} {counts.get(k)}" for k in counts_of_run(COUNT_KEYS, result))
             console.print(f"  acks={acks}: {counted}{acks_after_heals(counts)}")
     for line in group_lines(result):
         console.print(f"  {line}")

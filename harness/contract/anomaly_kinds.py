@@ -490,6 +490,23 @@ def trend_metrics(family: str) -> tuple[tuple[str, str], ...]:
     return tuple((k.count, k.trend) for k in ALL_KINDS if k.family == family and k.trend is not None)
 
 
+TRANSACTION_GUARANTEES = (
+    "committed-transactions-durable",
+    "no-aborted-reads",
+    "atomic-transactions",
+    "exactly-once-pipeline",
+    "no-uncommitted-reads",
+)
+"""The guarantees of transactions: judged only where a run has transactional producers."""
+TRANSACTION_COUNTS = frozenset(kind.count for kind in ALL_KINDS if kind.guarantee in TRANSACTION_GUARANTEES)
+
+
+def counts_of_run(keys: Iterable[str], result: Mapping[str, Any]) -> list[str]:
+    """`keys` (count names) but the transactions' counts of a result without transactions: what a
+    one-line summary of it names."""
+    return [key for key in keys if key not in TRANSACTION_COUNTS or "transactions" in result]
+
+
 GROUP_COUNTS = ("polled", *(kind.count for kind in GROUP_KINDS))
 """The per-group counts of check/result.json's `groups`, and of expectations (`group=g skipped == 0`)."""
 FINAL_READ_COUNTS = frozenset(
