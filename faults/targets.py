@@ -42,9 +42,10 @@ from harness.cluster import KafkaCluster
 from harness.cluster_state import ClusterSnapshot, PartitionState
 from harness.contract.coordinators import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, coordinator_partition
 from harness.contract.nodes import broker_name, node_name
-from harness.errors import ClusterError, TargetError
+from harness.errors import ClusterError, ReadinessTimeout, TargetError
 from harness.kafka_protocol import Coordinator
 from harness.services import Node
+from harness.waiting import wait_until
 
 PARTITION_ROLES = {
     "leader": "leader",
@@ -100,6 +101,8 @@ PICKS: dict[str, Callable[[PartitionState, int | None], bool]] = {
 MAX_PARTITION = 2**31 - 1  # Kafka numbers partitions with 32-bit integers
 FIND_COORDINATOR_TIMEOUT_S = 1.0
 """How long one broker has to answer FindCoordinator before the next is asked."""
+COORDINATOR_AGREEMENT_S = 15.0
+"""How long a txn-coordinator target waits for FindCoordinator to agree with the partition's leader."""
 _NODE_NAME = re.compile(r"(kafka|zk|controller)-[0-9]{1,9}")
 """A node's name: `kafka-<broker id>`, `zk-<number>` or `controller-<number>` (`harness.services`)."""
 
@@ -385,19 +388,34 @@ def _transaction_coordinator(
         raise TargetError(
             f"target {target}: Kafka {cluster.kafka_version} has no transactions (0.11, KIP-98)"
         )
-    leader, number = _coordinating_leader(cluster, target, TRANSACTION_STATE_TOPIC, transactional_id, rng)
-    addresses = [(b.ip, BROKER_PORT) for b in cluster.brokers]
+    found: dict[str, tuple[str, int, str]] = {}
+
+    def agreed() -> tuple[bool, str]:
+        # The coordinator may still be loading its partition, or a broker's metadata may lag a
+        # leader change by a few seconds: asked again until FindCoordinator and the leader agree.
+        try:
+            leader, number = _coordinating_leader(
+                cluster, target, TRANSACTION_STATE_TOPIC, transactional_id, rng
+            )
+            addresses = [(b.ip, BROKER_PORT) for b in cluster.brokers]
+            answer = kafka_protocol.find_coordinator(
+                addresses, transactional_id, kafka_protocol.TRANSACTION_KEY, FIND_COORDINATOR_TIMEOUT_S
+            )
+            node = confirmed_coordinator(target, answer, leader, f"{TRANSACTION_STATE_TOPIC}/{number}")
+        except (TargetError, ClusterError) as exc:
+            return False, str(exc)
+        found["answer"] = (leader, number, node)
+        return True, node
+
     try:
-        answer = kafka_protocol.find_coordinator(
-            addresses, transactional_id, kafka_protocol.TRANSACTION_KEY, FIND_COORDINATOR_TIMEOUT_S
-        )
-    except ClusterError as exc:
-        raise TargetError(f"cannot resolve target {target}: {exc}") from None
-    found = confirmed_coordinator(target, answer, leader, f"{TRANSACTION_STATE_TOPIC}/{number}")
+        wait_until(agreed, what=f"FindCoordinator to agree on {target}", timeout_s=COORDINATOR_AGREEMENT_S)
+    except ReadinessTimeout as exc:
+        raise TargetError(str(exc)) from None
+    leader, number, node = found["answer"]
     detail = {
         "transactional_id": transactional_id,
         "coordinator_partition": number,
-        "find_coordinator": found,
+        "find_coordinator": node,
     }
     return [cluster.node(leader)], detail
 
