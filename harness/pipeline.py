@@ -138,7 +138,7 @@ class PipelineProcess(TransactionalProducerProcess):
                 if replaced is None:
                     return None
                 producer = replaced
-            if outcome != "committed":
+            if outcome != "committed" and self.spec.rewind_on_abort:
                 self._rewind(consumer)
         return producer
 

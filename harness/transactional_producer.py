@@ -49,6 +49,7 @@ TRANSACTION_FIELDS = (
     "on_commit_timeout",
     "hold_ms",
     "pipelines",
+    "rewind_on_abort",
 )
 COMMIT_TIMEOUT_ACTIONS = ("retry", "abort")
 """A scenario's `workload.transactions` fields, as TransactionSpec names them."""
@@ -74,6 +75,9 @@ class TransactionSpec:
     hold_ms: int = 0
     """How long a transaction stays open after its last write before it is committed or aborted:
     the window in which a read_uncommitted reader sees what may yet be aborted."""
+    rewind_on_abort: bool = True
+    """A pipeline seeks its consumer back to the group's committed offsets after a transaction that
+    did not commit; false: it goes on from where it read (KAFKA-17582: the client does not rewind)."""
     pipelines: int = 0
     """Consume-transform-produce processes (`harness.pipeline`) reading what these producers commit,
     each transaction at most `records[1]` records."""

@@ -379,6 +379,7 @@ def _transactions(value: Any) -> TransactionSpec | None:
         on_commit_timeout=t.text("on_commit_timeout", "retry"),
         hold_ms=t.integer("hold_ms", 0, 0, MAX_HOLD_MS),
         pipelines=t.integer("pipelines", 0, 0, MAX_PIPELINES),
+        rewind_on_abort=t.get("rewind_on_abort", bool, True),
     )
 
 

@@ -136,6 +136,7 @@ def _transactions_data(spec: TransactionSpec) -> dict[str, Any]:
         "on_commit_timeout": spec.on_commit_timeout,
         "hold_ms": spec.hold_ms,
         "pipelines": spec.pipelines,
+        "rewind_on_abort": spec.rewind_on_abort,
     }
 
 
