@@ -386,30 +386,37 @@ def _transaction_coordinator(config: TopicConfig) -> str:
     return f"the transaction coordinator and read_committed readers ({versions})"
 
 
-def _committed_durable(config: TopicConfig, counts: Mapping[str, Any]) -> dict[str, Any]:
-    lost = int(counts["lost_committed"])
+def _on_durable_transactions(
+    config: TopicConfig, counts: Mapping[str, Any], gid: str, held: str, lossy: str, found: str
+) -> dict[str, Any]:
+    """A guarantee of transactions that rests on their records surviving: promised with transactions
+    where acknowledged writes are promised to survive; `held` and `lossy` say why it is promised or
+    not, `found` what the counts found; judged only on a complete final read."""
     missing = _transactions_text(config)
     promised = missing is None and _acks_are_durable(config)
-    verdict = _judge(promised, violations("committed-transactions-durable", counts), bool(counts["complete"]))
-    if missing is not None:
-        basis = missing
-    elif not promised:
-        basis = (
-            "a commit makes records visible, not durable: acknowledged writes may be lost here "
-            "(see no-lost-acked-writes' conditions)"
-        )
-    else:
-        basis = "a committed transaction's records are acknowledged acks=all writes on a durable topic"
-    reason = f"{basis}; {lost} records of committed transactions lost"
+    verdict = _judge(promised, violations(gid, counts), bool(counts["complete"]))
+    basis = missing or (held if promised else f"{lossy} (see no-lost-acked-writes' conditions)")
+    reason = f"{basis}; {found}"
     if verdict == UNKNOWN:
-        reason += "; the final read is incomplete, so loss cannot be judged"
+        reason += "; the final read is incomplete, so it cannot be judged"
     return _row(
         config,
-        "committed-transactions-durable",
+        gid,
         promised,
         verdict,
         reason + _known_truncation(config, verdict),
         _transaction_coordinator(config),
+    )
+
+
+def _committed_durable(config: TopicConfig, counts: Mapping[str, Any]) -> dict[str, Any]:
+    return _on_durable_transactions(
+        config,
+        counts,
+        "committed-transactions-durable",
+        "a committed transaction's records are acknowledged acks=all writes on a durable topic",
+        "a commit makes records visible, not durable: acknowledged writes may be lost here",
+        f"{int(counts['lost_committed'])} records of committed transactions lost",
     )
 
 
@@ -432,43 +439,26 @@ def _no_aborted_reads(config: TopicConfig, counts: Mapping[str, Any]) -> dict[st
 
 
 def _atomic(config: TopicConfig, counts: Mapping[str, Any]) -> dict[str, Any]:
-    torn = int(counts["torn_transactions"])
-    missing = _transactions_text(config)
-    promised = missing is None and _acks_are_durable(config)
-    verdict = _judge(promised, violations("atomic-transactions", counts), bool(counts["complete"]))
-    if missing is not None:
-        basis = missing
-    elif not promised:
-        basis = (
-            "a commit is atomic, but its records may be lost one by one here "
-            "(see no-lost-acked-writes' conditions)"
-        )
-    else:
-        basis = "the coordinator writes a commit marker to every partition of the transaction"
-    reason = f"{basis}; {torn} committed transactions torn"
-    if verdict == UNKNOWN:
-        reason += "; the final read is incomplete, so atomicity cannot be judged"
-    return _row(config, "atomic-transactions", promised, verdict, reason, _transaction_coordinator(config))
+    return _on_durable_transactions(
+        config,
+        counts,
+        "atomic-transactions",
+        "the coordinator writes a commit marker to every partition of the transaction",
+        "a commit is atomic, but its records may be lost one by one here",
+        f"{int(counts['torn_transactions'])} committed transactions torn",
+    )
 
 
 def _exactly_once(config: TopicConfig, counts: Mapping[str, Any]) -> dict[str, Any]:
     skipped, twice = int(counts["pipeline_skipped"]), int(counts["pipeline_duplicated"])
-    missing = _transactions_text(config)
-    promised = missing is None and _acks_are_durable(config)
-    verdict = _judge(promised, violations("exactly-once-pipeline", counts), bool(counts["complete"]))
-    if missing is not None:
-        basis = missing
-    elif not promised:
-        basis = (
-            "the pipeline's committed outputs may be lost here (see no-lost-acked-writes' conditions), "
-            "so exactly once cannot be promised"
-        )
-    else:
-        basis = "the pipeline commits its outputs and its input offsets in one transaction"
-    reason = f"{basis}; {skipped} input records skipped, {twice} processed twice"
-    if verdict == UNKNOWN:
-        reason += "; the final read is incomplete, so skips cannot be judged"
-    return _row(config, "exactly-once-pipeline", promised, verdict, reason, _transaction_coordinator(config))
+    return _on_durable_transactions(
+        config,
+        counts,
+        "exactly-once-pipeline",
+        "the pipeline commits its outputs and its input offsets in one transaction",
+        "the pipeline's committed outputs may be lost here, so exactly once cannot be promised",
+        f"{skipped} input records skipped, {twice} processed twice",
+    )
 
 
 PLAIN_JUDGES = (
