@@ -451,13 +451,14 @@ def _atomic(config: TopicConfig, counts: Mapping[str, Any]) -> dict[str, Any]:
 
 def _exactly_once(config: TopicConfig, counts: Mapping[str, Any]) -> dict[str, Any]:
     skipped, twice = int(counts["pipeline_skipped"]), int(counts["pipeline_duplicated"])
+    mismatched = int(counts["pipeline_offset_mismatches"])
     return _on_durable_transactions(
         config,
         counts,
         "exactly-once-pipeline",
         "the pipeline commits its outputs and its input offsets in one transaction",
         "the pipeline's committed outputs may be lost here, so exactly once cannot be promised",
-        f"{skipped} input records skipped, {twice} processed twice",
+        f"{skipped} input records skipped, {twice} processed twice, {mismatched} stored offsets wrong",
     )
 
 

@@ -210,6 +210,24 @@ class PipelineDuplicates(_Pipelines):
 
 
 @register
+class PipelineOffsetMismatches(_Pipelines):
+    kind = kind("pipeline-offsets")
+
+    def find(self, inputs: CheckInputs) -> DataFrame:
+        history = inputs.history
+        none = history.reads.sparkSession.createDataFrame([], transactions.OFFSET_MISMATCH_SCHEMA)
+        if history.transaction_steps is None or history.transactions is None:
+            return none
+        found = [
+            transactions.pipeline_offset_mismatches(
+                history.values, history.reads, history.transaction_steps, history.transactions, output, group
+            )
+            for output, group in _pipelines(inputs)
+        ]
+        return reduce(DataFrame.unionByName, found, none)
+
+
+@register
 class ReorderedWrites(_Always, _ReadDetails):
     kind = kind("reordered")
     example_values = ("value", "earlier_value")

@@ -259,3 +259,56 @@ def uncommitted_polls(polled: DataFrame, values: DataFrame, outcomes: DataFrame)
     joined = polled.join(writes, "value").join(txns, ["writer", "txn"])
     early = F.col("commit_ns").isNull() | (F.col("time_ns") < F.col("commit_ns"))
     return joined.where((F.col("outcome") == "aborted") | early).select(*UNCOMMITTED_COLUMNS)
+
+
+OFFSET_MISMATCH_SCHEMA = (
+    "topic string, partition int, value string, process string, txn long, input_topic string, "
+    "stored long, expected long"
+)
+
+
+def pipeline_offset_mismatches(
+    values: DataFrame, reads: DataFrame, steps: DataFrame, outcomes: DataFrame, output: str, group: str
+) -> DataFrame:
+    """Committed pipeline transactions whose stored input offset of a partition is not one past the
+    last input record their outputs came from (as the final read places those records), or that
+    stored an offset for a partition none of their outputs came from, or none for one they did:
+    one row per (transaction, input partition), at the output topic (`OFFSET_MISMATCH_SCHEMA`; `value`
+    the last such input record, `stored` and `expected` null where absent)."""
+    committed = outcomes.where(F.col("outcome") == "committed").select("process", "txn")
+    sources = values.where(
+        (F.col("topic") == output) & F.col("txn").isNotNull() & (F.col("outcome") == "ok")
+    ).select("process", "txn", _input_value().alias("value"))
+    placed = reads.where((F.col("type") == "record") & (F.col("phase") == "final")).select(
+        "value", F.col("topic").alias("input_topic"), F.col("partition").alias("input_partition"), "offset"
+    )
+    expected = (
+        sources.join(placed, "value")
+        .groupBy("process", "txn", "input_topic", "input_partition")
+        .agg(F.max_by("value", "offset").alias("value"), (F.max("offset") + 1).alias("expected"))
+    )
+    stored = (
+        steps.where((F.col("type") == "offsets") & (F.col("phase") == "ok") & (F.col("group") == group))
+        .select("process", "txn", F.explode("offsets").alias("o"))
+        .select(
+            "process",
+            "txn",
+            F.col("o.topic").alias("input_topic"),
+            F.col("o.partition").alias("input_partition"),
+            F.col("o.offset").alias("stored"),
+        )
+        .join(committed, ["process", "txn"], "left_semi")
+    )
+    keys = ["process", "txn", "input_topic", "input_partition"]
+    both = expected.join(committed, ["process", "txn"], "left_semi").join(stored, keys, "full_outer")
+    differ = F.coalesce(F.col("stored") != F.col("expected"), F.lit(True))
+    return both.where(differ).select(
+        F.lit(output).alias("topic"),
+        F.col("input_partition").alias("partition"),
+        "value",
+        "process",
+        "txn",
+        "input_topic",
+        "stored",
+        "expected",
+    )

@@ -273,6 +273,18 @@ KINDS: tuple[AnomalyKind, ...] = (
         example_fields=("input_topic", "input_partition", "input_offset", "outputs"),
     ),
     AnomalyKind(
+        "pipeline-offsets",
+        "pipeline_offset_mismatches",
+        "Pipeline stored the wrong offset",
+        "A committed transaction of the exactly-once pipeline stored, for an input partition, an "
+        "offset other than one past the last input record its outputs came from: a restart from "
+        "that offset would skip records or process some again.",
+        "(committed pipeline transaction, input partition) pairs whose stored offset is wrong",
+        "exactly-once-pipeline",
+        "stored input offsets that do not match the outputs",
+        example_fields=("process", "txn", "input_topic", "stored", "expected"),
+    ),
+    AnomalyKind(
         "unexpected-value",
         "unexpected",
         "Unexpected value",

@@ -108,6 +108,7 @@ def test_compiled_or_evaluated_a_history_has_one_result(sized: SparkSession, tmp
         "torn-transaction": 0,
         "pipeline-skip": 0,
         "pipeline-duplicate": 0,
+        "pipeline-offsets": 0,
         "read-then-lost": 0,
         "replica-divergence": 0,
         "epoch-regression": 0,

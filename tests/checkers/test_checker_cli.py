@@ -60,6 +60,7 @@ def test_clean_run_is_valid_and_rechecks_from_the_parquet_cache(
         "torn_transactions": 0,
         "pipeline_skipped": 0,
         "pipeline_duplicated": 0,
+        "pipeline_offset_mismatches": 0,
         "reordered": 0,
         "read_lost": 0,
         "replica_divergent": 0,

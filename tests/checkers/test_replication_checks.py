@@ -307,5 +307,13 @@ def test_the_benchmarks_python_references_count_every_kind_as_the_check_does(
     assert referenced == {kind: counted[kind] for kind in referenced}
     # The references judge no transactions, and this history has none: nothing else is counted.
     assert {kind: n for kind, n in counted.items() if kind not in referenced} == dict.fromkeys(
-        ("lost-committed", "aborted-read", "torn-transaction", "pipeline-skip", "pipeline-duplicate"), 0
+        (
+            "lost-committed",
+            "aborted-read",
+            "torn-transaction",
+            "pipeline-skip",
+            "pipeline-duplicate",
+            "pipeline-offsets",
+        ),
+        0,
     )

@@ -363,6 +363,10 @@ def test_a_pipeline_that_skips_one_input_and_writes_another_twice_breaks_exactly
     ]
     twice = result["anomalies"]["pipeline-duplicate"]["examples"]
     assert [(e["value"], e["outputs"], e["input_offset"]) for e in twice] == [("tx-0:1", 2, 1)]
+    # Transaction 1 stored offset 3 with outputs of input offset 1 only: one past would be 2.
+    wrong = result["anomalies"]["pipeline-offsets"]["examples"]
+    assert [(e["txn"], e["value"], e["stored"], e["expected"]) for e in wrong] == [(1, "tx-0:1", 3, 2)]
+    assert out_row["pipeline_offset_mismatches"] == 1
     verdicts = {(g["topic"], g["id"]): g["verdict"] for g in result["guarantees"]}
     assert verdicts[("out", "exactly-once-pipeline")] == "violated"
     assert ("x-0", "exactly-once-pipeline") not in verdicts

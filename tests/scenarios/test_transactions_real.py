@@ -19,7 +19,7 @@ SCENARIO = {
     "name": "txn-real",
     "description": "Transactions, a pipeline and groups of both isolation levels; the coordinator of "
     "the transactional producer killed once.",
-    "duration_s": 40,
+    "duration_s": 30,
     "cluster": {"kafka": "3.9.2", "brokers": 3, "broker_config": {"min.insync.replicas": 2}},
     "workload": {
         "acks": ["all"],
@@ -41,8 +41,8 @@ SCENARIO = {
         "mode": "schedule",
         "schedule": [
             {
-                "at_s": 15,
-                "duration_s": 10,
+                "at_s": 10,
+                "duration_s": 8,
                 "fault": "kill",
                 "params": {"target": "txn-coordinator:kchaos-tx-0"},
             }
