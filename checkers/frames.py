@@ -72,8 +72,11 @@ def complete_partitions(ends: Iterable[Mapping[str, Any]]) -> Partitions:
     )
 
 
-def on_partitions(partitions: Partitions) -> Column:
-    """True for a row whose (`topic`, `partition`) is one of `partitions`, false otherwise (null too).
+def on_partitions(
+    partitions: Partitions, topic_column: str = "topic", partition_column: str = "partition"
+) -> Column:
+    """True for a row whose (`topic`, `partition`) (or the columns named) is one of `partitions`,
+    false otherwise (null too).
 
     A literal condition, not a join with a frame of them: no broadcast job, and a plan Spark
     analyzes quickly (keeping the per-value flags, warm: 0.6-1.1 s -> 0.33-0.38 s for 60 events,
@@ -83,7 +86,7 @@ def on_partitions(partitions: Partitions) -> Column:
         by_topic.setdefault(topic, []).append(partition)
     condition = F.lit(False)
     for topic, numbers in by_topic.items():
-        condition = condition | ((F.col("topic") == topic) & F.col("partition").isin(*numbers))
+        condition = condition | ((F.col(topic_column) == topic) & F.col(partition_column).isin(*numbers))
     return F.coalesce(condition, F.lit(False))
 
 

@@ -26,7 +26,7 @@ from checkers.heals import Heal, heal_times
 from checkers.io import History
 from checkers.registry import GroupInputs, registered_groups
 from checkers.session import kept
-from checkers.transactions import UNCOMMITTED_COLUMNS, uncommitted_polls
+from checkers.transactions import UNCOMMITTED_SCHEMA, uncommitted_polls
 from harness.contract.anomaly_kinds import GROUP_BY_ID, GROUP_KINDS
 from harness.contract.coordinators import OFFSETS_TOPIC, group_offsets_partition, offsets_partitions
 from harness.contract.events import FaultWindow
@@ -55,7 +55,7 @@ def _anomalies(history: History, consumes: DataFrame) -> dict[str, DataFrame]:
         polled=polled,
         commits=g.complete_only(g.ok_commit_entries(consumes), complete),
         pairs=g.complete_only(g.consecutive_polls(consumes), complete),
-        uncommitted=_uncommitted(history, g.polls(consumes)),
+        uncommitted=_uncommitted(history, polled),
     )
     return {checker.kind.id: checker.find(inputs) for checker in registered_groups()}
 
@@ -63,16 +63,10 @@ def _anomalies(history: History, consumes: DataFrame) -> dict[str, DataFrame]:
 def _uncommitted(history: History, polled: DataFrame) -> DataFrame:
     """`transactions.uncommitted_polls` (none without transactions)."""
     if history.transactions is None:
-        return polled.limit(0).select(
-            *[
-                F.lit(None).cast(t).alias(c)
-                for c, t in zip(UNCOMMITTED_COLUMNS, _UNCOMMITTED_TYPES, strict=True)
-            ]
-        )
+        return polled.sparkSession.createDataFrame([], UNCOMMITTED_SCHEMA)
     return uncommitted_polls(polled, history.values, history.transactions)
 
 
-_UNCOMMITTED_TYPES = ("string", "string", "string", "int", "long", "string", "long", "long", "string", "long")
 _TIME_COLUMN = {checker.kind.id: checker.time_column for checker in registered_groups()}
 """Each kind's `GroupChecker.time_column`."""
 

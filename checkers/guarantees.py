@@ -503,9 +503,13 @@ def derive_guarantees(
         config = topic_config(run, topic, faults)
         counts = topic_counts[config.topic]
         judges = TRANSACTIONAL_JUDGES if config.transactional else PLAIN_JUDGES
-        for judge in (*judges, _exactly_once) if config.pipeline else judges:
+        for judge in judges:
             if judge is not _replicas_agree or counts["replicas_read"]:  # judged where replicas were read
                 rows.append(judge(config, counts))
+        if config.pipeline:  # skips are judged over its inputs' complete partitions too
+            inputs = [str(name) for name in (topic.get("pipeline") or {}).get("inputs") or []]
+            complete = counts["complete"] and all(topic_counts[name]["complete"] for name in inputs)
+            rows.append(_exactly_once(config, {**counts, "complete": complete}))
     return rows
 
 

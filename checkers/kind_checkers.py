@@ -167,8 +167,8 @@ def _pipelines(inputs: CheckInputs) -> list[tuple[str, str]]:
     ]
 
 
-def _no_pipeline_rows(inputs: CheckInputs) -> DataFrame:
-    return inputs.history.reads.sparkSession.createDataFrame([], transactions.PIPELINE_SCHEMA)
+def _no_rows(inputs: CheckInputs, schema: str = transactions.PIPELINE_SCHEMA) -> DataFrame:
+    return inputs.history.reads.sparkSession.createDataFrame([], schema)
 
 
 class _Pipelines(_Unflagged, _NoDetails):
@@ -185,7 +185,7 @@ class PipelineSkips(_Pipelines):
     def find(self, inputs: CheckInputs) -> DataFrame:
         history = inputs.history
         if history.transaction_steps is None or history.transactions is None:
-            return _no_pipeline_rows(inputs)
+            return _no_rows(inputs)
         progress = transactions.committed_progress(history.transaction_steps, history.transactions)
         found = [
             transactions.pipeline_skips(
@@ -193,7 +193,7 @@ class PipelineSkips(_Pipelines):
             )
             for output, group in _pipelines(inputs)
         ]
-        return reduce(DataFrame.unionByName, found, _no_pipeline_rows(inputs))
+        return reduce(DataFrame.unionByName, found, _no_rows(inputs))
 
 
 @register
@@ -206,7 +206,7 @@ class PipelineDuplicates(_Pipelines):
             transactions.pipeline_duplicates(history.values, history.reads, output)
             for output, _ in _pipelines(inputs)
         ]
-        return reduce(DataFrame.unionByName, found, _no_pipeline_rows(inputs))
+        return reduce(DataFrame.unionByName, found, _no_rows(inputs))
 
 
 @register
@@ -215,12 +215,18 @@ class PipelineOffsetMismatches(_Pipelines):
 
     def find(self, inputs: CheckInputs) -> DataFrame:
         history = inputs.history
-        none = history.reads.sparkSession.createDataFrame([], transactions.OFFSET_MISMATCH_SCHEMA)
+        none = _no_rows(inputs, transactions.OFFSET_MISMATCH_SCHEMA)
         if history.transaction_steps is None or history.transactions is None:
             return none
         found = [
             transactions.pipeline_offset_mismatches(
-                history.values, history.reads, history.transaction_steps, history.transactions, output, group
+                history.values,
+                history.reads,
+                history.transaction_steps,
+                history.transactions,
+                output,
+                group,
+                history.complete_partitions,
             )
             for output, group in _pipelines(inputs)
         ]

@@ -85,7 +85,8 @@ def transaction_outcomes(steps: DataFrame) -> DataFrame:
 
 def with_transaction_outcomes(values: DataFrame, outcomes: DataFrame) -> DataFrame:
     """`values` (named) with each transactional write's `outcome` replaced by what its transaction's
-    outcome makes of it (`WRITE_OUTCOME`); a write of a transaction with no steps is `info`."""
+    outcome makes of it (`WRITE_OUTCOME`), but a write that itself definitely failed; a write of a
+    transaction with no steps is `info`."""
     by_txn = F.broadcast(
         outcomes.select(
             F.col("process").alias("_txn_process"),
@@ -99,7 +100,10 @@ def with_transaction_outcomes(values: DataFrame, outcomes: DataFrame) -> DataFra
         "left",
     )
     mapped = F.create_map(*[F.lit(x) for pair in WRITE_OUTCOME.items() for x in pair])[F.col("_txn_outcome")]
-    outcome = F.when(F.col("txn").isNotNull(), F.coalesce(mapped, F.lit("info"))).otherwise(F.col("outcome"))
+    # A write the client refused outright was never in the log, whatever became of its transaction.
+    own = F.col("outcome")
+    transactional = F.col("txn").isNotNull() & (own != "fail")
+    outcome = F.when(transactional, F.coalesce(mapped, F.lit("info"))).otherwise(own)
     return joined.withColumn("outcome", outcome).select(*values.columns)
 
 
@@ -182,9 +186,10 @@ def committed_progress(steps: DataFrame, outcomes: DataFrame) -> DataFrame:
     )
 
 
-def _committed_outputs(values: DataFrame, output: str) -> DataFrame:
+def _outputs(values: DataFrame, output: str, *outcomes: str) -> DataFrame:
+    """The pipeline's output writes of transactions with these write outcomes, with their `input`."""
     return values.where(
-        (F.col("topic") == output) & F.col("txn").isNotNull() & (F.col("outcome") == "ok")
+        (F.col("topic") == output) & F.col("txn").isNotNull() & F.col("outcome").isin(*outcomes)
     ).select("partition", _input_value().alias("input"))
 
 
@@ -198,7 +203,8 @@ def pipeline_skips(
         .join(progress.where(F.col("group") == group).drop("group"), ["topic", "partition"])
         .where(F.col("offset") < F.col("committed"))
     )
-    outputs = _committed_outputs(values, output).select(F.col("input").alias("value"))
+    # An output of a transaction whose outcome is unknown may be committed: not a skip.
+    outputs = _outputs(values, output, "ok", "info").select(F.col("input").alias("value"))
     return below.join(outputs, "value", "left_anti").select(
         F.lit(output).alias("topic"),
         F.lit(None).cast("int").alias("partition"),
@@ -212,7 +218,7 @@ def pipeline_skips(
 
 def pipeline_duplicates(values: DataFrame, reads: DataFrame, output: str) -> DataFrame:
     """Input records with more than one committed output: processed twice, both times committed."""
-    outputs = _committed_outputs(values, output)
+    outputs = _outputs(values, output, "ok")
     twice = (
         outputs.groupBy("input")
         .agg(F.count(F.lit(1)).alias("outputs"), F.min("partition").alias("partition"))
@@ -234,18 +240,11 @@ def pipeline_duplicates(values: DataFrame, reads: DataFrame, output: str) -> Dat
     )
 
 
-UNCOMMITTED_COLUMNS = [
-    "group",
-    "process",
-    "topic",
-    "partition",
-    "offset",
-    "value",
-    "time_ns",
-    "txn",
-    "outcome",
-    "commit_ns",
-]
+UNCOMMITTED_SCHEMA = (
+    "group string, process string, topic string, partition int, offset long, value string, "
+    "time_ns long, txn long, outcome string, commit_ns long"
+)
+UNCOMMITTED_COLUMNS = [field.split()[0] for field in UNCOMMITTED_SCHEMA.split(", ")]
 
 
 def uncommitted_polls(polled: DataFrame, values: DataFrame, outcomes: DataFrame) -> DataFrame:
@@ -268,18 +267,26 @@ OFFSET_MISMATCH_SCHEMA = (
 
 
 def pipeline_offset_mismatches(
-    values: DataFrame, reads: DataFrame, steps: DataFrame, outcomes: DataFrame, output: str, group: str
+    values: DataFrame,
+    reads: DataFrame,
+    steps: DataFrame,
+    outcomes: DataFrame,
+    output: str,
+    group: str,
+    complete: Partitions,
 ) -> DataFrame:
     """Committed pipeline transactions whose stored input offset of a partition is not one past the
     last input record their outputs came from (as the final read places those records), or that
     stored an offset for a partition none of their outputs came from, or none for one they did:
     one row per (transaction, input partition), at the output topic (`OFFSET_MISMATCH_SCHEMA`; `value`
-    the last such input record, `stored` and `expected` null where absent)."""
+    the last such input record, `stored` and `expected` null where absent). Only input partitions
+    whose final read is complete: elsewhere the inputs cannot all be placed."""
     committed = outcomes.where(F.col("outcome") == "committed").select("process", "txn")
     sources = values.where(
         (F.col("topic") == output) & F.col("txn").isNotNull() & (F.col("outcome") == "ok")
     ).select("process", "txn", _input_value().alias("value"))
-    placed = reads.where((F.col("type") == "record") & (F.col("phase") == "final")).select(
+    final = (F.col("type") == "record") & (F.col("phase") == "final") & on_partitions(complete)
+    placed = reads.where(final).select(
         "value", F.col("topic").alias("input_topic"), F.col("partition").alias("input_partition"), "offset"
     )
     expected = (
@@ -298,6 +305,7 @@ def pipeline_offset_mismatches(
             F.col("o.offset").alias("stored"),
         )
         .join(committed, ["process", "txn"], "left_semi")
+        .where(on_partitions(complete, "input_topic", "input_partition"))
     )
     keys = ["process", "txn", "input_topic", "input_partition"]
     both = expected.join(committed, ["process", "txn"], "left_semi").join(stored, keys, "full_outer")

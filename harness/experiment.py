@@ -152,7 +152,9 @@ def run_experiment(
         phase("forensics")
         run = load_run_json(rundir.root)
         if spec.workload.groups:
-            run["offsets_topic"] = _offsets_topic(cluster)
+            run["offsets_topic"] = _internal_topic(cluster, OFFSETS_TOPIC)
+        if spec.workload.transactions is not None:
+            run["transaction_state_topic"] = _internal_topic(cluster, TRANSACTION_STATE_TOPIC)
         run.update(
             {
                 "replicas": replicas,
@@ -174,17 +176,21 @@ def run_experiment(
 
 def _offsets(spec: ExperimentSpec) -> list[str]:
     """The internal topics whose leaders are the workload's coordinators: sampled with the rest."""
-    return [OFFSETS_TOPIC] * bool(spec.workload.groups) + [TRANSACTION_STATE_TOPIC] * bool(
-        spec.workload.transactions
-    )
+    internal = []
+    if spec.workload.groups:
+        internal.append(OFFSETS_TOPIC)
+    if spec.workload.transactions is not None:
+        internal.append(TRANSACTION_STATE_TOPIC)
+    return internal
 
 
-def _offsets_topic(cluster: KafkaCluster) -> dict[str, Any]:
-    """run.json's `offsets_topic`: the replicas of the topic the groups' commits live in. Kafka < 0.11
-    creates it with as many replicas as brokers were alive then (KIP-115), which may be fewer than
+def _internal_topic(cluster: KafkaCluster, topic: str) -> dict[str, Any]:
+    """run.json's `offsets_topic` or `transaction_state_topic`: the replicas of the topic the groups'
+    commits (the transactions' states) live in. Kafka < 0.11 creates the offsets topic with as many
+    replicas as brokers were alive then (KIP-115), which may be fewer than
     offsets.topic.replication.factor."""
     try:
-        counts = cluster.metadata.replica_counts(OFFSETS_TOPIC)
+        counts = cluster.metadata.replica_counts(topic)
     except HarnessError as exc:
         return {"error": str(exc)}
     return {"partitions": len(counts), "replication_factor": min(counts) if counts else None}

@@ -148,7 +148,14 @@ class PipelineProcess(TransactionalProducerProcess):
         try:
             assigned = consumer.assignment()
             timeout_s = self.spec.call_timeout_ms / 1000
-            for position in consumer.committed(assigned, timeout=timeout_s) if assigned else []:
+            committed = consumer.committed(assigned, timeout=timeout_s) if assigned else []
+        except KafkaException as exc:
+            raise _Rejoin from exc
+        # A partition whose commit could not be read would be sought back to its beginning.
+        if any(position.error is not None for position in committed):
+            raise _Rejoin
+        try:
+            for position in committed:
                 offset = position.offset if position.offset >= 0 else OFFSET_BEGINNING
                 consumer.seek(TopicPartition(position.topic, position.partition, offset))
         except KafkaException as exc:

@@ -43,6 +43,7 @@ MIN_WAIT_S = 0.001
 MAX_WAIT_S = 0.1  # how soon stop() is seen by a paced loop between writes
 # Beyond message.timeout.ms, how long the client gets to complete what it holds.
 DRAIN_MARGIN_S = 10.0
+JOIN_MARGIN_S = 5.0  # and beyond that, how long its thread gets to return
 
 
 def paced_wait_s(delay_s: float) -> float:
@@ -114,6 +115,11 @@ class ProducerProcess:
     def stop(self) -> None:
         """Stop sending; pending writes still complete (bounded by message.timeout.ms)."""
         self._stop.set()
+
+    @property
+    def stop_timeout_s(self) -> float:
+        """How long stopping may take: every queued write completes within message.timeout.ms."""
+        return int(self.config["message.timeout.ms"]) / 1000 + DRAIN_MARGIN_S + JOIN_MARGIN_S
 
     def join(self, timeout_s: float) -> None:
         self._thread.join(timeout_s)

@@ -51,8 +51,8 @@ TRANSACTION_FIELDS = (
     "pipelines",
     "rewind_on_abort",
 )
-COMMIT_TIMEOUT_ACTIONS = ("retry", "abort")
 """A scenario's `workload.transactions` fields, as TransactionSpec names them."""
+COMMIT_TIMEOUT_ACTIONS = ("retry", "abort")
 
 
 @dataclass(frozen=True)
@@ -145,6 +145,12 @@ class TransactionalProducerProcess(ProducerProcess):
         self.transactions = 0
         self._thawed = threading.Event()
         self._thawed.set()
+
+    @property
+    def stop_timeout_s(self) -> float:
+        """Finishing the last transaction: a commit, an abort and a new client's init may each take
+        every attempt (a frozen process is thawed by the fault's heal before the workload stops)."""
+        return super().stop_timeout_s + 3 * MAX_ATTEMPTS * self.spec.call_timeout_ms / 1000
 
     @property
     def frozen(self) -> bool:

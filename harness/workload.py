@@ -303,12 +303,13 @@ class Workload:
         if (txn := self.spec.transactions) is not None:
             self._transactions = self.rundir.writer(TRANSACTIONS)
             self.cluster.transactional_ids = self.spec.transactional_ids()
+            transactional: list[TransactionalProducerProcess] = []
             for process, transactional_id in zip(
                 self.spec.txn_processes(), self.spec.transactional_ids(), strict=True
             ):
                 logger = ClientLog(process, self._client_log, self.clock)
                 config = self._client_config(**{**TXN_PRODUCER_DEBUG, **producer_config, "logger": logger})
-                self.cluster.transactional_producers.append(
+                transactional.append(
                     PipelineProcess(
                         process,
                         transactional_id,
@@ -339,7 +340,8 @@ class Workload:
                         self.spec.message_size,
                     )
                 )
-            self.producers += self.cluster.transactional_producers
+            self.cluster.transactional_producers = transactional
+            self.producers += transactional
         partitions = self.spec.read_partitions()
         reader_config = self._client_config(**self.spec.consumer_overrides())
         for n in range(self.spec.live_consumers):
@@ -366,10 +368,9 @@ class Workload:
         if self._stopped:
             return
         self._stopped = True
-        timeout_s = int(self.spec.effective_producer_config()["message.timeout.ms"]) / 1000 + 15
         _every_step(
             [producer.stop for producer in self.producers]
-            + [functools.partial(producer.join, timeout_s) for producer in self.producers]
+            + [functools.partial(producer.join, producer.stop_timeout_s) for producer in self.producers]
             + [consumer.stop for consumer in self.consumers]
             + ([self.groups.stop] if self.groups is not None else [])
         )
@@ -378,6 +379,10 @@ class Workload:
         ]:
             if error is not None:
                 raise HarnessError(f"{name} failed: {error!r}") from error
+        if running := [p.process for p in self.producers if p.running]:
+            raise HarnessError(
+                f"{', '.join(running)} did not stop: the history misses their last completions"
+            )
 
     def final_read(self, timeout_s: float = 60.0) -> FinalReadResult:
         assert self._reads is not None, "start() first"

@@ -26,7 +26,7 @@ from harness.contract.anomaly_kinds import (
     RATE_BASE,
     kind,
 )
-from harness.contract.events import FaultWindow
+from harness.contract.events import ERROR_CLASSES, FaultWindow
 from reports import explain, svg, timeline
 from reports.group_timeline import group_chart, lag_chart
 from reports.load import NS, TRANSACTION_COUNTS, Anomalies, Guarantee, Run, TransactionCounts
@@ -181,9 +181,6 @@ def consumer_groups(run: Run) -> list[dict[str, Any]]:
         }
         for group in run.result.groups
     ]
-
-
-ERROR_CLASSES = ("fatal", "abortable", "retriable")
 
 
 def transaction_sentence(t: TransactionCounts) -> str:

@@ -432,6 +432,7 @@ class RunInfo:
     producer: dict[str, str]
     topics: tuple[Topic, ...]
     offsets_partitions: int | None  # of __consumer_offsets, when the run had groups
+    transaction_state_partitions: int | None  # of __transaction_state, when the run had transactions
     kafka_source: str = ""  # maven:<coordinates>, tarball:<path> or directory:<path>; "" when not recorded
     java: str = ""  # what `java -version` said in a running broker
     metadata: str = ""  # who held the metadata, in words ("ZooKeeper, 1 node"); "" when not recorded
@@ -494,6 +495,7 @@ def load_info(root: Path) -> RunInfo:
         producer=_str_dict(run.get("producer")),
         topics=topics,
         offsets_partitions=offsets_partitions(run),
+        transaction_state_partitions=offsets_partitions(run, "transaction_state_topic"),
         kafka_source=str(kafka.get("source") or ""),
         java=str(kafka.get("java") or ""),
         metadata=_metadata_words(cluster),

@@ -16,7 +16,6 @@ from collections.abc import Callable
 from harness.contract.coordinators import (
     OFFSETS_TOPIC,
     TRANSACTION_STATE_TOPIC,
-    coordinator_partition,
     group_offsets_partition,
 )
 from harness.contract.events import FaultWindow
@@ -314,8 +313,10 @@ def _partition_lanes(run: Run) -> list[tuple[tuple[str, int], str]]:
                 lanes.append(((OFFSETS_TOPIC, partition), f"{group.name} coordinator"))
     if txn_state:  # the transaction log was sampled (every partition): a run with transactions
         for t in run.result.transactions or ():
-            partition = coordinator_partition(t.transactional_id, max(txn_state) + 1)
-            lanes.append(((TRANSACTION_STATE_TOPIC, partition), f"{t.transactional_id} coordinator"))
+            declared = run.info.transaction_state_partitions
+            partition = group_offsets_partition(t.transactional_id, declared, txn_state)
+            if partition is not None:
+                lanes.append(((TRANSACTION_STATE_TOPIC, partition), f"{t.transactional_id} coordinator"))
     return lanes
 
 

@@ -32,10 +32,11 @@ def coordinator_partition(key: str, partitions: int) -> int:
     return (0 if h == -(2**31) else abs(h)) % partitions
 
 
-def offsets_partitions(run: Mapping[str, Any]) -> int | None:
-    """How many partitions run.json's `offsets_topic` says __consumer_offsets has (None: no groups, or
-    the count could not be read)."""
-    offsets = run.get("offsets_topic")
+def offsets_partitions(run: Mapping[str, Any], key: str = "offsets_topic") -> int | None:
+    """How many partitions run.json's `offsets_topic` says __consumer_offsets has (or, with `key`
+    `transaction_state_topic`, __transaction_state); None: no groups (transactions), or the count
+    could not be read."""
+    offsets = run.get(key)
     count = offsets.get("partitions") if isinstance(offsets, Mapping) else None
     return count if isinstance(count, int) and not isinstance(count, bool) and count > 0 else None
 
