@@ -13,7 +13,7 @@ from checker_rundirs import kchaos_check, make_run, record, run_json, write
 from pyspark.sql import SparkSession
 
 from checkers.frames import TXN_SCHEMA
-from checkers.transactions import transaction_outcomes
+from checkers.transactions import transaction_outcomes, with_transaction_outcomes
 from harness.contract.events import txn_step
 
 TX = "kchaos-tx-0"
@@ -422,3 +422,33 @@ def test_a_read_committed_group_polling_an_aborted_or_not_yet_committed_record_i
         (True, "violated") if isolation == "read_committed" else (False, "not-promised")
     )
     assert code == (1 if isolation == "read_committed" else 0), out
+
+
+def test_a_write_takes_its_transaction_s_outcome_unless_it_failed_itself(spark: SparkSession) -> None:
+    values = spark.createDataFrame(
+        [
+            ("tx-0:0", "tx-0", 0, "ok"),  # committed: to be read
+            ("tx-0:1", "tx-0", 0, "fail"),  # refused by the client: never in the log, committed or not
+            ("tx-0:2", "tx-0", 1, "ok"),  # aborted: never to be read
+            ("tx-0:3", "tx-0", 2, "info"),  # unknown
+            ("tx-0:4", "tx-0", 9, "ok"),  # a transaction with no steps: unknown
+            ("p:0", "p", None, "ok"),  # no transaction: its own
+        ],
+        "value string, process string, txn long, outcome string",
+    )
+    outcomes = spark.createDataFrame(
+        [("tx-0", 0, "committed"), ("tx-0", 1, "aborted"), ("tx-0", 2, "unknown")],
+        "process string, txn long, outcome string",
+    )
+    assert_frame(
+        with_transaction_outcomes(values, outcomes),
+        ["value", "process", "txn", "outcome"],
+        [
+            ("tx-0:0", "tx-0", 0, "ok"),
+            ("tx-0:1", "tx-0", 0, "fail"),
+            ("tx-0:2", "tx-0", 1, "fail"),
+            ("tx-0:3", "tx-0", 2, "info"),
+            ("tx-0:4", "tx-0", 9, "info"),
+            ("p:0", "p", None, "ok"),
+        ],
+    )
