@@ -26,7 +26,7 @@ from checkers.heals import Heal, heal_times
 from checkers.io import History
 from checkers.registry import GroupInputs, registered_groups
 from checkers.session import kept
-from checkers.transactions import UNCOMMITTED_SCHEMA, uncommitted_polls
+from checkers.transactions import UNCOMMITTED_SCHEMA, no_rows, uncommitted_polls
 from harness.contract.anomaly_kinds import GROUP_BY_ID, GROUP_KINDS
 from harness.contract.coordinators import OFFSETS_TOPIC, group_offsets_partition, offsets_partitions
 from harness.contract.events import FaultWindow
@@ -63,7 +63,7 @@ def _anomalies(history: History, consumes: DataFrame) -> dict[str, DataFrame]:
 def _uncommitted(history: History, polled: DataFrame) -> DataFrame:
     """`transactions.uncommitted_polls` (none without transactions)."""
     if history.transactions is None:
-        return polled.sparkSession.createDataFrame([], UNCOMMITTED_SCHEMA)
+        return no_rows(polled, UNCOMMITTED_SCHEMA)
     return uncommitted_polls(polled, history.values, history.transactions)
 
 

@@ -168,7 +168,7 @@ def _pipelines(inputs: CheckInputs) -> list[tuple[str, str]]:
 
 
 def _no_rows(inputs: CheckInputs, schema: str = transactions.PIPELINE_SCHEMA) -> DataFrame:
-    return inputs.history.reads.sparkSession.createDataFrame([], schema)
+    return transactions.no_rows(inputs.history.reads, schema)
 
 
 class _Pipelines(_Unflagged, _NoDetails):

@@ -320,3 +320,9 @@ def pipeline_offset_mismatches(
         "stored",
         "expected",
     )
+
+
+def no_rows(like: DataFrame, schema: str) -> DataFrame:
+    """An empty frame of `schema` ("name type, ..."), planned from `like`: no frame of Python data."""
+    fields = [field.split() for field in schema.split(", ")]
+    return like.where(F.lit(False)).select(*[F.lit(None).cast(kind).alias(name) for name, kind in fields])

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import logging
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -41,6 +42,8 @@ from harness.producer import (
     ProducerProcess,
 )
 from harness.transactional_producer import TransactionalProducerProcess, TransactionSpec
+
+log = logging.getLogger("kchaos")
 
 _TOPIC_PREFIX = "chaos-acks-"
 TXN_TOPIC_PREFIX = "chaos-txn-"
@@ -380,9 +383,9 @@ class Workload:
             if error is not None:
                 raise HarnessError(f"{name} failed: {error!r}") from error
         if running := [p.process for p in self.producers if p.running]:
-            raise HarnessError(
-                f"{', '.join(running)} did not stop: the history misses their last completions"
-            )
+            # A client call that outlives its own timeout (seen once: librdkafka's
+            # send_offsets_to_transaction after a coordinator kill): what it did is left unknown.
+            log.warning("%s did not stop: the history misses their last completions", ", ".join(running))
 
     def final_read(self, timeout_s: float = 60.0) -> FinalReadResult:
         assert self._reads is not None, "start() first"

@@ -224,6 +224,8 @@ def test_an_error_leaving_the_with_block_is_not_hidden_by_a_failing_close(engine
 # -- a second Ctrl-C while the workload stops ------------------------------------------------------------
 class FakeProducer:
     interrupt_join_of = "p-all-0"
+    stop_timeout_s = 1.0
+    running = False
 
     def __init__(
         self, process: str, topic: str, partitions: int, acks: str, config: Any, writer: Any, *_: Any
