@@ -10,6 +10,7 @@ from pyspark.sql import functions as F
 
 from checkers import anomalies, replication, transactions
 from checkers import groups as g
+from checkers.io import History
 from checkers.registry import CheckInputs, GroupInputs, register, register_group
 from harness.contract.anomaly_kinds import kind
 
@@ -167,70 +168,66 @@ def _pipelines(inputs: CheckInputs) -> list[tuple[str, str]]:
     ]
 
 
-def _no_rows(inputs: CheckInputs, schema: str = transactions.PIPELINE_SCHEMA) -> DataFrame:
-    return transactions.no_rows(inputs.history.reads, schema)
-
-
 class _Pipelines(_Unflagged, _NoDetails):
-    """For kinds of the exactly-once pipelines: judged where transactions.jsonl and a pipeline are."""
+    """For kinds of the exactly-once pipelines: judged where transactions.jsonl and a pipeline are,
+    one frame of `rows` per pipeline, of `schema`."""
+
+    schema = transactions.PIPELINE_SCHEMA
 
     def applies(self, inputs: CheckInputs) -> bool:
         return inputs.history.transaction_steps is not None and bool(_pipelines(inputs))
+
+    def find(self, inputs: CheckInputs) -> DataFrame:
+        history = inputs.history
+        none = transactions.no_rows(history.reads, self.schema)
+        if history.transaction_steps is None or history.transactions is None:
+            return none
+        found = [
+            self.rows(history, history.transaction_steps, history.transactions, output, group)
+            for output, group in _pipelines(inputs)
+        ]
+        return reduce(DataFrame.unionByName, found, none)
+
+    def rows(
+        self, history: History, steps: DataFrame, outcomes: DataFrame, output: str, group: str
+    ) -> DataFrame:
+        raise NotImplementedError
 
 
 @register
 class PipelineSkips(_Pipelines):
     kind = kind("pipeline-skip")
 
-    def find(self, inputs: CheckInputs) -> DataFrame:
-        history = inputs.history
-        if history.transaction_steps is None or history.transactions is None:
-            return _no_rows(inputs)
-        progress = transactions.committed_progress(history.transaction_steps, history.transactions)
-        found = [
-            transactions.pipeline_skips(
-                history.values, history.reads, progress, output, group, history.complete_partitions
-            )
-            for output, group in _pipelines(inputs)
-        ]
-        return reduce(DataFrame.unionByName, found, _no_rows(inputs))
+    def rows(
+        self, history: History, steps: DataFrame, outcomes: DataFrame, output: str, group: str
+    ) -> DataFrame:
+        progress = transactions.committed_progress(steps, outcomes)
+        return transactions.pipeline_skips(
+            history.values, history.reads, progress, output, group, history.complete_partitions
+        )
 
 
 @register
 class PipelineDuplicates(_Pipelines):
     kind = kind("pipeline-duplicate")
 
-    def find(self, inputs: CheckInputs) -> DataFrame:
-        history = inputs.history
-        found = [
-            transactions.pipeline_duplicates(history.values, history.reads, output)
-            for output, _ in _pipelines(inputs)
-        ]
-        return reduce(DataFrame.unionByName, found, _no_rows(inputs))
+    def rows(
+        self, history: History, steps: DataFrame, outcomes: DataFrame, output: str, group: str
+    ) -> DataFrame:
+        return transactions.pipeline_duplicates(history.values, history.reads, output)
 
 
 @register
 class PipelineOffsetMismatches(_Pipelines):
     kind = kind("pipeline-offsets")
+    schema = transactions.OFFSET_MISMATCH_SCHEMA
 
-    def find(self, inputs: CheckInputs) -> DataFrame:
-        history = inputs.history
-        none = _no_rows(inputs, transactions.OFFSET_MISMATCH_SCHEMA)
-        if history.transaction_steps is None or history.transactions is None:
-            return none
-        found = [
-            transactions.pipeline_offset_mismatches(
-                history.values,
-                history.reads,
-                history.transaction_steps,
-                history.transactions,
-                output,
-                group,
-                history.complete_partitions,
-            )
-            for output, group in _pipelines(inputs)
-        ]
-        return reduce(DataFrame.unionByName, found, none)
+    def rows(
+        self, history: History, steps: DataFrame, outcomes: DataFrame, output: str, group: str
+    ) -> DataFrame:
+        return transactions.pipeline_offset_mismatches(
+            history.values, history.reads, steps, outcomes, output, group, history.complete_partitions
+        )
 
 
 @register
