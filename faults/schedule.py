@@ -303,6 +303,7 @@ class Nemesis:
                     return None
                 now = self._now_s()
             seen_s = now
+            waited["seen"] = watch.last_seen()
         if not self._pause_until(seen_s + trigger.delay_s):
             return None
         return waited | {"seen_ns": self._origin_ns + int(seen_s * 1e9)}

@@ -1,6 +1,6 @@
 """What a schedule step timed by an event (`faults.triggers`) looks at while it waits: one watch per
-kind of event. Each look says whether the event has happened; on a timeout, `last_seen` says what
-was seen last."""
+kind of event. Each look says whether the event has happened; `last_seen` then says what was seen
+(the step's record keeps it: which change started the step, or what was seen last on a timeout)."""
 
 from __future__ import annotations
 
@@ -19,8 +19,8 @@ class Watch(Protocol):
         ...
 
     def last_seen(self) -> str:
-        """What the watched state is (for ZooKeeper, what the last look read), for the error of a
-        step whose event never came."""
+        """What the watched state is: for ZooKeeper, what the last look read, or once the event is
+        seen, the change (`from <state> to <state>`)."""
         ...
 
 
@@ -81,15 +81,19 @@ class ZooKeeperChange:
             raise FaultError(f"{event}: no partition to watch (give topic and partition)")
         self._event, self._watched, self._snapshot = event, watched, snapshot
         self._before = self._last = before
+        self._change: str | None = None
 
     def look(self) -> bool:
         self._last = self._snapshot() or self._last  # None: ZooKeeper unreadable, the next look counts
         before, now = self._before or self._last, self._last
         self._before = now
-        return before is not None and now is not None and seen(self._event, before, now, self._watched)
+        if before is None or now is None or not seen(self._event, before, now, self._watched):
+            return False
+        self._change = f"from {state_of(before, self._watched)} to {state_of(now, self._watched)}"
+        return True
 
     def last_seen(self) -> str:
-        return state_of(self._last, self._watched)
+        return self._change or state_of(self._last, self._watched)
 
 
 def watch_for(

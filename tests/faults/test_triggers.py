@@ -173,6 +173,9 @@ def test_a_step_starts_its_delay_after_the_event_on_the_step_befores_partition(
     second = next(e for e in events if e["id"] == 1 and e["phase"] == "start")
     assert second["detail"]["waited_for"] == "leader-change of t/0, then 0.4 s"
     assert second["detail"]["seen_ns"] + 0.4e9 <= second["time_ns"]
+    assert second["detail"]["seen"] == (
+        "from leader=1 leader_epoch=0 isr=[1, 2, 3] to leader=2 leader_epoch=1 isr=[1, 2, 3]"
+    )
     assert [(e["id"], e["phase"]) for e in events] == [(0, "start"), (1, "start"), (1, "stop"), (0, "stop")]
 
 
