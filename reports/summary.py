@@ -83,4 +83,10 @@ def build_summary(
         "heal_recovery_ms": {mode: ms for mode, (ms, _) in result.heal_recovery.items()},
         "heal_recovery_lower_bound": {mode: lower for mode, (_, lower) in result.heal_recovery.items()},
         "groups": {group.name: _group(group) for group in result.groups},
+        # per transactional.id, its transactions by outcome and error class; null: no transactions
+        "transactions": (
+            None
+            if result.transactions is None
+            else {t.transactional_id: t.counts for t in result.transactions}
+        ),
     }

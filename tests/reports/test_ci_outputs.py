@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import typer
 import xmlschema
-from report_runs import S, make_failing, make_passing
+from report_runs import TRANSACTIONS, S, make_failing, make_passing
 from reportpage import parse
 from typer.testing import CliRunner
 
@@ -145,6 +145,19 @@ def test_summary_json(failing_run: Path) -> None:
     assert summary["p99_ack_latency_ms"] == {"all": 41.0, "1": 41.0, "0": 41.0}
     assert summary["heal_recovery_ms"] == summary["heal_recovery_lower_bound"] == {}  # measured before heals
     assert (summary["scenario"], summary["seed"], summary["kafka_version"]) == ("leader-kill", 7, "0.9.0.1")
+    assert summary["transactions"] is None  # a run without transactional producers
+
+
+def test_summary_json_counts_each_transactional_ids_transactions(transactional_run: Path) -> None:
+    write_report(transactional_run)
+    summary = json.loads((transactional_run / "report/summary.json").read_text())
+    assert summary["transactions"] == {
+        row["transactional_id"]: {k: v for k, v in row.items() if k != "transactional_id"}
+        for row in TRANSACTIONS
+    }
+    assert {"committed-transactions-durable", "no-aborted-reads", "atomic-transactions"} <= {
+        g["id"] for g in summary["guarantees"]
+    }
 
 
 def cli() -> typer.Typer:
