@@ -8,8 +8,10 @@ itself (history lines, counters) is `harness.recorder`.
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
+import traceback
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -127,6 +129,12 @@ class ProducerProcess:
     @property
     def running(self) -> bool:
         return self._thread.is_alive()
+
+    def stack(self) -> str:
+        """Where the producing thread is now (Python frames; a client call shows as its last line),
+        for the log of a process that did not stop."""
+        frame = sys._current_frames().get(self._thread.ident or -1)
+        return "".join(traceback.format_stack(frame)) if frame is not None else "(not running)"
 
     def _run(self) -> None:
         try:

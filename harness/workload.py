@@ -382,10 +382,15 @@ class Workload:
         ]:
             if error is not None:
                 raise HarnessError(f"{name} failed: {error!r}") from error
-        if running := [p.process for p in self.producers if p.running]:
+        if stuck := [p for p in self.producers if p.running]:
             # A client call that outlives its own timeout (seen once: librdkafka's
             # send_offsets_to_transaction after a coordinator kill): what it did is left unknown.
-            log.warning("%s did not stop: the history misses their last completions", ", ".join(running))
+            log.warning(
+                "%s did not stop: the history misses their last completions",
+                ", ".join(p.process for p in stuck),
+            )
+            for producer in stuck:
+                log.warning("%s is stuck in:\n%s", producer.process, producer.stack())
 
     def final_read(self, timeout_s: float = 60.0) -> FinalReadResult:
         assert self._reads is not None, "start() first"

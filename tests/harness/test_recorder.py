@@ -7,6 +7,7 @@ healthy cluster rarely reaches."""
 from __future__ import annotations
 
 import json
+import threading
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
@@ -374,3 +375,30 @@ def test_a_write_fails_definitely_only_when_no_attempt_can_have_appended_it(
     code: int, retries: int, sent: bool, completion: str
 ) -> None:
     assert classify(code, retries, sent=sent) == completion
+
+
+def test_a_process_that_does_not_stop_says_where_it_is_stuck(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    release = threading.Event()
+
+    def stuck_in_a_client_call(self: ProducerProcess) -> None:
+        release.wait(30)  # stands in for a client call that outlives its own timeout
+
+    monkeypatch.setattr(ProducerProcess, "_produce_loop", stuck_in_a_client_call)
+    with HistoryWriter(tmp_path / "writes.jsonl") as writer:
+        producer = ProducerProcess("p-all-0", "t-all", 3, "all", {}, writer, RunClock())
+        assert producer.stack() == "(not running)"
+        producer.start()
+        try:
+            where = "in stuck_in_a_client_call\n    release.wait(30)"
+            wait_until(
+                lambda: (where in producer.stack(), producer.stack()),
+                what="the thread in the call",
+                timeout_s=10,
+            )
+            assert producer.running
+        finally:
+            release.set()
+            producer.join(10)
+    assert not producer.running and producer.stack() == "(not running)"
