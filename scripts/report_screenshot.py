@@ -4,8 +4,8 @@
 
 RUN_DIR defaults to the newest run directory under runs/ (the one whose run.json changed last). The
 report is rendered first when RUN_DIR has none (`reports.write_report`, which needs check/result.json).
-Headless Chromium (/usr/bin/chromium, else chromium on PATH) takes the picture with the flags of
-tests/reports/test_browser.py and a fresh profile. A picture over --max-kb is re-encoded with a
+Headless Chromium (/usr/bin/chromium, else chromium on PATH) takes the picture with `FLAGS`
+(headless, no background traffic) and a fresh profile. A picture over --max-kb is re-encoded with a
 palette by ImageMagick's `convert` when it is installed.
 """
 
@@ -27,7 +27,7 @@ CHROMIUM = Path("/usr/bin/chromium")
 WIDTH, HEIGHT = 1280, 1600
 MAX_KB = 400
 
-FLAGS = [  # as tests/reports/test_browser.py's FLAGS
+FLAGS = [  # headless and offline (tests/reports/test_browser.py runs with them too)
     "--headless",
     "--no-sandbox",
     "--disable-gpu",

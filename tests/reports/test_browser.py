@@ -13,19 +13,10 @@ import pytest
 
 from harness.contract.expectation_outcomes import ExpectationOutcome, write_expectations
 from reports import write_index, write_report
+from scripts.report_screenshot import FLAGS
 
 pytestmark = pytest.mark.browser
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 
 
 def chromium(tmp_path: Path, *args: str) -> str:
