@@ -13,8 +13,9 @@ A target is one of these words, or a comma-separated list of node names (`kafka-
 - `majority`          a random majority of the brokers
 - `all`               every broker
 - `zookeeper`         every ZooKeeper node
-- `coordinator`       the group coordinator of a consumer group (`coordinator:<group>`; alone, the
-                      workload's only group): the leader of the group's __consumer_offsets partition
+- `coordinator`       the group coordinator of a consumer group (`coordinator:<group>`, the pipeline's
+                      `kchaos-pipe` too; alone, the workload's only group): the leader of the group's
+                      __consumer_offsets partition
 - `txn-coordinator`   the transaction coordinator of a transactional.id (`txn-coordinator:<id>`;
                       alone, the workload's only one): the leader of the id's __transaction_state
                       partition, checked against the broker's own FindCoordinator answer
@@ -71,8 +72,8 @@ TARGETS = {
     "majority": "a random majority of the brokers",
     "all": "every broker",
     "zookeeper": "every ZooKeeper node",
-    "coordinator": "the group coordinator of consumer group G (coordinator:G; alone, the workload's only "
-    "group): the leader of G's __consumer_offsets partition",
+    "coordinator": "the group coordinator of consumer group G (coordinator:G, the pipeline's kchaos-pipe "
+    "too; alone, the workload's only group): the leader of G's __consumer_offsets partition",
     "txn-coordinator": "the transaction coordinator of transactional.id T (txn-coordinator:T; alone, the "
     "workload's only one): the leader of T's __transaction_state partition, as FindCoordinator names it",
 }
@@ -294,7 +295,11 @@ def _role(
 def coordinated_group(target: str, groups: Sequence[str]) -> str | None:
     """The group whose coordinator `target` names (`coordinator` or `coordinator:<group>`), else None."""
     return _coordinated(
-        target, "coordinator", groups, "group", "the workload has no consumer groups (workload.groups)"
+        target,
+        "coordinator",
+        groups,
+        "group",
+        "the workload has no consumer groups (workload.groups, or transactions.pipelines)",
     )
 
 
@@ -351,7 +356,7 @@ def resolve(
     pick: Sequence[str] = (),
 ) -> tuple[list[Node], dict[str, Any]]:
     """Resolve `target` against the live cluster: (nodes, detail)."""
-    group = coordinated_group(target, cluster.groups.names if cluster.groups is not None else [])
+    group = coordinated_group(target, cluster.group_ids)
     if group is not None:
         return _coordinator(cluster, group, rng)
     transactional_id = coordinated_transactional_id(target, cluster.transactional_ids)

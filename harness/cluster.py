@@ -156,6 +156,9 @@ class KafkaCluster:
         self._owns_containers = True
         self.groups: ConsumerGroups | None = None
         """The consumer groups reading from this cluster while a workload runs: what member faults act on."""
+        self.group_ids: list[str] = []
+        """The consumer groups of the workload while it runs, the pipeline's among them (the workload
+        sets them): whose group coordinator the `coordinator` target names."""
         self.transactional_ids: list[str] = []
         """The transactional.ids of the workload's transactional producers while a workload runs (the
         workload sets them): whose transaction coordinator the `txn-coordinator` target names."""

@@ -132,6 +132,12 @@ class WorkloadSpec:
             f"{PIPELINE_ID_PREFIX}{n}" for n in range(pipelines)
         ]
 
+    def coordinated_groups(self) -> list[str]:
+        """The consumer groups whose coordinator a fault may target: the workload's groups, then the
+        pipeline's group when there are pipeline processes."""
+        _, pipelines = self._txn_processes()
+        return [g.name for g in self.groups] + ([PIPELINE_GROUP] if pipelines else [])
+
     def txn_processes(self) -> list[str]:
         """The process names of the transactional producers, then of the pipeline processes, in the
         order of their transactional.ids."""
@@ -306,6 +312,7 @@ class Workload:
         if (txn := self.spec.transactions) is not None:
             self._transactions = self.rundir.writer(TRANSACTIONS)
             self.cluster.transactional_ids = self.spec.transactional_ids()
+            self.cluster.group_ids = self.spec.coordinated_groups()
             transactional: list[TransactionalProducerProcess] = []
             for process, transactional_id in zip(
                 self.spec.txn_processes(), self.spec.transactional_ids(), strict=True
@@ -357,6 +364,7 @@ class Workload:
                 self.spec.groups, self._client_config(), self._consumes, self.clock, self.rundir
             )
             self.cluster.groups = self.groups
+            self.cluster.group_ids = self.spec.coordinated_groups()
             self.groups.start()
         for consumer in self.consumers:
             consumer.start()

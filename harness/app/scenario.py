@@ -191,7 +191,7 @@ def check_aims(plan: FaultPlan, experiment: ExperimentSpec) -> None:
                     f"{path}.params.{key}", f"no node {missing[0]}; the cluster has {', '.join(nodes)}"
                 )
             try:
-                coordinated_group(str(params.get(key, "")), list(groups))
+                coordinated_group(str(params.get(key, "")), workload.coordinated_groups())
                 coordinated_transactional_id(str(params.get(key, "")), workload.transactional_ids())
             except TargetError as exc:
                 raise fail(f"{path}.params.{key}", str(exc)) from None

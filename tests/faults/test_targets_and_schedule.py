@@ -393,7 +393,7 @@ def test_findcoordinator_must_name_the_partitions_leader() -> None:
 
 def test_a_release_without_transactions_has_no_txn_coordinator() -> None:
     before = SimpleNamespace(
-        groups=None, transactional_ids=["t"], kafka_version=KafkaVersion.parse("0.10.2.2")
+        group_ids=[], transactional_ids=["t"], kafka_version=KafkaVersion.parse("0.10.2.2")
     )
     with pytest.raises(TargetError, match=r"txn-coordinator:t: Kafka 0\.10\.2\.2 has no transactions"):
         resolve(before, "txn-coordinator", random.Random(1))  # type: ignore[arg-type]

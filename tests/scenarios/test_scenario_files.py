@@ -48,6 +48,17 @@ def test_every_builtin_scenario_parses_and_describes_itself() -> None:
     assert scenarios["unclean-election"].experiment.cluster.broker_config["min.insync.replicas"] == 1
 
 
+FINDINGS_SCENARIOS = sorted((Path(__file__).parents[2] / "docs" / "findings").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("path", FINDINGS_SCENARIOS, ids=[p.stem for p in FINDINGS_SCENARIOS])
+def test_every_findings_scenario_loads_under_its_file_name(path: Path) -> None:
+    # docs/FINDINGS.md tells readers to run these: each must load as it is written.
+    scenario = load_scenario(str(path))
+    assert scenario.name == path.stem
+    assert len(scenario.description) > 60
+
+
 def test_every_builtin_scenario_runs_on_kraft_or_says_why_not() -> None:
     # What binds a scenario to ZooKeeper: a fault on ZooKeeper's nodes, or a ZooKeeper session setting.
     for scenario in builtin_scenarios():
@@ -231,6 +242,21 @@ def test_every_builtin_scenario_runs_on_kraft_or_says_why_not() -> None:
                 "faults": {"faults": [{"name": "kill", "params": {"target": "coordinator:h"}}]},
             },
             "faults.faults[0].params.target: target 'coordinator:h': no group 'h' (groups: g)",
+        ),
+        (
+            {
+                "workload": {"groups": [{"name": "g"}], "transactions": {"pipelines": 1}},
+                "faults": {"faults": [{"name": "kill", "params": {"target": "coordinator"}}]},
+            },
+            "faults.faults[0].params.target: target 'coordinator': say whose, one of coordinator:g, "
+            "coordinator:kchaos-pipe",
+        ),
+        (  # the pipeline's group has a coordinator to aim at too
+            {
+                "workload": {"transactions": {"pipelines": 1}},
+                "faults": {"faults": [{"name": "kill", "params": {"target": "coordinator:kchaos-pipe"}}]},
+            },
+            None,
         ),
         (
             {"faults": {"faults": [{"name": "freeze-producer"}]}},
