@@ -130,6 +130,13 @@ class ProducerProcess:
     def running(self) -> bool:
         return self._thread.is_alive()
 
+    def serve_client(self) -> None:
+        """Serve what the client has queued (log lines, completions) from the calling thread: a
+        process stuck in a client call serves nothing itself, and would keep what librdkafka logged
+        while it blocks (confluent-kafka hands log lines over only on poll)."""
+        if (client := self._producer) is not None:
+            client.poll(0)
+
     def stack(self) -> str:
         """Where the producing thread is now (Python frames; a client call shows as its last line),
         for the log of a process that did not stop."""

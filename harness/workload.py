@@ -398,6 +398,7 @@ class Workload:
                 ", ".join(p.process for p in stuck),
             )
             for producer in stuck:
+                producer.serve_client()
                 log.warning("%s is stuck in:\n%s", producer.process, producer.stack())
 
     def final_read(self, timeout_s: float = 60.0) -> FinalReadResult:

@@ -7,6 +7,7 @@ healthy cluster rarely reaches."""
 from __future__ import annotations
 
 import json
+import logging
 import threading
 from collections import Counter
 from collections.abc import Callable
@@ -15,7 +16,7 @@ from typing import Any
 
 import orjson
 import pytest
-from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka import KafkaError, KafkaException, Producer
 
 import harness.producer
 from harness.contract.events import write_event
@@ -382,8 +383,15 @@ def test_a_process_that_does_not_stop_says_where_it_is_stuck(
 ) -> None:
     release = threading.Event()
 
+    logged: list[str] = []
+    logger = logging.getLogger("test-stuck-client")
+    logger.addHandler(CallbackHandler(lambda record: logged.append(record.getMessage())))
+
     def stuck_in_a_client_call(self: ProducerProcess) -> None:
-        release.wait(30)  # stands in for a client call that outlives its own timeout
+        # A real client that logs (nothing listens on 127.0.0.1:1), then no poll: as in a client
+        # call that outlives its own timeout.
+        self._producer = Producer({"bootstrap.servers": "127.0.0.1:1", "logger": logger})
+        release.wait(30)
 
     monkeypatch.setattr(ProducerProcess, "_produce_loop", stuck_in_a_client_call)
     with HistoryWriter(tmp_path / "writes.jsonl") as writer:
@@ -397,8 +405,23 @@ def test_a_process_that_does_not_stop_says_where_it_is_stuck(
                 what="the thread in the call",
                 timeout_s=10,
             )
-            assert producer.running
+            assert producer.running and not logged  # librdkafka keeps its lines until a poll
+            # Served from this thread, the stuck client's lines come out.
+            wait_until(
+                lambda: (producer.serve_client() or any("127.0.0.1:1" in m for m in logged), logged),
+                what="the stuck client's log lines",
+                timeout_s=10,
+            )
         finally:
             release.set()
             producer.join(10)
     assert not producer.running and producer.stack() == "(not running)"
+
+
+class CallbackHandler(logging.Handler):
+    def __init__(self, emit: Callable[[logging.LogRecord], None]) -> None:
+        super().__init__()
+        self._emit = emit
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self._emit(record)
