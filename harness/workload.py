@@ -292,6 +292,7 @@ class Workload:
         self._reads = self.rundir.writer(READS)
         self._client_log = self.rundir.writer(CLIENT)
         producer_config = self.spec.effective_producer_config()
+        self.cluster.group_ids = self.spec.coordinated_groups()
         for acks in self.spec.acks:
             for n in range(self.spec.producers_per_mode):
                 process = f"p-{acks}-{n}"
@@ -312,7 +313,6 @@ class Workload:
         if (txn := self.spec.transactions) is not None:
             self._transactions = self.rundir.writer(TRANSACTIONS)
             self.cluster.transactional_ids = self.spec.transactional_ids()
-            self.cluster.group_ids = self.spec.coordinated_groups()
             transactional: list[TransactionalProducerProcess] = []
             for process, transactional_id in zip(
                 self.spec.txn_processes(), self.spec.transactional_ids(), strict=True
@@ -364,7 +364,6 @@ class Workload:
                 self.spec.groups, self._client_config(), self._consumes, self.clock, self.rundir
             )
             self.cluster.groups = self.groups
-            self.cluster.group_ids = self.spec.coordinated_groups()
             self.groups.start()
         for consumer in self.consumers:
             consumer.start()
@@ -391,8 +390,8 @@ class Workload:
             if error is not None:
                 raise HarnessError(f"{name} failed: {error!r}") from error
         if stuck := [p for p in self.producers if p.running]:
-            # A client call that outlives its own timeout (seen once: librdkafka's
-            # send_offsets_to_transaction after a coordinator kill): what it did is left unknown.
+            # A client call that outlives its own timeout (librdkafka's send_offsets_to_transaction
+            # after a group coordinator kill: docs/FINDINGS.md): what it did is left unknown.
             log.warning(
                 "%s did not stop: the history misses their last completions",
                 ", ".join(p.process for p in stuck),
