@@ -19,8 +19,8 @@ test-fast: setup
 	$(VENV)/pytest -q -m "not docker"
 
 lint: setup
-	$(VENV)/ruff check harness faults checkers reports tests benchmarks scripts
-	$(VENV)/ruff format --check harness faults checkers reports tests benchmarks scripts
+	$(VENV)/ruff check contract harness faults checkers reports kchaos tests benchmarks scripts
+	$(VENV)/ruff format --check contract harness faults checkers reports kchaos tests benchmarks scripts
 	$(VENV)/mypy
 	$(VENV)/python scripts/check_layers.py
 

@@ -36,8 +36,8 @@ from side_files_reference import python_side_counts
 
 from checkers.class_archive import ARCHIVE_ENV, archive_path
 from checkers.synthetic import ANOMALIES, DEFAULT_RATE, generate
-from harness.contract.anomaly_kinds import KIND_IDS, WRITE_COUNTS
-from harness.contract.history import WRITES
+from contract.anomaly_kinds import KIND_IDS, WRITE_COUNTS
+from contract.history import WRITES
 
 
 def _peak_rss_mib() -> float:

@@ -27,7 +27,7 @@ from checkers.group_result import group_results
 from checkers.heals import heals
 from checkers.io import load_history
 from checkers.session import get_spark, kept_until_done
-from harness.contract.history import CONSUMES, RESULT, RUN_JSON
+from contract.history import CONSUMES, RESULT, RUN_JSON
 
 
 def _without_groups(run_dir: Path, where: Path) -> Path:

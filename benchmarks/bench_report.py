@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from harness.contract.anomaly_kinds import KIND_IDS
+from contract.anomaly_kinds import KIND_IDS
 from reports import write_report
 
 S = 1_000_000_000

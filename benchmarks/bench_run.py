@@ -28,7 +28,7 @@ def main() -> None:
             [
                 sys.executable,
                 "-m",
-                "harness.app.cli",
+                "kchaos.cli",
                 "run",
                 args.scenario,
                 "--duration",

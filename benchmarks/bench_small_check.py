@@ -49,7 +49,7 @@ from side_files_reference import (
 )
 
 from checkers.synthetic import ANOMALIES, DEFAULT_RATE, generate
-from harness.contract.anomaly_kinds import KIND_IDS, WRITE_COUNTS
+from contract.anomaly_kinds import KIND_IDS, WRITE_COUNTS
 
 TARGETS = {60: (6.0, None), 170_000: (10.0, 4.0)}
 """Events -> (cold check, further check in one process) targets in seconds, from the issue."""

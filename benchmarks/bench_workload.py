@@ -31,11 +31,11 @@ from typing import Any
 
 from confluent_kafka import KafkaError, Message, Producer
 
-from harness.app.signals import terminate_as_interrupt
+from contract.history import WRITES, HistoryWriter, RunClock, RunDir
 from harness.clients import client_config
 from harness.cluster import ClusterSpec, KafkaCluster
-from harness.contract.history import WRITES, HistoryWriter, RunClock, RunDir
 from harness.producer import DEFAULT_PRODUCER_CONFIG, ProducerProcess, paced_wait_s
+from kchaos.signals import terminate_as_interrupt
 
 PARTITIONS = 3
 

@@ -18,10 +18,10 @@ import sys
 import time
 from pathlib import Path
 
-from harness.app.runner import RunOutcome, run_scenario
-from harness.app.scenario import Scenario, load_scenario
-from harness.app.signals import terminate_as_interrupt
-from harness.contract.anomaly_kinds import KINDS
+from contract.anomaly_kinds import KINDS
+from kchaos.runner import RunOutcome, run_scenario
+from kchaos.scenario import Scenario, load_scenario
+from kchaos.signals import terminate_as_interrupt
 
 
 def _variants() -> list[tuple[str, Scenario]]:

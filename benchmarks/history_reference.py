@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from checkers.evidence import merged_windows
-from harness.contract.anomaly_kinds import WRITE_COUNTS
-from harness.contract.events import fault_windows
-from harness.contract.history_readers import iter_jsonl
+from contract.anomaly_kinds import WRITE_COUNTS
+from contract.events import fault_windows
+from contract.history_readers import iter_jsonl
 
 KINDS = (
     "lost-write",

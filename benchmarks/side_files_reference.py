@@ -17,7 +17,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from harness.contract.anomaly_kinds import GROUP_COUNTS
+from contract.anomaly_kinds import GROUP_COUNTS
 
 Partition = tuple[str, int]
 

@@ -17,8 +17,8 @@ from checkers import availability
 from checkers.evidence import merged_windows
 from checkers.heals import Heal, duration_ms, heal_column, heal_times, judged, not_judged
 from checkers.io import History, partitions_of, topic_acks
-from harness.contract.events import FaultWindow
-from harness.contract.history import ACKS_MODES
+from contract.events import FaultWindow
+from contract.history import ACKS_MODES
 
 
 def _round(value: Any) -> Any:

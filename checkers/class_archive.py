@@ -22,9 +22,9 @@ from pathlib import Path
 
 import pyspark
 
-from harness.errors import ConfigError, EnvironmentError_
-from harness.limits import brief
-from harness.userdirs import user_cache_dir
+from contract.errors import ConfigError, EnvironmentError_
+from contract.limits import brief
+from contract.userdirs import user_cache_dir
 
 ARCHIVE_ENV = "KCHAOS_SPARK_CLASS_ARCHIVE"
 """Set to `off` to start checks without the archive (to measure what it saves, or to rule it out)."""

@@ -3,7 +3,7 @@ example anomalies.
 
 faults.jsonl, cluster.jsonl (a sample every few hundred milliseconds) and client.jsonl (what the
 clients logged: trouble only) are small, so this is plain Python over what `checkers.io` loaded
-(faults paired into `harness.contract.events.FaultWindow`s); it is only asked about capped example rows.
+(faults paired into `contract.events.FaultWindow`s); it is only asked about capped example rows.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from __future__ import annotations
 import bisect
 from typing import Any
 
-from harness.contract.broker_logs import LogEvent
-from harness.contract.events import FaultWindow
+from contract.broker_logs import LogEvent
+from contract.events import FaultWindow
 
 CLIENT_LINES_CAP = 8
 """Client log lines quoted per example; the rest are counted."""
@@ -88,7 +88,7 @@ TRUNCATION_LINES_CAP = 10
 
 
 class TruncationLog:
-    """The brokers' truncations and halts (`harness.contract.broker_logs`), answering "which broker cut its
+    """The brokers' truncations and halts (`contract.broker_logs`), answering "which broker cut its
     log below this offset"."""
 
     def __init__(self, events: list[LogEvent], unix_ns_at_zero: int | None) -> None:

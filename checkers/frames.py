@@ -12,7 +12,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from harness.contract.events import (
+from contract.events import (
     CONSUME_FIELDS,
     READ_FIELDS,
     READ_PHASES,
@@ -23,7 +23,7 @@ from harness.contract.events import (
     Field,
     FieldType,
 )
-from harness.limits import MAX_RUN_NS
+from contract.limits import MAX_RUN_NS
 
 CORRUPT = "_corrupt"
 """Column holding the raw text of a line Spark could not parse into the schema."""

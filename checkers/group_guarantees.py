@@ -22,7 +22,7 @@ from typing import Any
 
 from checkers.guarantees import HELD, NOT_PROMISED, UNKNOWN, VIOLATED, parse_version, topic_config
 from checkers.release_facts import fact
-from harness.contract.anomaly_kinds import promise, violations
+from contract.anomaly_kinds import promise, violations
 
 TRUNCATION_DETECTED_SINCE = (2, 1)
 """KIP-320: consumers detect a log truncated under them (by leader epoch) from Kafka 2.1."""

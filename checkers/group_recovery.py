@@ -17,7 +17,7 @@ from typing import Any
 from pyspark.sql import Row
 
 from checkers.heals import Heal, heal_column, judged, longest_heal_recovery, not_judged
-from harness.contract.events import FaultWindow
+from contract.events import FaultWindow
 
 
 def with_recovery(

@@ -27,10 +27,10 @@ from checkers.io import History
 from checkers.registry import GroupInputs, registered_groups
 from checkers.session import kept
 from checkers.transactions import UNCOMMITTED_SCHEMA, no_rows, uncommitted_polls
-from harness.contract.anomaly_kinds import GROUP_BY_ID, GROUP_KINDS
-from harness.contract.coordinators import OFFSETS_TOPIC, group_offsets_partition, offsets_partitions
-from harness.contract.events import FaultWindow
-from harness.contract.history_fields import COMMIT_PHASES
+from contract.anomaly_kinds import GROUP_BY_ID, GROUP_KINDS
+from contract.coordinators import OFFSETS_TOPIC, group_offsets_partition, offsets_partitions
+from contract.events import FaultWindow
+from contract.history_fields import COMMIT_PHASES
 
 EXAMPLES = 10  # per kind and group
 ONE_PARTITION_EVENTS = 100_000

@@ -15,7 +15,7 @@ from pyspark.sql import functions as F
 
 from checkers.availability import second_of
 from checkers.frames import Partitions, on_partitions
-from harness.contract.history_fields import COMMIT_PHASES
+from contract.history_fields import COMMIT_PHASES
 
 POSITION = ("topic", "partition", "offset")
 PARTITION = ("topic", "partition")

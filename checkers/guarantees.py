@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from checkers.release_facts import fact, message_format
-from harness.contract.anomaly_kinds import kind, promise, violations
+from contract.anomaly_kinds import kind, promise, violations
 
 HELD, VIOLATED, NOT_PROMISED, UNKNOWN = "held", "violated", "not-promised", "unknown"
 
@@ -493,7 +493,7 @@ def derive_guarantees(
 ) -> list[dict[str, Any]]:
     """One row per (topic, guarantee): promise, whether promised, verdict and reason.
 
-    `topic_counts[topic]` holds each anomaly kind's count (`harness.contract.anomaly_kinds`), `complete`,
+    `topic_counts[topic]` holds each anomaly kind's count (`contract.anomaly_kinds`), `complete`,
     `replicas_read` (whether history/replicas.jsonl was there) and `replicas_not_read` (the brokers
     whose replicas could not be read, as text; empty when all were). `faults` names the faults the
     run applied (a power loss changes what is promised).

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from checkers.evidence import merged_windows
-from harness.contract.events import FaultWindow
+from contract.events import FaultWindow
 
 
 class Heal(NamedTuple):

@@ -12,7 +12,7 @@ from checkers.io import check_layout, discard_result, history_bytes, load_histor
 from checkers.io.judged import judge
 from checkers.result import build_result
 from checkers.session import get_spark, size_for, spark_errors, start_in_background
-from harness.contract.history import WRITES
+from contract.history import WRITES
 
 
 def check_run(run_dir: Path, master: str | None = None, *, prefix: bool = False) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from checkers import anomalies, replication, transactions
 from checkers import groups as g
 from checkers.io import History
 from checkers.registry import CheckInputs, GroupInputs, register, register_group
-from harness.contract.anomaly_kinds import kind
+from contract.anomaly_kinds import kind
 
 
 class _Unflagged:

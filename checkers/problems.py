@@ -6,8 +6,8 @@ import json
 from typing import Any
 
 from checkers.frames import COUNTED_FROM_ZERO
-from harness.contract.events import READ_FIELDS, READ_PHASES, READ_TYPES, WRITE_FIELDS, WRITE_TYPES
-from harness.limits import MAX_RUN_NS
+from contract.events import READ_FIELDS, READ_PHASES, READ_TYPES, WRITE_FIELDS, WRITE_TYPES
+from contract.limits import MAX_RUN_NS
 
 _FIELDS = {field.name: field.type for field in (*WRITE_FIELDS, *READ_FIELDS)}
 _INTEGER_FIELDS = tuple(name for name, kind in _FIELDS.items() if kind != "string")

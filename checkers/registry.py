@@ -1,5 +1,5 @@
 """The checker protocols and their registries: one checker per anomaly kind of
-`harness.contract.anomaly_kinds`, a topic's (`Checker`) or a consumer group's (`GroupChecker`).
+`contract.anomaly_kinds`, a topic's (`Checker`) or a consumer group's (`GroupChecker`).
 
 A checker finds the anomalous rows of its kind (one row per anomaly, with the columns of result.json's
 examples) and adds evidence to the few rows that become examples. `checkers.result` runs every
@@ -18,7 +18,7 @@ from pyspark.sql import functions as F
 
 from checkers import anomalies
 from checkers.io import History, topic_acks
-from harness.contract.anomaly_kinds import GROUP_BY_ID, KIND_IDS, AnomalyKind
+from contract.anomaly_kinds import GROUP_BY_ID, KIND_IDS, AnomalyKind
 
 
 @dataclass(frozen=True)

@@ -36,10 +36,10 @@ from checkers.io import History, topic_acks
 from checkers.registry import Checker, CheckInputs, registered
 from checkers.session import kept, kept_until_done, submit_part
 from checkers.transactions import transaction_counts
-from harness.contract.anomaly_kinds import COUNT_KEYS, KINDS, WRITE_COUNTS, unread_partitions
-from harness.contract.events import FaultWindow
-from harness.contract.history import ACKS_MODES
-from harness.limits import MAX_RUN_NS
+from contract.anomaly_kinds import COUNT_KEYS, KINDS, WRITE_COUNTS, unread_partitions
+from contract.events import FaultWindow
+from contract.history import ACKS_MODES
+from contract.limits import MAX_RUN_NS
 
 EXAMPLE_CAP = 50
 _EXAMPLE_ORDER = ("complete_ns", "topic", "partition", "offset", "value")

@@ -32,8 +32,8 @@ from pyspark.sql import types as T
 
 from checkers import class_archive
 from checkers.jvm_view import KeptLookupsView
-from harness.errors import ConfigError, EnvironmentError_, SparkError
-from harness.limits import brief
+from contract.errors import ConfigError, EnvironmentError_, SparkError
+from contract.limits import brief
 
 DEFAULT_MASTER = "local[*]"
 DRIVER_MEMORY_ENV = "KCHAOS_SPARK_DRIVER_MEMORY"

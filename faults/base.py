@@ -14,9 +14,9 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, Protocol, TypeVar, runtime_checkable
 
+from contract.errors import ClusterError, ConfigError, FaultError
+from contract.limits import brief, finite, whole
 from harness.cluster import KafkaCluster
-from harness.errors import ClusterError, ConfigError, FaultError
-from harness.limits import brief, finite, whole
 from harness.retrying import bounded, kinds
 
 

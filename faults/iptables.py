@@ -9,8 +9,8 @@ import os
 import shlex
 from collections.abc import Iterable
 
+from contract.errors import ClusterError, Failures, FaultError
 from faults.base import retry_heal_step
-from harness.errors import ClusterError, Failures, FaultError
 from harness.services import Node
 
 CHAIN_PREFIX = "KCHAOS"

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from contract.errors import Failures, FaultError
 from faults.base import retry_heal_step
 from faults.iptables import remove_all_chains
 from faults.links import clear_qdisc
 from faults.process import REJOIN_TIMEOUT_S, STOPPED, restart
 from harness.cluster import KafkaCluster
-from harness.errors import Failures, FaultError
 from harness.services import Node
 
 

@@ -12,12 +12,12 @@ import random
 from dataclasses import dataclass
 from typing import Protocol
 
+from contract.errors import ClusterError, Failures, FaultError
 from faults.base import coerce_float, register, retry_heal_step
 from faults.iptables import FaultChain
 from faults.targets import Targeted
 from harness.cluster import KafkaCluster
 from harness.docker_env import ScratchContainer
-from harness.errors import ClusterError, Failures, FaultError
 from harness.services import Node
 
 DEVICE = "eth0"  # the container's interface on the cluster network (Docker names it so)

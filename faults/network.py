@@ -26,12 +26,12 @@ import random
 from collections.abc import Sequence
 from typing import Any
 
+from contract.errors import FaultError
+from contract.limits import brief
 from faults.base import register, text_param
 from faults.iptables import FaultChain, drop_from_and_to, drop_to
 from faults.targets import Targeted, resolve, validate_target
 from harness.cluster import KafkaCluster
-from harness.errors import FaultError
-from harness.limits import brief
 
 Link = frozenset[str]
 

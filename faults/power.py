@@ -19,12 +19,12 @@ import shlex
 from dataclasses import dataclass
 from typing import Any
 
+from contract.errors import ClusterError, FaultError, HarnessError
 from faults.base import register
 from faults.process import restart
 from faults.targets import Targeted
 from harness.broker_config import DATA_DIR
 from harness.cluster import KafkaCluster
-from harness.errors import ClusterError, FaultError, HarnessError
 from harness.forensics import archive_files
 from harness.replica_logs import PARTITION_DIR, SEGMENT_NAME, cut_at, read_checkpoint, segment_order
 from harness.services import KafkaBroker

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import random
 
+from contract.errors import ClusterError, Failures, FaultError, ReadinessTimeout
 from faults.base import coerce_bool, coerce_float, register
 from faults.targets import Targeted
 from harness.cluster import KafkaCluster
-from harness.errors import ClusterError, Failures, FaultError, ReadinessTimeout
 from harness.retrying import bounded
 from harness.services import KafkaBroker, Node
 from harness.waiting import wait_until

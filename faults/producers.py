@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import random
 
+from contract.errors import FaultError
 from faults.base import register, text_param
 from harness.cluster import KafkaCluster
-from harness.errors import FaultError
 from harness.transactional_producer import TransactionalProducerProcess
 
 

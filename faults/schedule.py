@@ -22,15 +22,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from contract.errors import ClusterError, ConfigError, FaultError, HarnessError
+from contract.events import fault_event
+from contract.history import HistoryWriter, RunClock
+from contract.limits import MAX_DURATION_S
 from faults.base import Fault, make_fault
 from faults.triggers import ZOOKEEPER_EVENTS, Trigger, Watched
 from faults.watches import watch_for
 from harness.cluster import KafkaCluster
 from harness.cluster_state import ClusterSnapshot
-from harness.contract.events import fault_event
-from harness.contract.history import HistoryWriter, RunClock
-from harness.errors import ClusterError, ConfigError, FaultError, HarnessError
-from harness.limits import MAX_DURATION_S
 
 MODES = ("mix", "sequence")
 MAX_ENTRIES = 10_000

@@ -36,14 +36,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from contract.coordinators import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, coordinator_partition
+from contract.errors import ClusterError, ReadinessTimeout, TargetError
+from contract.nodes import broker_name, node_name
 from faults.base import coerce_int, text_param
 from harness import kafka_protocol
 from harness.broker_config import BROKER_PORT
 from harness.cluster import KafkaCluster
 from harness.cluster_state import ClusterSnapshot, PartitionState
-from harness.contract.coordinators import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, coordinator_partition
-from harness.contract.nodes import broker_name, node_name
-from harness.errors import ClusterError, ReadinessTimeout, TargetError
 from harness.kafka_protocol import Coordinator
 from harness.services import Node
 from harness.waiting import wait_until

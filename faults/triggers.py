@@ -19,9 +19,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from contract.errors import ConfigError
+from contract.limits import MAX_DURATION_S, brief, finite, whole
 from harness.cluster_state import ClusterSnapshot, PartitionState
-from harness.errors import ConfigError
-from harness.limits import MAX_DURATION_S, brief, finite, whole
 
 EVENTS = {
     "start": "the step before started",

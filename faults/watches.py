@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Protocol
 
+from contract.errors import FaultError
 from faults.triggers import ZOOKEEPER_EVENTS, Trigger, Watched, seen, state_of
 from harness.cluster_state import ClusterSnapshot
-from harness.errors import FaultError
 from harness.groups import MemberState, describe_states, stable
 
 

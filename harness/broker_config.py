@@ -20,8 +20,8 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from harness.errors import ConfigError
-from harness.limits import brief
+from contract.errors import ConfigError
+from contract.limits import brief
 
 BROKER_PORT = 9092
 CONTROLLER_PORT = 9093

@@ -13,8 +13,8 @@ import logging
 import re
 from typing import Any
 
+from contract.history import HistoryWriter, RunClock
 from harness.clients import is_known_deprecation, librdkafka_log
-from harness.contract.history import HistoryWriter, RunClock
 
 _THREAD_PREFIX = re.compile(r"^\[thrd:[^\]]*\]: ")
 

@@ -2,7 +2,7 @@
 controllers: dedicated, or combined with brokers) on one Docker network, as a context manager.
 
 Every container and the network carry `kchaos.run=<run id>`; leaving the `with` block in any way
-(normal exit, exception, Ctrl-C, SIGTERM turned into an exception by `harness.app.signals`) removes
+(normal exit, exception, Ctrl-C, SIGTERM turned into an exception by `kchaos.signals`) removes
 them, and so does a failed start. Addresses are pinned per node so that two clusters can run side
 by side (no host ports are published: the host reaches container IPs directly).
 """
@@ -19,6 +19,10 @@ from typing import Any
 
 from testcontainers.core.network import Network
 
+from contract.errors import ClusterError, ConfigError, Failures
+from contract.history import new_run_id
+from contract.history_fields import METADATA_MODES
+from contract.nodes import CONTROLLER_ID_BASE
 from harness import docker_env
 from harness.broker_config import (
     BROKER_PORT,
@@ -35,10 +39,6 @@ from harness.broker_config import (
     validate_overrides,
 )
 from harness.cluster_state import ClusterSnapshot, MetadataReader
-from harness.contract.history import new_run_id
-from harness.contract.history_fields import METADATA_MODES
-from harness.contract.nodes import CONTROLLER_ID_BASE
-from harness.errors import ClusterError, ConfigError, Failures
 from harness.groups import ConsumerGroups
 from harness.images import LOCAL_BASE_IMAGE, KafkaDistribution, KafkaImage, ensure_kafka_image
 from harness.kraft_state import Endpoint, KRaftStateReader

@@ -11,9 +11,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from harness.contract.events import cluster_sample, partition_state
-from harness.contract.history import HistoryWriter, RunClock
-from harness.errors import ClusterError
+from contract.errors import ClusterError
+from contract.events import cluster_sample, partition_state
+from contract.history import HistoryWriter, RunClock
 
 
 @dataclass(frozen=True)

@@ -16,8 +16,8 @@ from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
 
-from harness.contract.events import read_end, read_record
-from harness.contract.history import HistoryWriter, RunClock
+from contract.events import read_end, read_record
+from contract.history import HistoryWriter, RunClock
 
 WATERMARK_ROUND_S = 1.0  # longer than a follower's fetch wait (replica.fetch.wait.max.ms, 500 ms)
 

@@ -23,7 +23,7 @@ os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
 import docker
 from docker.errors import APIError, DockerException, ImageNotFound, NotFound
 
-from harness.errors import ClusterError, ConfigError, EnvironmentError_, Failures
+from contract.errors import ClusterError, ConfigError, EnvironmentError_, Failures
 from harness.retrying import docker_call
 
 RUN_LABEL = "kchaos.run"
@@ -47,7 +47,7 @@ def run_labels(run_id: str) -> dict[str, str]:
     return {RUN_LABEL: run_id}
 
 
-# What `harness.contract.history.new_run_id` makes (20260101-120000-cluster-1a2b), and any other word Docker
+# What `contract.history.new_run_id` makes (20260101-120000-cluster-1a2b), and any other word Docker
 # accepts in a container name (`compose`, scratch ids): never empty, no spaces, no wildcards.
 RUN_ID_SHAPE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
 

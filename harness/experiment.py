@@ -4,7 +4,7 @@
     -> stop producers -> heal (leaving the chaos context) -> settle -> final read
     -> forensics (what each replica holds, the nodes' logs) -> cluster down
 
-A KeyboardInterrupt (Ctrl-C, or SIGTERM via harness.app.signals) during the chaos phase ends it early:
+A KeyboardInterrupt (Ctrl-C, or SIGTERM via kchaos.signals) during the chaos phase ends it early:
 faults are healed, the final read still runs, run.json records `interrupted`, and the
 interruption is re-raised only after the history is complete, so a caller can still check it.
 """
@@ -21,13 +21,9 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness import forensics
-from harness.clients import client_versions
-from harness.cluster import ClusterSpec, KafkaCluster
-from harness.cluster_state import ClusterSampler
-from harness.consumer import FinalReadResult
-from harness.contract.coordinators import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
-from harness.contract.history import (
+from contract.coordinators import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC
+from contract.errors import HarnessError, ReadinessTimeout
+from contract.history import (
     CLUSTER,
     FAULTS,
     HARNESS_LOG,
@@ -39,8 +35,12 @@ from harness.contract.history import (
     open_append,
     write_atomic,
 )
-from harness.contract.history_readers import load_run_json
-from harness.errors import HarnessError, ReadinessTimeout
+from contract.history_readers import load_run_json
+from harness import forensics
+from harness.clients import client_versions
+from harness.cluster import ClusterSpec, KafkaCluster
+from harness.cluster_state import ClusterSampler
+from harness.consumer import FinalReadResult
 from harness.workload import Workload, WorkloadSpec
 
 log = logging.getLogger("kchaos")

@@ -15,10 +15,10 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import PurePosixPath
 from typing import IO, Any
 
+from contract.errors import ClusterError, HarnessError
+from contract.events import replica_state, replica_values
+from contract.history import NODE_LOGS, REPLICAS, RunDir, write_atomic
 from harness.broker_config import DATA_DIR, KAFKA_LOG_DIR
-from harness.contract.events import replica_state, replica_values
-from harness.contract.history import NODE_LOGS, REPLICAS, RunDir, write_atomic
-from harness.errors import ClusterError, HarnessError
 from harness.replica_logs import (
     CHECKPOINTS,
     PARTITION_DIR,

@@ -25,7 +25,7 @@ from typing import Any
 import orjson
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
-from harness.contract import events
+from contract import events
 
 BATCH = 100  # records per consume(): one commit per batch
 POLL_TIMEOUT_S = 0.2  # how soon a stop request is seen when nothing arrives

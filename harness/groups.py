@@ -19,11 +19,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from harness.contract.events import member_event
-from harness.contract.history import NODE_LOGS, HistoryWriter, RunClock, RunDir, open_append
-from harness.contract.history_fields import COMMIT_MODES
-from harness.errors import ConfigError, FaultError
-from harness.limits import brief
+from contract.errors import ConfigError, FaultError
+from contract.events import member_event
+from contract.history import NODE_LOGS, HistoryWriter, RunClock, RunDir, open_append
+from contract.history_fields import COMMIT_MODES
+from contract.limits import brief
 
 log = logging.getLogger("kchaos")
 

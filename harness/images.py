@@ -23,8 +23,8 @@ from pathlib import Path
 
 from docker.errors import BuildError, DockerException, ImageNotFound
 
+from contract.errors import ConfigError, EnvironmentError_
 from harness import docker_env, maven_release
-from harness.errors import ConfigError, EnvironmentError_
 
 COMPOSE_DIR = Path(__file__).resolve().parents[1] / "compose"
 KAFKA_IMAGE_DIR = COMPOSE_DIR / "kafka"

@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
-from harness.errors import ClusterError
+from contract.errors import ClusterError
 
 METADATA, FIND_COORDINATOR, DESCRIBE_QUORUM, DESCRIBE_TOPIC_PARTITIONS = 3, 10, 55, 75
 TRANSACTION_KEY = 1

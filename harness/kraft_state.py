@@ -18,9 +18,9 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
+from contract.errors import ClusterError
 from harness import kafka_protocol
 from harness.cluster_state import ClusterSnapshot, PartitionState
-from harness.errors import ClusterError
 from harness.kafka_protocol import EligibleLeaders, Metadata, PartitionMetadata, Quorum, Reader
 
 UNKNOWN_TOPIC = 3

@@ -16,8 +16,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from contract.errors import ConfigError, EnvironmentError_
 from harness.broker_config import KafkaVersion
-from harness.errors import ConfigError, EnvironmentError_
 
 GROUP = "org.apache.kafka"
 RESOLVE_TIMEOUT_S = 900

@@ -18,8 +18,8 @@ from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition
 
-from harness.contract.events import offsets
-from harness.contract.history import HistoryWriter, RunClock
+from contract.events import offsets
+from contract.history import HistoryWriter, RunClock
 from harness.recorder import Recorder
 from harness.transactional_producer import TransactionalProducerProcess, TransactionSpec
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Producer
 
-from harness.contract.history import HistoryWriter, RunClock
+from contract.history import HistoryWriter, RunClock
 from harness.recorder import Recorder
 
 # Settings that decide durability and ordering; recorded in run.json. Timeouts are short so

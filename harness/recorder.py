@@ -3,7 +3,7 @@
 A write's `invoke` line is appended before the write is handed to the client, and its completion
 (`ok`, `fail` or `info`) when the client reports it: one write(2) per event, so a run cut short
 leaves every event that happened before the cut. Lines are filled into byte templates holding the
-process's JSON-encoded parts (`WriteLines`; a test holds them equal to `harness.contract.events.write_event`):
+process's JSON-encoded parts (`WriteLines`; a test holds them equal to `contract.events.write_event`):
 one `%` of a few integers per line, no dict and no encoder, as this is most of the recording's
 Python per write.
 """
@@ -18,7 +18,7 @@ from typing import Protocol
 import orjson
 from confluent_kafka import KafkaError, Message
 
-from harness.contract.history import HistoryWriter, RunClock
+from contract.history import HistoryWriter, RunClock
 from harness.outcomes import classify, error_name
 
 # Recent ack latencies kept for the live display; the checker computes the real statistics.

@@ -9,8 +9,8 @@ from docker.errors import APIError
 from docker.types import IPAMConfig, IPAMPool
 from testcontainers.core.network import Network
 
+from contract.errors import ClusterError
 from harness import docker_env
-from harness.errors import ClusterError
 from harness.retrying import bounded
 
 

@@ -21,9 +21,9 @@ from requests.exceptions import RequestException
 from testcontainers.core.container import DockerContainer
 from testcontainers.core.network import Network
 
+from contract.errors import ClusterError
+from contract.nodes import CONTROLLER_ID_BASE, broker_name, controller_name, zookeeper_name
 from harness import docker_env
-from harness.contract.nodes import CONTROLLER_ID_BASE, broker_name, controller_name, zookeeper_name
-from harness.errors import ClusterError
 from harness.retrying import docker_call
 
 

@@ -22,10 +22,10 @@ from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Producer
 
-from harness.contract.events import txn_step
-from harness.contract.history import HistoryWriter, RunClock
-from harness.errors import ConfigError
-from harness.limits import brief
+from contract.errors import ConfigError
+from contract.events import txn_step
+from contract.history import HistoryWriter, RunClock
+from contract.limits import brief
 from harness.producer import MAX_WAIT_S, ProducerProcess, paced_wait_s
 from harness.recorder import Recorder
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from harness.errors import ReadinessTimeout
+from contract.errors import ReadinessTimeout
 
 Probe = Callable[[], tuple[bool, str]]
 """Returns (condition holds, description of the state seen)."""

@@ -14,12 +14,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.broker_config import ConfigValue, format_settings
-from harness.client_log import ClientLog
-from harness.clients import client_config
-from harness.cluster import KafkaCluster
-from harness.consumer import FinalReadResult, LiveConsumer, final_read
-from harness.contract.history import (
+from contract.errors import ConfigError, HarnessError
+from contract.history import (
     ACKS_MODES,
     CLIENT,
     CONSUMES,
@@ -30,10 +26,14 @@ from harness.contract.history import (
     RunClock,
     RunDir,
 )
-from harness.contract.history_fields import setting_problem
-from harness.errors import ConfigError, HarnessError
+from contract.history_fields import setting_problem
+from contract.limits import brief
+from harness.broker_config import ConfigValue, format_settings
+from harness.client_log import ClientLog
+from harness.clients import client_config
+from harness.cluster import KafkaCluster
+from harness.consumer import FinalReadResult, LiveConsumer, final_read
 from harness.groups import ConsumerGroups, GroupSpec
-from harness.limits import brief
 from harness.pipeline import PIPELINE_GROUP, PIPELINE_OUTPUT, PipelineProcess
 from harness.producer import (
     DEFAULT_PRODUCER_CONFIG,

@@ -16,8 +16,8 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import ConnectionLoss, KazooException, NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError
 
+from contract.errors import ClusterError
 from harness.cluster_state import ClusterSnapshot, PartitionState
-from harness.errors import ClusterError
 from harness.retrying import bounded, kinds
 
 logging.getLogger("kazoo").setLevel(logging.CRITICAL)  # it logs every reconnect attempt as a warning

@@ -6,13 +6,13 @@ matters. Kept here so every page (run report, index, JUnit evidence) says the sa
 
 from __future__ import annotations
 
-from harness.contract.anomaly_kinds import BY_ID, GROUP_BY_ID
-from harness.contract.anomaly_kinds import GUARANTEES as GUARANTEE_ROWS
+from contract.anomaly_kinds import BY_ID, GROUP_BY_ID
+from contract.anomaly_kinds import GUARANTEES as GUARANTEE_ROWS
 
 _KINDS = {**BY_ID, **GROUP_BY_ID}
 
 GUARANTEES: dict[str, str] = {g.id: f"{g.promise[0].upper()}{g.promise[1:]}." for g in GUARANTEE_ROWS}
-"""Each guarantee's promise as a sentence (`harness.contract.anomaly_kinds.GUARANTEES`)."""
+"""Each guarantee's promise as a sentence (`contract.anomaly_kinds.GUARANTEES`)."""
 
 VERDICTS: dict[str, str] = {
     "held": "the promise was kept",

@@ -14,7 +14,7 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
-from harness.contract.anomaly_kinds import (
+from contract.anomaly_kinds import (
     ANOMALY_COUNTS,
     COUNT_HELP,
     COUNT_KEYS,
@@ -26,7 +26,7 @@ from harness.contract.anomaly_kinds import (
     RATE_BASE,
     kind,
 )
-from harness.contract.events import ERROR_CLASSES, FaultWindow
+from contract.events import ERROR_CLASSES, FaultWindow
 from reports import explain, svg, timeline
 from reports.group_timeline import group_chart, lag_chart
 from reports.load import NS, TRANSACTION_COUNTS, Anomalies, Guarantee, Run, TransactionCounts

@@ -20,10 +20,10 @@ from urllib.parse import quote
 
 from markupsafe import Markup
 
-from harness.contract.anomaly_kinds import KINDS, trend_metrics
-from harness.contract.expectation_outcomes import read_expectations
-from harness.contract.history import REPORT, RESULT, RUN_JSON, WRITES, linked_below, write_atomic
-from harness.errors import HarnessError, InputError
+from contract.anomaly_kinds import KINDS, trend_metrics
+from contract.errors import HarnessError, InputError
+from contract.expectation_outcomes import read_expectations
+from contract.history import REPORT, RESULT, RUN_JSON, WRITES, linked_below, write_atomic
 from reports import svg
 from reports.html import environment
 from reports.load import load_info, load_result

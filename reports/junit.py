@@ -14,7 +14,7 @@ import json
 import xml.etree.ElementTree as ET
 from datetime import datetime
 
-from harness.contract.anomaly_kinds import BY_ID, GROUP_BY_ID
+from contract.anomaly_kinds import BY_ID, GROUP_BY_ID
 from reports import explain
 from reports.load import Anomalies, Guarantee, Run
 

@@ -3,7 +3,7 @@ frozen dataclasses.
 
 Only the small files are read (never writes.jsonl / reads.jsonl): per-second series come from
 result.json. The renderers never touch raw JSON; every field they use is checked as it is read
-(`harness.contract.history_fields.Fields` for result.json, `harness.contract.history_readers` for
+(`contract.history_fields.Fields` for result.json, `contract.history_readers` for
 run.json and the JSONL files, naming file, line and field). Unusable input raises HistoryError or
 InputError.
 """
@@ -15,22 +15,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.contract.anomaly_kinds import COUNT_KEYS, GROUP_BY_ID, GROUP_COUNTS, KIND_IDS
-from harness.contract.coordinators import offsets_partitions
-from harness.contract.events import FaultWindow, fault_windows
-from harness.contract.expectation_outcomes import ExpectationOutcome, read_expectations
-from harness.contract.history import ACKS_MODES, FAULTS, RESULT
-from harness.contract.history_fields import Fields
-from harness.contract.history_readers import (
+from contract.anomaly_kinds import COUNT_KEYS, GROUP_BY_ID, GROUP_COUNTS, KIND_IDS
+from contract.coordinators import offsets_partitions
+from contract.errors import InputError
+from contract.events import FaultWindow, fault_windows
+from contract.expectation_outcomes import ExpectationOutcome, read_expectations
+from contract.history import ACKS_MODES, FAULTS, RESULT
+from contract.history_fields import Fields
+from contract.history_readers import (
     iter_cluster_samples,
     iter_fault_events,
     load_run_json,
     read_json_object,
     require_file,
 )
-from harness.contract.history_scan import JudgedFile, judged_files
-from harness.errors import InputError
-from harness.limits import MAX_RUN_NS, brief
+from contract.history_scan import JudgedFile, judged_files
+from contract.limits import MAX_RUN_NS, brief
 
 RESULT_FORMATS = (1,)
 NS = 1_000_000_000

@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from harness.contract.anomaly_kinds import KIND_IDS
-from harness.contract.expectation_outcomes import ExpectationOutcome
+from contract.anomaly_kinds import KIND_IDS
+from contract.expectation_outcomes import ExpectationOutcome
 from reports.load import GroupResult, Guarantee, Result, RunInfo, passed
 
 SUMMARY_FORMAT = 1

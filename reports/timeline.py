@@ -13,13 +13,13 @@ import math
 from collections import defaultdict
 from collections.abc import Callable
 
-from harness.contract.coordinators import (
+from contract.coordinators import (
     OFFSETS_TOPIC,
     TRANSACTION_STATE_TOPIC,
     group_offsets_partition,
 )
-from harness.contract.events import FaultWindow
-from harness.contract.nodes import node_name
+from contract.events import FaultWindow
+from contract.nodes import node_name
 from reports import svg
 from reports.load import NS, ClusterSample, Run
 from reports.svg import Frame

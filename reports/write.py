@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from harness.contract.history import JUNIT, REPORT, RUN_JSON, SUMMARY, write_atomic
-from harness.errors import InputError
+from contract.errors import InputError
+from contract.history import JUNIT, REPORT, RUN_JSON, SUMMARY, write_atomic
 from reports.html import render_report
 from reports.junit import render_junit
 from reports.load import load_run

@@ -1,16 +1,16 @@
 """The layering rule, checked on the source: `make lint` runs it, and so does the test suite.
 
-    harness.app             top floor: CLI, runner, scenarios, pytest plugin, consoles
-    faults                  faults, on the harness's cluster
-    checkers | reports      independent of each other and of faults; of the harness, they read the
-                            run-directory contract only
-    harness                 ground floor: cluster, services, workload, experiment
-    harness.contract        the run-directory contract: names, events, readers, kinds, guarantees
-    harness.errors, .limits, .userdirs   the base: errors, input limits, the user's directories
+The floors, bottom first (docs/ARCHITECTURE.md). A module may import from its own package and from
+the packages of the floors below; packages that share a floor are independent of each other:
 
-A module may import only from its own layer and the layers below it, and only at module level: an
-import inside a function is how a cycle hides, so there is none (pyspark loads at import like the
-rest; it costs ~0.1 s).
+    contract                      the run-directory contract, and the base: errors, input limits,
+                                  the user's directories
+    harness | checkers | reports  the cluster and the workload | the judge | what people look at
+    faults                        faults on the harness's cluster
+    kchaos                        the app: CLI, scenarios, runner, replay and shrink, pytest plugin
+
+Imports are at module level only: an import inside a function is how a cycle hides, so there is
+none (pyspark loads at import like the rest; it costs ~0.1 s).
 """
 
 from __future__ import annotations
@@ -21,39 +21,29 @@ from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("harness", "faults", "checkers", "reports")
-MIDDLE = ("faults", "checkers", "reports")
+FLOORS: tuple[tuple[str, ...], ...] = (
+    ("contract",),
+    ("harness", "checkers", "reports"),
+    ("faults",),
+    ("kchaos",),
+)
+PACKAGES = tuple(package for floor in FLOORS for package in floor)
 
 
-BASE = ("harness.errors", "harness.limits", "harness.userdirs")
-
-
-def layer_of(module: str) -> str | None:
-    """`app`, `faults`, `checkers`, `reports`, `ground`, `contract` or `base` for our modules; None
-    for anything else."""
-    top = module.split(".")[0]
-    if top not in PACKAGES:
-        return None
-    for layer, package in (("app", "harness.app"), ("contract", "harness.contract")):
-        if module == package or module.startswith(f"{package}."):
-            return layer
-    if module in BASE:
-        return "base"
-    return "ground" if top == "harness" else top
+def floor_of(package: str) -> int | None:
+    """The floor of one of our packages (0 at the bottom); None for anything else."""
+    return next((n for n, floor in enumerate(FLOORS) if package in floor), None)
 
 
 def allowed(importer: str, imported: str) -> bool:
-    """Whether a module of layer `importer` may import one of layer `imported`."""
-    if importer in (imported, "app") or imported == "base":
-        return True
-    if imported == "contract":
-        return importer != "base"
-    # the rest of the harness: for itself and the faults; checkers and reports read the contract only
-    return imported == "ground" and importer in ("ground", "faults")
+    """Whether a module of package `importer` may import one of package `imported`."""
+    low, high = floor_of(imported), floor_of(importer)
+    assert low is not None and high is not None
+    return importer == imported or low < high
 
 
-def _module_name(path: Path) -> str:
-    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+def _module_name(path: Path, root: Path) -> str:
+    parts = list(path.relative_to(root).with_suffix("").parts)
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
@@ -77,22 +67,23 @@ def _imports(tree: ast.Module, package: str) -> Iterator[tuple[ast.stmt, str, bo
     yield from visit(tree, False)
 
 
-def violations() -> list[str]:
+def violations(root: Path = ROOT) -> list[str]:
+    """Every breach of the rule in the packages under `root`, as `file:line: what`."""
     found = []
     for package in PACKAGES:
-        for path in sorted((ROOT / package).rglob("*.py")):
-            module = _module_name(path)
-            importer = layer_of(module)
-            assert importer is not None
+        for path in sorted((root / package).rglob("*.py")):
+            module = _module_name(path, root)
             tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
             own_package = module if path.name == "__init__.py" else module.rpartition(".")[0]
             for node, imported, module_level in _imports(tree, own_package):
-                where = f"{path.relative_to(ROOT)}:{node.lineno}"
-                layer = layer_of(imported)
+                where = f"{path.relative_to(root)}:{node.lineno}"
+                top = imported.split(".")[0]
                 if not module_level:
                     found.append(f"{where}: import of {imported} inside a function or class")
-                elif layer is not None and not allowed(importer, layer):
-                    found.append(f"{where}: {module} ({importer}) imports {imported} ({layer})")
+                elif top in PACKAGES and not allowed(package, top):
+                    found.append(
+                        f"{where}: {module} ({package}) imports {imported} ({top}): not a floor below"
+                    )
     return found
 
 

@@ -53,10 +53,10 @@ import confluent_kafka
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Message, Producer, TopicPartition
 from reorder_analysis import Delivery, Run, analyse, log_lines_between
 
+from contract.errors import ReadinessTimeout
+from contract.history import new_run_id
 from faults import Fault, make_fault
 from harness.cluster import ClusterSpec, KafkaCluster
-from harness.contract.history import new_run_id
-from harness.errors import ReadinessTimeout
 from harness.producer import DEFAULT_PRODUCER_CONFIG
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -46,7 +46,7 @@ if [ ! -f "$stamp" ]; then
   [ -x .venv/bin/python ] || "$python" -m venv .venv
   .venv/bin/pip install --disable-pip-version-check -e '.[dev]' >.venv/pip.log 2>&1 \
     || { tail -30 .venv/pip.log >&2; echo "pip install failed; full log in .venv/pip.log" >&2; exit 1; }
-  .venv/bin/python -c 'import harness, faults, checkers, reports' # fails loudly if the install did
+  .venv/bin/python -c 'import contract, harness, faults, checkers, reports, kchaos' # fails loudly if the install did
   rm -f .venv/.installed-*; touch "$stamp"
 else
   log ".venv up to date"

@@ -8,8 +8,8 @@ from collections.abc import Callable, Generator, Iterator
 
 import pytest
 
+from contract.errors import HarnessError
 from harness.cluster import ClusterSpec, KafkaCluster
-from harness.errors import HarnessError
 from harness.forensics import broker_log_files
 from harness.images import KAFKA_ENV, KafkaImage
 

@@ -1,4 +1,4 @@
-"""No list of kinds or guarantees drifts from the tables of `harness.contract.anomaly_kinds`: every place that
+"""No list of kinds or guarantees drifts from the tables of `contract.anomaly_kinds`: every place that
 lists kinds or guarantees (checkers, verdicts, reports, the CLI's summary, the docs, the test and
 benchmark fixtures) holds every row and nothing else, and each verdict counts its kinds' rows."""
 
@@ -16,7 +16,7 @@ from checkers import kind_checkers  # noqa: F401  (registers the topic kinds' ch
 from checkers.group_guarantees import group_guarantees
 from checkers.guarantees import derive_guarantees
 from checkers.registry import registered, registered_groups
-from harness.contract.anomaly_kinds import (
+from contract.anomaly_kinds import (
     ALL_KINDS,
     ANOMALY_COUNTS,
     GROUP_COUNTS,

@@ -7,6 +7,8 @@ import importlib.util
 import sys
 from pathlib import Path
 
+import pytest
+
 _PATH = Path(__file__).resolve().parent.parent / "scripts" / "check_layers.py"
 _spec = importlib.util.spec_from_file_location("check_layers", _PATH)
 assert _spec is not None and _spec.loader is not None
@@ -19,24 +21,42 @@ def test_the_source_keeps_its_layers() -> None:
     assert layers.violations() == []
 
 
-def test_layers_of_modules() -> None:
-    assert layers.layer_of("harness.app.cli") == "app"
-    assert layers.layer_of("harness.contract.history") == "contract"
-    assert layers.layer_of("harness.cluster") == "ground"
-    assert layers.layer_of("harness.errors") == "base"
-    assert layers.layer_of("faults.schedule") == "faults"
-    assert layers.layer_of("pyspark.sql") is None
-    assert layers.allowed("app", "checkers") and layers.allowed("reports", "contract")
-    assert layers.allowed("faults", "ground") and layers.allowed("contract", "base")
-    assert not layers.allowed("reports", "ground")  # the run-directory contract only
-    assert not layers.allowed("checkers", "ground")
-    assert not layers.allowed("contract", "ground")
-    assert not layers.allowed("ground", "faults")
-    assert not layers.allowed("reports", "checkers")
-    assert not layers.allowed("faults", "app")
+def test_the_floors_are_the_top_level_packages() -> None:
+    root = _PATH.parent.parent
+    packages = {p.parent.name for p in root.glob("*/__init__.py")}
+    assert packages == set(layers.PACKAGES)
+
+
+def test_imports_go_down_a_floor_or_stay_in_their_package() -> None:
+    assert layers.allowed("kchaos", "checkers") and layers.allowed("reports", "contract")
+    assert layers.allowed("faults", "harness") and layers.allowed("contract", "contract")
+    assert not layers.allowed("reports", "harness")  # siblings on one floor: independent
+    assert not layers.allowed("checkers", "reports")
+    assert not layers.allowed("contract", "harness")
+    assert not layers.allowed("harness", "faults")
+    assert not layers.allowed("faults", "kchaos")
+
+
+@pytest.mark.parametrize(
+    ("path", "source", "breach"),
+    [
+        ("harness/up.py", "from faults import base\n", "harness.up (harness) imports faults"),
+        ("checkers/side.py", "import harness.cluster\n", "checkers.side (checkers) imports harness"),
+        ("contract/io/deep.py", "from ...kchaos import cli\n", "contract.io.deep (contract) imports kchaos"),
+        ("faults/late.py", "def f():\n    import os\n", "import of os inside a function or class"),
+    ],
+)
+def test_a_breach_is_named_with_its_file_and_line(
+    tmp_path: Path, path: str, source: str, breach: str
+) -> None:
+    module = tmp_path / path
+    module.parent.mkdir(parents=True)
+    module.write_text(source)
+    (found,) = layers.violations(tmp_path)
+    assert found.startswith(f"{path}:") and breach in found
 
 
 def test_function_level_and_relative_imports_are_seen() -> None:
     source = "from .. import errors\nfrom . import cli\nimport os\n\ndef f():\n    from checkers import io\n"
-    found = [(name, top) for _, name, top in layers._imports(ast.parse(source), "harness.app")]
-    assert found == [("harness", True), ("harness.app", True), ("os", True), ("checkers", False)]
+    found = [(name, top) for _, name, top in layers._imports(ast.parse(source), "checkers.io")]
+    assert found == [("checkers", True), ("checkers.io", True), ("os", True), ("checkers", False)]

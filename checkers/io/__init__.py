@@ -8,7 +8,7 @@ and converted by Spark once per run, in one job when pyarrow took reads.jsonl, i
 those files; the first offending line of a bad file is named by an extra, slower pass (`bad_lines`).
 `history`
 gathers all of it into the `History` the checkers take, and writes check/result.json.
-Every file written under the run directory goes through `harness.contract.history`'s no-link writers.
+Every file written under the run directory goes through `contract.history`'s no-link writers.
 """
 
 from checkers.io.cache import ParsedFiles, parsed_files

@@ -30,9 +30,9 @@ import pyarrow.json as pa_json
 import pyarrow.parquet as pa_parquet
 from pyspark.sql import types as T
 
-from harness.contract import strictjson
-from harness.errors import HistoryError
-from harness.limits import brief
+from contract import strictjson
+from contract.errors import HistoryError
+from contract.limits import brief
 
 _ARROW_TYPES: dict[T.DataType, pa.DataType] = {
     T.StringType(): pa.string(),

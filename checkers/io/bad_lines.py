@@ -23,8 +23,8 @@ from checkers.io.sources import (
     uri,
 )
 from checkers.session import spark_errors
-from harness.errors import HistoryError
-from harness.limits import brief
+from contract.errors import HistoryError
+from contract.limits import brief
 
 
 def _numbered(spark: SparkSession, path: Path) -> DataFrame:

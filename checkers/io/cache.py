@@ -45,7 +45,8 @@ from checkers.io.sources import (
     with_corrupt,
 )
 from checkers.session import spark_errors
-from harness.contract.history import (
+from contract.errors import HistoryError
+from contract.history import (
     CHECK_CACHE,
     CLUSTER,
     CONSUMES,
@@ -56,8 +57,7 @@ from harness.contract.history import (
     remove_dir,
     write_atomic,
 )
-from harness.contract.history_readers import iter_jsonl
-from harness.errors import HistoryError
+from contract.history_readers import iter_jsonl
 
 CACHE_VERSION = 14
 _FINGERPRINT = "fingerprint.json"

@@ -18,9 +18,9 @@ from checkers.io.judged import judge
 from checkers.io.layout import Layout, check_layout
 from checkers.io.sources import uri
 from checkers.session import empty_frame, spark_errors
-from harness.contract.broker_logs import LogEvent
-from harness.contract.events import FaultWindow
-from harness.contract.history import (
+from contract.broker_logs import LogEvent
+from contract.events import FaultWindow
+from contract.history import (
     CLUSTER,
     CONSUMES,
     REPLICAS,

@@ -1,4 +1,4 @@
-"""What a check judges: every history file of the run scanned byte by byte (`harness.contract.history_scan`)
+"""What a check judges: every history file of the run scanned byte by byte (`contract.history_scan`)
 before a parser reads it, and a torn tail refused, or cut off when the user asks for the prefix.
 
 Without `prefix`, a file whose end is torn (a run cut short by a crash or power loss) is one
@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.contract.history import (
+from contract.errors import HistoryError
+from contract.history import (
     CLIENT,
     CLUSTER,
     CONSUMES,
@@ -31,9 +32,8 @@ from harness.contract.history import (
     WRITES,
     fresh_dir,
 )
-from harness.contract.history_readers import load_run_json, require_file
-from harness.contract.history_scan import FileScan, scan
-from harness.errors import HistoryError
+from contract.history_readers import load_run_json, require_file
+from contract.history_scan import FileScan, scan
 
 HISTORY_FILES = (WRITES, READS, CONSUMES, TRANSACTIONS, FAULTS, CLUSTER, CLIENT, REPLICAS)
 """Every JSON Lines file of a run directory, in the order a torn one is named."""

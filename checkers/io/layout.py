@@ -8,10 +8,11 @@ from pathlib import Path
 from typing import Any
 
 from checkers.io.sources import SOURCES
-from harness.contract.broker_logs import LogEvent, read_broker_logs
-from harness.contract.events import FaultWindow, fault_windows
-from harness.contract.history import CONSUMES, FAULTS, NODE_LOGS, REPLICAS, RESULT, TRANSACTIONS
-from harness.contract.history_readers import (
+from contract.broker_logs import LogEvent, read_broker_logs
+from contract.errors import HistoryError
+from contract.events import FaultWindow, fault_windows
+from contract.history import CONSUMES, FAULTS, NODE_LOGS, REPLICAS, RESULT, TRANSACTIONS
+from contract.history_readers import (
     iter_client_lines,
     iter_cluster_samples,
     iter_consume_lines,
@@ -21,7 +22,6 @@ from harness.contract.history_readers import (
     load_run_json,
     require_file,
 )
-from harness.errors import HistoryError
 
 SPARK_GLOB_CHARACTERS = "[]{}*?\\"
 """Characters that Spark's file sources read as a glob pattern in a path, with no way to quote them."""

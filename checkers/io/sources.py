@@ -13,7 +13,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from checkers import frames, problems
-from harness.contract.history import READS, WRITES
+from contract.history import READS, WRITES
 
 
 @dataclass(frozen=True)

@@ -9,8 +9,7 @@ from typing import Any
 
 import pytest
 
-from harness.app.cli import main
-from harness.contract.history import (
+from contract.history import (
     CLIENT,
     CLUSTER,
     CONSUMES,
@@ -22,6 +21,7 @@ from harness.contract.history import (
     TRANSACTIONS,
     WRITES,
 )
+from kchaos.cli import main
 
 TOPICS: list[dict[str, Any]] = [
     {"name": "t-all", "partitions": 2, "replication_factor": 3, "acks": "all"},

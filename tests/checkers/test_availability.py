@@ -12,7 +12,7 @@ from pyspark.testing import assertDataFrameEqual
 from checkers.availability import firsts_after
 from checkers.availability_result import recovery_of
 from checkers.heals import Heal, heals, longest_heal_recovery
-from harness.contract.events import FaultWindow
+from contract.events import FaultWindow
 
 
 @pytest.mark.spark

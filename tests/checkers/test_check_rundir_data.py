@@ -12,7 +12,7 @@ from linked import LINK_REFUSED, make_outside, untouched
 from pyspark.sql import SparkSession
 from test_checker_cli import clean_run, kchaos_check
 
-from harness.contract.history import CHECK_CACHE, READS, RESULT
+from contract.history import CHECK_CACHE, READS, RESULT
 
 pytestmark = pytest.mark.spark
 

@@ -23,7 +23,7 @@ from checkers.kind_checkers import (
     UnexpectedValues,
 )
 from checkers.registry import registered
-from harness.contract.anomaly_kinds import KIND_IDS
+from contract.anomaly_kinds import KIND_IDS
 
 pytestmark = pytest.mark.spark
 

@@ -29,9 +29,9 @@ from checker_rundirs import (
 )
 from pyspark.sql import SparkSession
 
-from harness.app.cli import main
-from harness.contract.history import CHECK_CACHE, CLIENT, READS, REPORT, RESULT, WRITES
+from contract.history import CHECK_CACHE, CLIENT, READS, REPORT, RESULT, WRITES
 from harness.waiting import wait_until
+from kchaos.cli import main
 
 pytestmark = pytest.mark.spark
 
@@ -306,7 +306,7 @@ def test_ctrl_c_or_sigterm_while_converting_exits_130_quietly(tmp_path: Path, si
     run_dir = make_run(tmp_path / "run", writes, [record(10**9 + i, f"p:{i}", i) for i in range(150_000)])
     # Its own process with Ctrl-C's default action, even if this one was started with it ignored.
     check = subprocess.Popen(
-        [sys.executable, "-m", "harness.app.cli", "check", str(run_dir)],
+        [sys.executable, "-m", "kchaos.cli", "check", str(run_dir)],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,

@@ -31,7 +31,7 @@ from checkers.io import cache as checker_cache
 from checkers.kind_checkers import DivergentOffsets, PhantomWrites, ReorderedWrites, UnexpectedValues
 from checkers.registry import CheckInputs
 from checkers.synthetic import ANOMALIES, generate
-from harness.contract.history import READS, RESULT, RUN_JSON, WRITES
+from contract.history import READS, RESULT, RUN_JSON, WRITES
 
 pytestmark = pytest.mark.spark
 

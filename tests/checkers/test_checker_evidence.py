@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from checkers.evidence import CLIENT_LINES_CAP, ClientLog, ClusterTimeline, active_fault_names, merged_windows
-from harness.contract.events import FaultWindow, fault_event, fault_windows
-from harness.errors import HistoryError
+from contract.errors import HistoryError
+from contract.events import FaultWindow, fault_event, fault_windows
 
 
 def fault(t: int, name: str, phase: str, *targets: str) -> dict[str, object]:

@@ -29,8 +29,8 @@ from test_group_checks import consumes_frame
 from checkers import groups as g
 from checkers.group_recovery import recovery_of, with_recovery
 from checkers.heals import Heal
-from harness.contract.events import FaultWindow
-from harness.contract.history import RESULT
+from contract.events import FaultWindow
+from contract.history import RESULT
 
 MS = 1_000_000
 

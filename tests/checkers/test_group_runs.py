@@ -18,9 +18,9 @@ from benchmarks.side_files_reference import checked_group_counts, final_offsets,
 from checkers import group_result, session
 from checkers.io.cache import parsed_table
 from checkers.judge import check_run
-from harness.app.cli import main
-from harness.contract.anomaly_kinds import GROUP_COUNTS
-from harness.contract.history import CONSUMES, RESULT
+from contract.anomaly_kinds import GROUP_COUNTS
+from contract.history import CONSUMES, RESULT
+from kchaos.cli import main
 
 pytestmark = pytest.mark.spark
 

@@ -23,9 +23,9 @@ import pytest
 from checker_rundirs import FAULT, SAMPLE, acked, all_ends, kchaos_check, make_run, record, write
 from pyspark.sql import SparkSession
 
-from harness.app.cli import main
-from harness.contract.anomaly_kinds import EXAMPLE_EVIDENCE, EXAMPLE_FIRST, kind
-from harness.contract.history import READS, RESULT, WRITES
+from contract.anomaly_kinds import EXAMPLE_EVIDENCE, EXAMPLE_FIRST, kind
+from contract.history import READS, RESULT, WRITES
+from kchaos.cli import main
 
 pytestmark = pytest.mark.spark
 

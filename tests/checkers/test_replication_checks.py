@@ -17,10 +17,10 @@ from checkers.io import check_layout
 from checkers.io.cache import parsed_table
 from checkers.kind_checkers import ReadThenLost
 from checkers.replication import epoch_regressions, replica_divergence
-from harness.app.cli import main
-from harness.contract.anomaly_kinds import KIND_IDS
-from harness.contract.history import CLUSTER, REPLICAS
-from harness.errors import HistoryError
+from contract.anomaly_kinds import KIND_IDS
+from contract.errors import HistoryError
+from contract.history import CLUSTER, REPLICAS
+from kchaos.cli import main
 
 ACKS = {"t-all": "all", "t-1": "1"}
 

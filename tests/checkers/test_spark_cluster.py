@@ -17,9 +17,9 @@ import pytest
 from checker_rundirs import acked, all_ends, make_run, record
 from pyspark.sql import SparkSession
 
-from harness.app.cli import main
-from harness.contract.history import RESULT
+from contract.history import RESULT
 from harness.waiting import wait_until
+from kchaos.cli import main
 
 pytestmark = pytest.mark.spark
 
@@ -93,7 +93,7 @@ def test_check_on_a_spark_cluster_finds_what_a_local_check_finds(
     on_cluster, local = _history(tmp_path / "cluster" / "run"), _history(tmp_path / "local" / "run")
     # Its own process: this one's SparkSession is local.
     checked = subprocess.run(
-        [sys.executable, "-m", "harness.app.cli", "check", str(on_cluster), "--master", spark_master],
+        [sys.executable, "-m", "kchaos.cli", "check", str(on_cluster), "--master", spark_master],
         capture_output=True,
         text=True,
         timeout=600,

@@ -14,7 +14,7 @@ from pyspark.sql import SparkSession
 
 from checkers.frames import TXN_SCHEMA
 from checkers.transactions import transaction_outcomes, with_transaction_outcomes
-from harness.contract.events import txn_step
+from contract.events import txn_step
 
 TX = "kchaos-tx-0"
 

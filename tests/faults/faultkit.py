@@ -7,11 +7,11 @@ from collections.abc import Callable
 
 from confluent_kafka import Producer
 
+from contract.errors import ClusterError
 from harness.broker_config import BROKER_PORT
 from harness.clients import client_config
 from harness.cluster import KafkaCluster
 from harness.cluster_state import ClusterSnapshot, PartitionState
-from harness.errors import ClusterError
 from harness.services import Node
 from harness.waiting import wait_until
 

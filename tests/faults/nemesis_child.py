@@ -7,9 +7,9 @@ import sys
 import time
 from pathlib import Path
 
+from contract.history import HistoryWriter, RunClock
 from faults.schedule import Nemesis, Schedule
 from harness.cluster import KafkaCluster
-from harness.contract.history import HistoryWriter, RunClock
 
 SCHEDULE = Schedule.from_entries(
     [

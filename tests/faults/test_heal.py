@@ -11,8 +11,8 @@ from faultkit import TOPIC, make_topic, produce
 
 from faults import make_fault
 from faults.iptables import leftover_rules, removal_commands
-from harness.app.cli import main
 from harness.cluster import KafkaCluster
+from kchaos.cli import main
 
 IPTABLES_S = """\
 -P INPUT ACCEPT

@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 from faultkit import TOPIC, make_topic
 
+from contract.history import HistoryWriter, RunClock
 from faults.iptables import leftover_rules
 from faults.schedule import Nemesis, Schedule
 from harness.cluster import KafkaCluster
-from harness.contract.history import HistoryWriter, RunClock
 from harness.waiting import wait_until
 
 pytestmark = pytest.mark.docker

@@ -10,10 +10,10 @@ from itertools import permutations
 import pytest
 from faultkit import TOPIC, can_connect, make_topic, p0, produce, udp_arrives, wait_leading, wait_state
 
+from contract.errors import TargetError
 from faults import make_fault
 from faults.iptables import leftover_rules
 from harness.cluster import KafkaCluster
-from harness.errors import TargetError
 
 pytestmark = pytest.mark.docker
 

@@ -11,6 +11,13 @@ from types import SimpleNamespace
 
 import pytest
 
+from contract.coordinators import (
+    coordinator_partition,
+    group_offsets_partition,
+    java_string_hash,
+    offsets_partitions,
+)
+from contract.errors import ConfigError, FaultError, TargetError
 from faults import Fault, available, make_fault
 from faults.iptables import drop_to, new_chain
 from faults.network import cut_links, link, one_way
@@ -26,13 +33,6 @@ from faults.targets import (
 )
 from harness.broker_config import KafkaVersion
 from harness.cluster_state import ClusterSnapshot, PartitionState
-from harness.contract.coordinators import (
-    coordinator_partition,
-    group_offsets_partition,
-    java_string_hash,
-    offsets_partitions,
-)
-from harness.errors import ConfigError, FaultError, TargetError
 from harness.kafka_protocol import Coordinator
 
 BROKERS = ["kafka-1", "kafka-2", "kafka-3", "kafka-4", "kafka-5"]

@@ -12,12 +12,12 @@ from typing import Any, ClassVar, cast
 import pytest
 
 import faults.base
+from contract.errors import ConfigError
+from contract.history import HistoryWriter, RunClock
 from faults.schedule import Nemesis, Schedule
 from faults.triggers import Trigger, seen
 from harness.cluster import KafkaCluster
 from harness.cluster_state import ClusterSnapshot, PartitionState
-from harness.contract.history import HistoryWriter, RunClock
-from harness.errors import ConfigError
 from harness.groups import MemberState
 
 

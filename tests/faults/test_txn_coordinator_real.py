@@ -9,14 +9,14 @@ import random
 import pytest
 from confluent_kafka import Producer
 
+from contract.coordinators import TRANSACTION_STATE_TOPIC
+from contract.errors import TargetError
+from contract.nodes import broker_name
 from faults import make_fault
 from faults.targets import resolve
 from harness import kafka_protocol
 from harness.broker_config import BROKER_PORT
 from harness.cluster import ClusterSpec, KafkaCluster
-from harness.contract.coordinators import TRANSACTION_STATE_TOPIC
-from harness.contract.nodes import broker_name
-from harness.errors import TargetError
 
 pytestmark = pytest.mark.docker
 

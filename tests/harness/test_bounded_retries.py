@@ -14,7 +14,7 @@ from engine_errors import api_error
 from kazoo.exceptions import ConnectionLoss
 from kazoo.handlers.threading import SequentialThreadingHandler
 
-from harness.errors import ClusterError, ConfigError
+from contract.errors import ClusterError, ConfigError
 from harness.retrying import bounded, kinds, transient_docker_error
 from harness.zkstate import ZkStateReader
 

@@ -7,8 +7,8 @@ from types import SimpleNamespace
 
 import pytest
 
+from contract.errors import ConfigError
 from harness import cluster as cluster_module
-from harness.app.cluster_cli import parse_overrides
 from harness.broker_config import (
     BROKER_PORT,
     KafkaVersion,
@@ -18,7 +18,7 @@ from harness.broker_config import (
     validate_overrides,
 )
 from harness.cluster import ClusterSpec
-from harness.errors import ConfigError
+from kchaos.cluster_cli import parse_overrides
 
 IP = "172.28.0.101"
 ZKS = ["172.28.0.11"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from java_properties import read_properties
 
+from contract.errors import ConfigError
 from harness.broker_config import (
     KafkaVersion,
     broker_settings,
@@ -16,7 +17,6 @@ from harness.broker_config import (
     validate_overrides,
 )
 from harness.cluster import ClusterSpec
-from harness.errors import ConfigError
 
 TRICKY_VALUES = [
     r"C:\new\tab",  # backslashes that printf %b or Properties would turn into a newline and a tab

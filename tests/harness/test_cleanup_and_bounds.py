@@ -15,12 +15,12 @@ import typer
 from docker.errors import NotFound
 from engine_errors import api_error
 
+from contract.errors import ClusterError, HistoryError
+from contract.history import RunClock, RunDir, new_run_id
 from harness import docker_env, workload
-from harness.app.cli import main
 from harness.broker_config import KafkaVersion
 from harness.cluster import ClusterSpec, KafkaCluster
-from harness.contract.history import RunClock, RunDir, new_run_id
-from harness.errors import ClusterError, HistoryError
+from kchaos.cli import main
 
 LIVE_RUN = "20260101-120000-cluster-aaaa"
 DEAD_RUN = "20260101-120000-killed-bbbb"

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from contract.history import HistoryWriter, RunClock
+from contract.history_readers import iter_client_lines
 from harness.client_log import ClientLog
-from harness.contract.history import HistoryWriter, RunClock
-from harness.contract.history_readers import iter_client_lines
 
 FORMAT = "%s [%s] %s"  # how confluent-kafka calls a client's logger
 DEPRECATION = "Configuration property api.version.request is deprecated: ..."

@@ -19,16 +19,16 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
+from contract.errors import ConfigError
+from contract.history import new_run_id
 from harness import cluster as cluster_module
 from harness import docker_env
-from harness.app.cli import main
-from harness.app.smoke import run_smoke
 from harness.clients import client_config
 from harness.cluster import ClusterSpec, KafkaCluster
-from harness.contract.history import new_run_id
-from harness.errors import ConfigError
 from harness.images import KafkaImage
 from harness.waiting import wait_until
+from kchaos.cli import main
+from kchaos.smoke import run_smoke
 
 pytestmark = pytest.mark.docker
 
@@ -253,7 +253,7 @@ def test_exception_inside_with_block_removes_everything(kafka_image: KafkaImage,
 _CHILD = """
 import sys, time
 from harness.cluster import ClusterSpec, KafkaCluster
-from harness.app.signals import terminate_as_interrupt
+from kchaos.signals import terminate_as_interrupt
 with terminate_as_interrupt(), KafkaCluster(ClusterSpec(image=sys.argv[1], brokers=1), run_id=sys.argv[2]):
     print("UP", flush=True)
     time.sleep(120)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from contract.errors import EnvironmentError_
 from harness import docker_env
-from harness.app.cli import main
-from harness.errors import EnvironmentError_
 from harness.images import KafkaImage
+from kchaos.cli import main
 
 pytestmark = pytest.mark.docker
 

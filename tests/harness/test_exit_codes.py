@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.app import cluster_cli, env_cli, fault_cli, report_cli, run_cli, workload_cli
-from harness.app.cli import main
-from harness.userdirs import user_cache_dir
+from contract.userdirs import user_cache_dir
+from kchaos import cluster_cli, env_cli, fault_cli, report_cli, run_cli, workload_cli
+from kchaos.cli import main
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -204,7 +204,7 @@ def test_bad_spark_variables_exit_2_naming_them_before_spark_starts(
         (run / "history" / name).touch()
     env = {**os.environ, variable: value, "PYTHONPATH": str(REPO), "XDG_CACHE_HOME": str(tmp_path / "xdg")}
     child = subprocess.run(
-        [sys.executable, "-m", "harness.app.cli", "check", str(run)],
+        [sys.executable, "-m", "kchaos.cli", "check", str(run)],
         env=env,
         capture_output=True,
         text=True,
@@ -280,7 +280,7 @@ def test_a_closed_stdout_is_no_verdict(
 
 
 def _kchaos_faults(**streams: object) -> subprocess.CompletedProcess[str]:
-    argv = [sys.executable, "-m", "harness.app.cli", "faults"]
+    argv = [sys.executable, "-m", "kchaos.cli", "faults"]
     return subprocess.run(argv, cwd=REPO, text=True, check=False, **streams)  # type: ignore[call-overload, no-any-return]
 
 
@@ -302,7 +302,7 @@ def test_a_pipe_closed_under_stdout_and_stderr_is_no_verdict() -> None:
 
 
 def test_a_closed_stdout_is_said_before_any_work() -> None:
-    argv = f"{sys.executable} -m harness.app.cli faults >&-"
+    argv = f"{sys.executable} -m kchaos.cli faults >&-"
     done = subprocess.run(["bash", "-c", argv], cwd=REPO, capture_output=True, text=True, check=False)
     assert (done.returncode, done.stderr) == (
         2,
@@ -357,7 +357,7 @@ def test_a_usage_error_is_one_line_too(
 def test_each_command_is_registered_by_the_module_the_cli_imports_for_it() -> None:
     import typer.main
 
-    from harness.app.cli import COMMAND_MODULES, build_app
+    from kchaos.cli import COMMAND_MODULES, build_app
 
     every = typer.main.get_group(build_app(None))
     assert set(every.list_commands(None)) == set(COMMAND_MODULES)  # type: ignore[arg-type]
@@ -381,7 +381,7 @@ def test_the_command_list_shows_each_summary_as_one_sentence(
 
 def test_a_check_does_not_import_docker_or_the_report() -> None:
     probe = (
-        "import sys\nfrom harness.app.cli import main\nmain(['check', '--help'])\n"
+        "import sys\nfrom kchaos.cli import main\nmain(['check', '--help'])\n"
         "print(sorted(m for m in ('docker', 'testcontainers', 'jinja2') if m in sys.modules))"
     )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=REPO, check=True)

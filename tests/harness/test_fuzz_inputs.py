@@ -29,12 +29,12 @@ from typing import Any
 import pytest
 import yaml
 
-from harness.app import run_cli
-from harness.app.cli import main
-from harness.app.runner import build_schedule
-from harness.app.scenario import BUILTIN_DIR, load_scenario
-from harness.contract.history import CLUSTER, FAULTS, READS, RESULT, RUN_JSON, WRITES
-from harness.errors import ConfigError, HarnessError
+from contract.errors import ConfigError, HarnessError
+from contract.history import CLUSTER, FAULTS, READS, RESULT, RUN_JSON, WRITES
+from kchaos import run_cli
+from kchaos.cli import main
+from kchaos.runner import build_schedule
+from kchaos.scenario import BUILTIN_DIR, load_scenario
 
 SEED = 20261126
 SCENARIO_CASES = 160
@@ -363,7 +363,7 @@ SPARK_CASES = {
         WRITES,
         b'{"type": "invoke", "time_ns": 5, "process": "p", "topic": "chaos-acks-all", "partition": 0, '
         b'"value": "p:\xff"}\n',
-        "writes.jsonl:3: not UTF-8 (byte 0xff)",  # before any parser: `harness.contract.history_scan`
+        "writes.jsonl:3: not UTF-8 (byte 0xff)",  # before any parser: `contract.history_scan`
     ),
     "deep": (
         READS,

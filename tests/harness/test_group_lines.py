@@ -9,13 +9,13 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from harness.app import run_cli
-from harness.app.check_cli import _summary
-from harness.app.group_lines import group_lines
-from harness.app.progress import phase_times
-from harness.app.runner import RunOutcome
-from harness.contract.anomaly_kinds import ANOMALY_COUNTS
-from harness.contract.history import RunDir
+from contract.anomaly_kinds import ANOMALY_COUNTS
+from contract.history import RunDir
+from kchaos import run_cli
+from kchaos.check_cli import _summary
+from kchaos.group_lines import group_lines
+from kchaos.progress import phase_times
+from kchaos.runner import RunOutcome
 
 GROUP = {
     "commit": "before-process",

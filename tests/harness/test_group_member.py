@@ -17,9 +17,9 @@ from typing import cast
 import pytest
 from confluent_kafka import KafkaError
 
+from contract.history import CONSUMES, RunClock, RunDir
 from harness.broker_config import KafkaVersion
 from harness.clients import client_config
-from harness.contract.history import CONSUMES, RunClock, RunDir
 from harness.group_member import commit_outcome, generation_of
 from harness.groups import ConsumerGroups, GroupSpec, MemberState, describe_states, stable
 from harness.waiting import wait_until
@@ -125,7 +125,7 @@ def test_members_do_not_outlive_a_harness_that_dies(tmp_path: Path) -> None:
         import os, sys, time
         from pathlib import Path
         from harness.groups import ConsumerGroups, GroupSpec, MemberState, describe_states, stable
-        from harness.contract.history import CONSUMES, RunClock, RunDir
+        from contract.history import CONSUMES, RunClock, RunDir
         rundir = RunDir(Path({str(tmp_path)!r}))
         groups = ConsumerGroups([GroupSpec("g", ("chaos-acks-all",), members=1)], {UNREACHABLE_TEXT},
                                 rundir.writer(CONSUMES), RunClock(), rundir)

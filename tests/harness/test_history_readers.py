@@ -10,14 +10,14 @@ from typing import Any
 
 import pytest
 
-from harness.contract.history_readers import (
+from contract.errors import HistoryError
+from contract.history_readers import (
     iter_cluster_samples,
     iter_fault_events,
     iter_jsonl,
     load_run_json,
 )
-from harness.contract.strictjson import MAX_LINE_BYTES
-from harness.errors import HistoryError
+from contract.strictjson import MAX_LINE_BYTES
 
 GOOD = b'{"a": 1}\n'
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.contract import history_scan
-from harness.contract.history_scan import FileScan, TornTail, scan
-from harness.errors import HistoryError
+from contract import history_scan
+from contract.errors import HistoryError
+from contract.history_scan import FileScan, TornTail, scan
 
 LINES = b'{"a": 1}\n{"b": "\xc3\xa9"}\n{"c": 3}\n'
 

@@ -12,9 +12,9 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
+from contract.errors import ClusterError
 from harness import kafka_protocol
 from harness.cluster_state import ClusterSnapshot, PartitionState
-from harness.errors import ClusterError
 from harness.kafka_protocol import (
     Coordinator,
     EligibleLeaders,

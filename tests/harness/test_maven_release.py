@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from contract.errors import ConfigError, EnvironmentError_
 from harness import maven_release
-from harness.errors import ConfigError, EnvironmentError_
 from harness.images import KafkaDistribution
 from harness.maven_release import MavenRelease, is_version, resolve, source_of
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from engine_errors import api_error
 
-from harness.errors import ClusterError
+from contract.errors import ClusterError
 from harness.services import Node
 
 FREEZE_FAILED = "Cannot pause container x: OCI runtime pause failed: unable to freeze: unknown"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.app.plain_summary import plain_summary
-from harness.contract.events import FaultWindow
+from contract.events import FaultWindow
+from kchaos.plain_summary import plain_summary
 
 
 def guarantee(gid: str, acks: str, promised: bool, verdict: str) -> dict[str, Any]:

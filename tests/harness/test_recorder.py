@@ -19,8 +19,8 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException, Producer
 
 import harness.producer
-from harness.contract.events import write_event
-from harness.contract.history import HistoryWriter, RunClock
+from contract.events import write_event
+from contract.history import HistoryWriter, RunClock
 from harness.outcomes import classify
 from harness.producer import ProducerProcess, paced_wait_s
 from harness.recorder import Recorder, WriteLines

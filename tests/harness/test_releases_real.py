@@ -14,13 +14,13 @@ from pathlib import Path
 
 import pytest
 
+from contract.errors import ClusterError
 from faults import make_fault
-from harness.app.cli import main
-from harness.app.smoke import SMOKE_TOPIC, run_smoke
 from harness.cluster import ClusterSpec, KafkaCluster
 from harness.cluster_state import ClusterSnapshot
-from harness.errors import ClusterError
 from harness.waiting import wait_until
+from kchaos.cli import main
+from kchaos.smoke import SMOKE_TOPIC, run_smoke
 
 pytestmark = pytest.mark.docker
 

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from linked import LINK_REFUSED, make_outside, untouched
 
-from harness.contract.history import HistoryWriter, RunDir, fresh_dir, write_atomic
-from harness.contract.history_readers import iter_jsonl, read_json_object
-from harness.errors import HistoryError
+from contract.errors import HistoryError
+from contract.history import HistoryWriter, RunDir, fresh_dir, write_atomic
+from contract.history_readers import iter_jsonl, read_json_object
 from harness.waiting import wait_until
 
 

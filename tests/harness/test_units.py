@@ -17,14 +17,14 @@ from pathlib import Path
 
 import pytest
 
-from harness.app.console import make_console
-from harness.contract.history import FORMAT, HistoryWriter, RunDir
-from harness.contract.history_readers import iter_jsonl, load_run_json
-from harness.errors import ConfigError, HistoryError
+from contract.errors import ConfigError, HistoryError
+from contract.history import FORMAT, HistoryWriter, RunDir
+from contract.history_readers import iter_jsonl, load_run_json
 from harness.groups import GroupSpec
 from harness.images import KafkaDistribution, broker_config_keys
 from harness.waiting import wait_until
 from harness.workload import WorkloadSpec
+from kchaos.console import make_console
 
 
 # -- history ---------------------------------------------------------------------------------------
@@ -67,7 +67,7 @@ def test_history_writer_threads_never_interleave(tmp_path: Path) -> None:
 _WRITER_CHILD = """
 import sys
 from pathlib import Path
-from harness.contract.history import HistoryWriter
+from contract.history import HistoryWriter
 writer = HistoryWriter(Path(sys.argv[1]))
 i = 0
 while True:

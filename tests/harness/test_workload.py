@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from contract.history import READS, WRITES, HistoryWriter, RunClock, RunDir
 from harness import docker_env
 from harness.clients import client_config
 from harness.cluster import KafkaCluster
-from harness.contract.history import READS, WRITES, HistoryWriter, RunClock, RunDir
 from harness.outcomes import classify
 from harness.producer import ProducerProcess
 from harness.waiting import wait_until
@@ -105,7 +105,7 @@ def test_sigkill_of_the_harness_leaves_a_readable_prefix_and_cleanup_removes_the
 ) -> None:
     out = tmp_path / "runs"
     process = subprocess.Popen(
-        [sys.executable, "-m", "harness.app.cli", "workload", "--duration", "120", "--out", str(out)],
+        [sys.executable, "-m", "kchaos.cli", "workload", "--duration", "120", "--out", str(out)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         env={**os.environ},

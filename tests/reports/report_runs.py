@@ -10,9 +10,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from contract.anomaly_kinds import COUNT_KEYS, GROUP_BY_ID, KIND_IDS
+from contract.events import fault_event
 from faults import make_fault
-from harness.contract.anomaly_kinds import COUNT_KEYS, GROUP_BY_ID, KIND_IDS
-from harness.contract.events import fault_event
 
 S = 1_000_000_000
 HOSTILE = '<script>alert("x")</script><img src="https://evil.example/x.png">'

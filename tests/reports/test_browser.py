@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.contract.expectation_outcomes import ExpectationOutcome, write_expectations
+from contract.expectation_outcomes import ExpectationOutcome, write_expectations
 from reports import write_index, write_report
 from scripts.report_screenshot import FLAGS
 

@@ -14,10 +14,10 @@ from report_runs import TRANSACTIONS, S, make_failing, make_passing
 from reportpage import parse
 from typer.testing import CliRunner
 
-from harness.app.cli import main
-from harness.app.report_cli import register
-from harness.contract.anomaly_kinds import COUNT_KEYS, GROUP_COUNTS
-from harness.contract.expectation_outcomes import ExpectationOutcome, write_expectations
+from contract.anomaly_kinds import COUNT_KEYS, GROUP_COUNTS
+from contract.expectation_outcomes import ExpectationOutcome, write_expectations
+from kchaos.cli import main
+from kchaos.report_cli import register
 from reports import write_index, write_report
 
 SCHEMA = xmlschema.XMLSchema(Path(__file__).with_name("junit.xsd"))
@@ -260,7 +260,7 @@ def test_index_leaves_out_an_acks_mode_the_runs_did_not_write_under(tmp_path: Pa
 
 
 def test_index_of_missing_directory_is_an_input_error(tmp_path: Path) -> None:
-    from harness.errors import InputError
+    from contract.errors import InputError
 
     with pytest.raises(InputError):
         write_index(tmp_path / "nope")

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from harness.app.cli import main
+from kchaos.cli import main
 
 
 def _json(name: str, change: Callable[[Any], None]) -> Callable[[Path], None]:

@@ -12,7 +12,7 @@ import pytest
 from report_runs import S, cluster_samples, write_jsonl
 from reportpage import parse
 
-from harness.contract.anomaly_kinds import COUNT_KEYS
+from contract.anomaly_kinds import COUNT_KEYS
 from reports import write_report
 
 pytestmark = pytest.mark.spark

@@ -11,8 +11,8 @@ import pytest
 from report_runs import HOSTILE, S, write_jsonl
 from reportpage import Page, parse
 
+from contract.errors import HistoryError, InputError
 from faults import make_fault
-from harness.errors import HistoryError, InputError
 from reports import write_report
 from reports.explain import FAULT_FALLBACK
 from reports.load import load_cluster, load_faults, load_run

@@ -12,7 +12,7 @@ from linked import LINK_REFUSED, make_outside, untouched
 from report_runs import make_passing
 from reportpage import parse
 
-from harness.app.cli import main
+from kchaos.cli import main
 
 HOSTILE_NAMES = [
     "javascript:alert(document.domain)",

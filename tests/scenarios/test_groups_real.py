@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from harness.app.pytest_plugin import ChaosRun
+from kchaos.pytest_plugin import ChaosRun
 
 pytestmark = [pytest.mark.docker, pytest.mark.spark]
 

@@ -12,17 +12,17 @@ from typing import Any
 import pytest
 import yaml
 
+from contract.errors import HistoryError
+from contract.expectation_outcomes import ExpectationOutcome, read_expectations
+from contract.history import EXPECTATIONS, RunDir
 from faults.schedule import ScheduleEntry
-from harness.app import replay_cli
-from harness.app.cli import main
-from harness.app.replay import Breakage, RecordedRun, breakages
-from harness.app.runner import RunOutcome, build_schedule
-from harness.app.scenario import builtin_scenarios, load_scenario, parse_scenario
-from harness.app.scenario_dump import pinned, scenario_yaml, with_timeline
-from harness.app.shrink import Candidate, Step, Timeline, candidates, reproduces, shrink
-from harness.contract.expectation_outcomes import ExpectationOutcome, read_expectations
-from harness.contract.history import EXPECTATIONS, RunDir
-from harness.errors import HistoryError
+from kchaos import replay_cli
+from kchaos.cli import main
+from kchaos.replay import Breakage, RecordedRun, breakages
+from kchaos.runner import RunOutcome, build_schedule
+from kchaos.scenario import builtin_scenarios, load_scenario, parse_scenario
+from kchaos.scenario_dump import pinned, scenario_yaml, with_timeline
+from kchaos.shrink import Candidate, Step, Timeline, candidates, reproduces, shrink
 
 KILL = ScheduleEntry(10.0, 30.0, "kill", {"target": "leader"})
 PAUSE = ScheduleEntry(35.0, 45.0, "pause", {"target": "one"})

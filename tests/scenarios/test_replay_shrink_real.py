@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness.app.scenario import load_scenario
-from harness.contract.history import CLIENT, RUN_JSON, SCENARIO
+from contract.history import CLIENT, RUN_JSON, SCENARIO
+from kchaos.scenario import load_scenario
 
 pytestmark = [pytest.mark.docker, pytest.mark.spark]
 
@@ -42,7 +42,7 @@ TARGET = "expect acks=1 lost == 0"
 
 def _kchaos(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "harness.app.cli", *args],
+        [sys.executable, "-m", "kchaos.cli", *args],
         capture_output=True,
         text=True,
         timeout=900,

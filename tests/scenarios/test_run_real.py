@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from harness import docker_env
-from harness.app.cli import main
-from harness.app.pytest_plugin import ChaosRun
 from harness.waiting import wait_until
+from kchaos.cli import main
+from kchaos.pytest_plugin import ChaosRun
 
 pytestmark = [pytest.mark.docker, pytest.mark.spark]
 
@@ -94,7 +94,7 @@ def test_ctrl_c_heals_tears_down_and_still_checks(tmp_path: Path) -> None:
         [
             sys.executable,
             "-m",
-            "harness.app.cli",
+            "kchaos.cli",
             "run",
             "leader-kill",
             "--duration",
@@ -151,7 +151,7 @@ def test_same_seed_reproduces_the_fault_schedule(chaos_run: ChaosRun) -> None:
 def test_matrix_runs_every_combination_and_writes_the_index(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from harness.app.cli import main
+    from kchaos.cli import main
 
     out = tmp_path / "nightly"
     code = main(
@@ -186,7 +186,7 @@ def test_matrix_runs_every_combination_and_writes_the_index(
 def test_a_sigkilled_run_is_judged_up_to_its_last_whole_event(tmp_path: Path) -> None:
     out = tmp_path / "runs"
     process = subprocess.Popen(
-        [sys.executable, "-m", "harness.app.cli", "run", "baseline", "--duration", "120", "--out", str(out)],
+        [sys.executable, "-m", "kchaos.cli", "run", "baseline", "--duration", "120", "--out", str(out)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )

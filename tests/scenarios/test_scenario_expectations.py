@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from harness.app.scenario import parse_scenario
-from harness.contract.expectation_outcomes import ExpectationOutcome
+from contract.expectation_outcomes import ExpectationOutcome
+from kchaos.scenario import parse_scenario
 
 
 def _judged(outcome: ExpectationOutcome) -> tuple[str, Any]:

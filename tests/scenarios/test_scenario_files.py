@@ -7,12 +7,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness.app.cli import main
-from harness.app.run_cli import matrix_variant
-from harness.app.runner import build_schedule
-from harness.app.scenario import builtin_scenarios, load_scenario, parse_scenario
-from harness.app.scenario_dump import scenario_data, scenario_yaml
-from harness.errors import ConfigError
+from contract.errors import ConfigError
+from kchaos.cli import main
+from kchaos.run_cli import matrix_variant
+from kchaos.runner import build_schedule
+from kchaos.scenario import builtin_scenarios, load_scenario, parse_scenario
+from kchaos.scenario_dump import scenario_data, scenario_yaml
 
 KILL = {"name": "kill"}
 STEP = {"fault": "kill"}

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness.app.cli import main
-from harness.app.pytest_plugin import ChaosRun
+from kchaos.cli import main
+from kchaos.pytest_plugin import ChaosRun
 
 pytestmark = [pytest.mark.docker, pytest.mark.spark]
 
