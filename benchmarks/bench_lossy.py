@@ -11,7 +11,12 @@ another, each printed with its throughput and the ratio lossy/plain:
 The plain directory's fsync reaches the host's disk; the lossy disk's syncs only its books (the
 host keeps its power), so with fsyncs the lossy side may be the faster.
 
-    .venv/bin/python benchmarks/bench_lossy.py [--mib 256] [--repeat 3]
+Kafka level (`--kafka`): one 3-broker cluster (ZooKeeper) with `cluster.disk: plain`, then one with
+`lossy`, one after the other; on each, a producer at full speed (acks=all, 100-byte values, a
+topic of 3 partitions, RF 3, min.insync.replicas 2) for `--seconds`, and again on a topic with
+flush.messages=1: acknowledged writes per second, side by side, and the ratio.
+
+    .venv/bin/python benchmarks/bench_lossy.py [--mib 256] [--repeat 3] [--kafka] [--seconds 30]
 """
 
 from __future__ import annotations
@@ -24,6 +29,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from confluent_kafka import Producer
+
+from harness.cluster import ClusterSpec, KafkaCluster
 from harness.lossy.mounts import LossyMount
 
 FILES = 4
@@ -140,12 +148,53 @@ def file_level(mib: int, repeat: int) -> None:
             disk.stop()
 
 
+def produce(cluster: KafkaCluster, topic: str, seconds: float) -> float:
+    """Acknowledged acks=all writes per second of one producer at full speed for `seconds`."""
+    acked = [0]
+
+    def delivered(error: object, _: object) -> None:
+        acked[0] += error is None
+
+    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all", "linger.ms": 5})
+    value = os.urandom(50).hex().encode()
+    started = time.monotonic()
+    while time.monotonic() - started < seconds:
+        try:
+            producer.produce(topic, value, on_delivery=delivered)
+        except BufferError:
+            producer.poll(0.01)
+        producer.poll(0)
+    producer.flush(60)
+    return acked[0] / (time.monotonic() - started)
+
+
+def kafka_level(seconds: float) -> None:
+    print(f"== Kafka: one producer at full speed, acks=all, {seconds:.0f} s per topic, plain then lossy")
+    rates: dict[tuple[str, str], float] = {}
+    for disk in ("plain", "lossy"):
+        with KafkaCluster(ClusterSpec(disk=disk)) as cluster:
+            for name, config in (("default flush", {}), ("flush.messages=1", {"flush.messages": 1})):
+                topic = "bench-" + name.split("=")[0].replace(" ", "-").replace(".", "-")
+                cluster.create_topic(topic, 3, 3, {"min.insync.replicas": 2, **config})
+                rates[(disk, name)] = produce(cluster, topic, seconds)
+    for name in ("default flush", "flush.messages=1"):
+        plain, lossy = rates[("plain", name)], rates[("lossy", name)]
+        print(
+            f"acks=all writes, {name:<17} plain {plain:>9.0f} /s  lossy {lossy:>9.0f} /s  "
+            f"lossy/plain {lossy / plain:5.2f}"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--mib", type=int, default=256, help="MiB appended per run (default 256)")
     parser.add_argument("--repeat", type=int, default=3, help="runs per side, the median printed")
+    parser.add_argument("--kafka", action="store_true", help="also a Kafka workload, plain then lossy")
+    parser.add_argument("--seconds", type=float, default=30.0, help="--kafka: seconds per topic")
     args = parser.parse_args()
     file_level(args.mib, args.repeat)
+    if args.kafka:
+        kafka_level(args.seconds)
 
 
 if __name__ == "__main__":

@@ -271,6 +271,7 @@ def parse_scenario(data: Any, source: str) -> Scenario:
             "combined",
             "features",
             "zookeeper_only",
+            "disk",
         ),
     )
     kafka = c.text("kafka", None)
@@ -288,6 +289,7 @@ def parse_scenario(data: Any, source: str) -> Scenario:
             combined=c.get("combined", bool, False),
             features=c.mapping("features"),
             zookeeper_only=c.text("zookeeper_only", "") or "",
+            disk=c.text("disk", "plain") or "plain",
         ),
         "cluster",
     )

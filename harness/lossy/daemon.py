@@ -79,9 +79,10 @@ class Control:
             self.faults.fsync_delay_s = self.faults.fsync_delay_s if delay is None else delay
             return {"faults": self.faults.describe()}
         if command == "heal":
+            was = self.faults.active()
             self.faults.full = self.faults.fsync_error = False
             self.faults.fsync_delay_s = 0.0
-            return {"faults": self.faults.describe()}
+            return {"faults": self.faults.describe(), "healed": was}
         raise ValueError(f"unknown command {command!r}: expected stats, drop, fault or heal")
 
 

@@ -57,6 +57,11 @@ class DiskFaults:
         with self.lock:
             self.counts[what] = self.counts.get(what, 0) + 1
 
+    def active(self) -> list[str]:
+        """The faults in force, by name."""
+        on = {"full": self.full, "fsync_error": self.fsync_error, "slow_fsync": self.fsync_delay_s > 0}
+        return [name for name, active in on.items() if active]
+
     def describe(self) -> dict[str, Any]:
         return {
             "full": self.full,

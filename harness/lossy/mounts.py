@@ -160,7 +160,7 @@ class LossyMount:
         except (OSError, ValueError):
             return None
 
-    def _daemon_alive(self) -> bool:
+    def daemon_alive(self) -> bool:
         """Whether the pid in the pid file is still this mount's daemon (not a reused pid)."""
         pid = self._pid()
         if pid is None:
@@ -181,10 +181,10 @@ class LossyMount:
             if done.returncode != 0 and self.mounted:  # busy, or its daemon died: detach it
                 subprocess.run(["fusermount3", "-u", "-z", str(self.mount)], capture_output=True, check=False)
         deadline = time.monotonic() + timeout_s
-        while self._daemon_alive() and time.monotonic() < deadline:
+        while self.daemon_alive() and time.monotonic() < deadline:
             time.sleep(0.05)
         pid = self._pid()
-        if pid is not None and self._daemon_alive():
+        if pid is not None and self.daemon_alive():
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
         if self.mounted:
@@ -209,6 +209,11 @@ def run_mounts(run_id: str) -> Iterator[LossyMount]:
         for node in sorted(folder.iterdir()):
             if node.is_dir():
                 yield LossyMount(node)
+
+
+def serving(run_id: str) -> bool:
+    """Whether a daemon of the run's lossy mounts still runs."""
+    return any(mount.daemon_alive() for mount in run_mounts(run_id))
 
 
 def leftover_runs() -> list[str]:

@@ -170,8 +170,10 @@ class Books:
             size = os.fstat(fd).st_size
             if length < size:
                 self._save(fd, books, length, size)
+                self._mark(books, length, size)
+            # A file made longer gains no data, only zeros (Kafka preallocates its indexes so): a
+            # drop cuts it back to its synced size without counting them as lost bytes.
             os.ftruncate(fd, length)
-            self._mark(books, min(size, length), max(size, length))
 
     def file_synced(self, inode: int) -> None:
         """fsync or fdatasync of a file: its data and size are on disk now."""
@@ -283,7 +285,10 @@ class Books:
                 )
                 for inode, books in self.files.items()
             }
-            return {"files": dict(sorted(files.items())), "changes": [c.describe() for c in self.journal]}
+            return {
+                "files": {path: size for path, size in sorted(files.items()) if size},
+                "changes": [c.describe() for c in self.journal],
+            }
 
     def _size(self, path: str | None) -> int:
         return os.lstat(self.real(path)).st_size if path is not None else 0
@@ -318,13 +323,15 @@ class Books:
             return Dropped(files, undone)
 
     def _undo(self, change: NameChange) -> FileLoss | None:
-        """Undo one name change; for an undone creation of a file, what the file held (all unsynced)."""
+        """Undo one name change; for an undone creation of a file, its unsynced bytes (all dropped:
+        what it had synced is gone with its name too, which `undone` says)."""
         real = self.real(change.path)
         if change.kind == "create":
-            inode, size = os.lstat(real).st_ino, os.lstat(real).st_size
+            found = os.lstat(real)
+            books = self.files.pop(found.st_ino, None)
             os.unlink(real)
-            self.files.pop(inode, None)
-            return FileLoss(size, size)
+            unsynced = sum(self._extent(books, found.st_size)) if books is not None else 0
+            return FileLoss(unsynced, unsynced)
         if change.kind == "mkdir":
             os.rmdir(real)
         elif change.kind in ("unlink", "rmdir"):
@@ -354,15 +361,15 @@ class Books:
         try:
             size = os.fstat(fd).st_size
             limit = max(size, books.synced_size)
-            # (page, first byte, the byte the kept prefix ends at, one past the last byte)
             spans = sorted(
-                (page, d.low, d.low, min(d.high, limit), d.changed_at)
+                (page, d.low, min(d.high, limit), d.changed_at)
                 for page, d in books.dirty.items()
                 if d.low < min(d.high, limit)
             )
             kept: list[tuple[int, int, int, int]] = []
+            """(page, first changed byte, where the part kept ends, one past the last changed byte)"""
             lost = []
-            for page, low, _, high, changed_at in spans:
+            for page, low, high, changed_at in spans:
                 if cutoff is not None and changed_at <= cutoff:
                     kept.append((page, low, high, high))  # written back by the operating system
                 else:
@@ -374,9 +381,13 @@ class Books:
                 kept.append((page, low, low + taken, high))
             unsynced = sum(high - low for _, low, _, high in kept)
             dropped = sum(high - until for _, _, until, high in kept)
-            if dropped == 0:
+            # Every changed page written back: the size as it is. Else the synced size, or past it
+            # as far as a kept part of the file reaches.
+            new_size = max(
+                [books.synced_size] + [until for _, low, until, _ in kept if low < until and low < size]
+            )
+            if (kept and not lost) or (dropped == 0 and size == new_size):
                 return FileLoss(unsynced, 0)
-            new_size = max([books.synced_size] + [until for _, low, until, _ in kept if until > low])
             os.ftruncate(fd, new_size)
             for page, _, until, high in kept:
                 start, end = until, min(high, new_size)
