@@ -63,13 +63,12 @@ class JavaClient:
 
 
 def source_digest(sources: Path = SOURCES) -> str:
-    """A hash of the program's sources: every file's path and content, Maven's output left out."""
+    """A hash of what the build reads: pom.xml and every file under src/ (its README and Maven's
+    output are left out), each file's path and content."""
+    files = [sources / "pom.xml", *(p for p in (sources / "src").rglob("*") if p.is_file())]
     digest = hashlib.sha256()
-    for path in sorted(p for p in sources.rglob("*") if p.is_file()):
-        relative = path.relative_to(sources)
-        if relative.parts[0] in ("target", ".mvn") or any(part.startswith(".") for part in relative.parts):
-            continue
-        digest.update(relative.as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    for path in sorted(files):
+        digest.update(path.relative_to(sources).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
     return digest.hexdigest()[:16]
 
 

@@ -28,6 +28,7 @@ def test_the_cache_key_is_the_version_and_the_sources(sources: Path, tmp_path: P
     assert digest == source_digest(SOURCES) and len(digest) == 16
     (sources / "target").mkdir()
     (sources / "target" / "kchaos-client.jar").write_bytes(b"built")  # Maven's output is no source
+    (sources / "README.md").write_text("a word more")  # nor is the README
     assert source_digest(sources) == digest
     main = sources / "src/main/java/kchaos/Main.java"
     main.write_text(main.read_text() + "\n// changed\n")
