@@ -23,7 +23,7 @@ SCENARIO = """
 name: power-loss-test
 duration_s: 25
 cluster:
-  brokers: 3
+  brokers: 3{kafka}
   disk: lossy
   broker_config: {{min.insync.replicas: 2, unclean.leader.election.enable: false}}
 workload:
@@ -36,9 +36,12 @@ faults:
 """
 
 
-def power_loss_of(tmp_path: Path, chaos_run: ChaosRun, topic_config: str) -> tuple[Any, dict[str, Any]]:
+def power_loss_of(
+    tmp_path: Path, chaos_run: ChaosRun, topic_config: str, kafka: str | None = None
+) -> tuple[Any, dict[str, Any]]:
+    """The run's outcome and its one power-loss start (on the suite's release unless `kafka`)."""
     path = tmp_path / "power-loss-test.yaml"
-    path.write_text(SCENARIO.format(topic_config=topic_config))
+    path.write_text(SCENARIO.format(topic_config=topic_config, kafka=f"\n  kafka: {kafka}" if kafka else ""))
     outcome = chaos_run(load_scenario(str(path)), seed=1, report=False)
     lines = (outcome.rundir.root / "history/faults.jsonl").read_text().splitlines()
     starts = [json.loads(line) for line in lines if json.loads(line)["phase"] == "start"]
@@ -59,7 +62,10 @@ def log_bytes_dropped(start: dict[str, Any], node: str) -> int:
 @pytest.mark.spark
 @pytest.mark.fuse
 def test_an_fsync_per_message_keeps_every_acknowledged_write(tmp_path: Path, chaos_run: ChaosRun) -> None:
-    outcome, start = power_loss_of(tmp_path, chaos_run, "{flush.messages: 1}")
+    # On 3.9.2: 0.9.0.1 (the suite's release) fsyncs the segments but never the directory that
+    # holds a new partition or segment, so a power loss of every replica takes the partition, and
+    # acknowledged writes with it, flush.messages=1 or not.
+    outcome, start = power_loss_of(tmp_path, chaos_run, "{flush.messages: 1}", kafka="3.9.2")
     assert sorted(start["targets"]) == ["kafka-1", "kafka-2", "kafka-3"]
     # What each disk dropped is recorded (a batch appended but not yet fsynced, never acknowledged,
     # may be among it).
