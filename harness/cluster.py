@@ -47,8 +47,8 @@ from harness.kraft_state import Endpoint, KRaftStateReader
 from harness.lossy import mounts as lossy_mounts
 from harness.run_network import NO_NETWORK, create_network
 from harness.services import KafkaBroker, KafkaLaunch, KRaftController, Node, ZooKeeperNode
-from harness.transactional_producer import TransactionalProducerProcess
 from harness.waiting import wait_until
+from harness.workload_process import WorkloadProcess
 from harness.zkstate import ZkStateReader
 
 ATTACHED = KafkaLaunch("", "")
@@ -172,7 +172,7 @@ class KafkaCluster:
         self.transactional_ids: list[str] = []
         """The transactional.ids of the workload's transactional producers while a workload runs (the
         workload sets them): whose transaction coordinator the `txn-coordinator` target names."""
-        self.transactional_producers: list[TransactionalProducerProcess] = []
+        self.transactional_producers: list[WorkloadProcess] = []
         """The workload's transactional producers while it runs: what producer faults act on."""
 
     @classmethod
