@@ -25,7 +25,7 @@ finding.yaml (hand-written; every key but `counts`'s `of` and `releases` is chec
     matrix: {column: "`hw-truncation` (double failover)", order: 1, acks: all,
              verdicts: [no-lost-acked-writes, replicas-agree, per-partition-order]}
 
-Each bundled run is checked as a run directory of the current contract (`reports.load`), and its
+Each bundled run is checked as a run directory of the current contract (`contract.checked_run`), and its
 scenario.yaml as a scenario of the current format, so a bundle that no longer reads is found.
 """
 
@@ -40,13 +40,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from contract.checked_run import load_result
 from contract.errors import ConfigError, HarnessError
 from contract.history import RESULT, RUN_JSON, SCENARIO, write_atomic
 from contract.history_readers import load_run_json, read_json_object
 from kchaos.finding_counts import CountSpec, Measured, parse_path, pick
 from kchaos.scenario import load_scenario
 from kchaos.yamlfile import read_yaml
-from reports.load import load_result
 
 FINDING = "finding.yaml"
 FINDINGS_SCENARIOS = "docs/findings"

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from contract.anomaly_kinds import GUARANTEE_BY_ID, GUARANTEES, kinds_of, violations
-from reports.load import NOT_EXERCISED, GroupResult, Guarantee, Run
+from contract.checked_run import NOT_EXERCISED, GroupResult, Guarantee, Run
 
 
 @dataclass(frozen=True)

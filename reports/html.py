@@ -26,11 +26,7 @@ from contract.anomaly_kinds import (
     RATE_BASE,
     kind,
 )
-from contract.events import ERROR_CLASSES, FaultWindow
-from reports import applicable_counts, explain, svg, timeline
-from reports.group_timeline import group_chart, lag_chart
-from reports.guarantee_matrix import controls, guarantee_matrix
-from reports.load import (
+from contract.checked_run import (
     NOT_EXERCISED,
     NS,
     TRANSACTION_COUNTS,
@@ -40,6 +36,10 @@ from reports.load import (
     Run,
     TransactionCounts,
 )
+from contract.events import ERROR_CLASSES, FaultWindow
+from reports import applicable_counts, explain, svg, timeline
+from reports.group_timeline import group_chart, lag_chart
+from reports.guarantee_matrix import controls, guarantee_matrix
 
 RATE_BASE_WORDS = {"attempted": "attempted write", "acked": "acknowledged write", "failed": "failed write"}
 """The per-acks-mode counts a scorecard rate is out of, in words (a rate out of any other is not shown)."""

@@ -21,12 +21,12 @@ from urllib.parse import quote
 from markupsafe import Markup
 
 from contract.anomaly_kinds import KINDS, trend_metrics
+from contract.checked_run import load_info, load_result
 from contract.errors import HarnessError, InputError
 from contract.expectation_outcomes import read_expectations
 from contract.history import REPORT, RESULT, RUN_JSON, WRITES, linked_below, write_atomic
 from reports import applicable_counts, svg
 from reports.html import environment
-from reports.load import load_info, load_result
 from reports.summary import build_summary
 from reports.timeline import ACKS_ORDER
 from reports.write import write_report

@@ -15,8 +15,8 @@ import xml.etree.ElementTree as ET
 from datetime import datetime
 
 from contract.anomaly_kinds import BY_ID, GROUP_BY_ID
+from contract.checked_run import NOT_EXERCISED, Anomalies, Guarantee, Run
 from reports import explain
-from reports.load import NOT_EXERCISED, Anomalies, Guarantee, Run
 
 MAX_EVIDENCE = 20
 

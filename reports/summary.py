@@ -9,8 +9,8 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from contract.anomaly_kinds import KIND_IDS
+from contract.checked_run import GroupResult, Guarantee, Result, RunInfo, passed
 from contract.expectation_outcomes import ExpectationOutcome
-from reports.load import GroupResult, Guarantee, Result, RunInfo, passed
 
 SUMMARY_FORMAT = 1
 

@@ -11,11 +11,11 @@ import pytest
 from report_runs import HOSTILE, S, write_jsonl
 from reportpage import Page, parse
 
+from contract.checked_run import load_cluster, load_faults, load_run
 from contract.errors import HistoryError, InputError
 from faults import make_fault
 from reports import write_report
 from reports.explain import FAULT_FALLBACK
-from reports.load import load_cluster, load_faults, load_run
 
 
 def render(run_dir: Path) -> tuple[Page, str, dict[str, Any]]:

@@ -1,11 +1,11 @@
-"""Reading a run for the report: run.json, check/result.json, faults and cluster samples, into small
-frozen dataclasses.
+"""A checked run, typed: run.json, check/result.json (docs/RESULT_FORMAT.md), faults and cluster
+samples, read into small frozen dataclasses: the model of what the checkers write, as the reports
+and the app read it.
 
 Only the small files are read (never writes.jsonl / reads.jsonl): per-second series come from
-result.json. The renderers never touch raw JSON; every field they use is checked as it is read
-(`contract.history_fields.Fields` for result.json, `contract.history_readers` for
-run.json and the JSONL files, naming file, line and field). Unusable input raises HistoryError or
-InputError.
+result.json. Readers never touch raw JSON; every field they use is checked as it is read
+(`contract.history_fields.Fields` for result.json, `contract.history_readers` for run.json and the
+JSONL files, naming file, line and field). Unusable input raises HistoryError or InputError.
 """
 
 from __future__ import annotations
@@ -572,7 +572,7 @@ def load_faults(root: Path) -> tuple[FaultWindow, ...]:
 
 
 def load_run(root: Path) -> Run:
-    """Everything the report needs from one run directory."""
+    """Everything a report needs from one checked run directory."""
     info = load_info(root)
     result = load_result(root)
     faults = load_faults(root)
