@@ -55,9 +55,10 @@ def syncfs(path: Path) -> None:
 class Control:
     """What the control socket does: the commands, over the books and faults of one mount."""
 
-    def __init__(self, books: Books, faults: DiskFaults, mount: Path) -> None:
-        self.books = books
-        self.faults = faults
+    def __init__(self, operations: LossyOperations, mount: Path) -> None:
+        self.operations = operations
+        self.books = operations.books
+        self.faults = operations.faults
         self.mount = mount
         self.drops = 0
 
@@ -70,6 +71,7 @@ class Control:
             dropped = self.books.drop(
                 _optional(request, "torn_seed", int), _optional(request, "written_back_older_than_s", float)
             )
+            self.operations.forget_cached(dropped.touched)  # once the books' lock is free again
             self.drops += 1
             return {"dropped": dropped.as_json()}
         if command == "fault":
@@ -130,15 +132,14 @@ def serve(backing: Path, stash: Path, mount: Path, control_path: Path) -> None:
     the mount ends."""
     for folder in (backing, stash, mount):
         folder.mkdir(parents=True, exist_ok=True)
-    books = Books(backing, stash)
-    faults = DiskFaults()
+    operations = LossyOperations(Books(backing, stash), DiskFaults())
     control_path.unlink(missing_ok=True)
-    server = _Server(control_path, Control(books, faults, mount))
+    server = _Server(control_path, Control(operations, mount))
     thread = threading.Thread(target=server.serve_forever, name="lossy-control", daemon=True)
     thread.start()
     try:
         LossyFuse(
-            LossyOperations(books, faults),
+            operations,
             str(mount),
             foreground=True,
             allow_other=True,  # the containers' processes reach it through a bind mount

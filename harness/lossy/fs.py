@@ -4,11 +4,14 @@ through to the backing directory, and the books (`harness.lossy.undo`) learn wha
 File operations use the file handle only (libfuse's `nullpath_ok`: no path is computed for them,
 and a file unlinked while open keeps working); the handle is the backing file's descriptor.
 
-Mount settings that keep the kernel from hiding what the layer does: no kernel attribute or entry
-caching (a drop changes sizes and names behind the kernel's back; a file opened again after a drop
-has its pages read afresh, since `keep_cache` is off), no writeback cache (every write reaches the
-layer when the program makes it, so the books see it), and `hard_remove` (libfuse does not hide an
-open file it is asked to unlink under a `.fuse_hidden` name of its own).
+Mount settings that keep the kernel from hiding what the layer does: no writeback cache (every
+write reaches the layer when the program makes it, so the books see it), no caching of names (a
+drop renames, removes and brings back names behind the kernel's back), and `hard_remove` (libfuse
+does not hide an open file it is asked to unlink under a `.fuse_hidden` name of its own). The
+kernel keeps a file's attributes for libfuse's second, as on any FUSE mount (without it, every read
+up to a file's end asks for its size again: a follower's fetch, a consumer's poll); a drop tells it
+to forget those of every path it touched (`forget_cached`), and a file opened again has its pages
+read afresh (`keep_cache` is off).
 
 Disk faults (`DiskFaults`), served here because every write and fsync passes through: a full disk
 (a write past a file's end, a create or a mkdir fails with ENOSPC; overwrites in place go on), a
@@ -17,10 +20,12 @@ failing fsync (EIO; nothing is synced), a slow fsync (a delay before each).
 
 from __future__ import annotations
 
+import ctypes
 import errno
 import os
 import threading
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -93,15 +98,24 @@ class LossyOperations(mfusepy.Operations):  # type: ignore[misc]
         self.faults = faults
         self.inodes: dict[int, int] = {}
         """File handle (the backing descriptor) -> the backing file's inode, for the books."""
+        self._fuse = ctypes.c_void_p(None)
+        """libfuse's `struct fuse`, known from `init` on."""
 
     def init_with_config(self, conn_info: Any, config: Any) -> None:
         if config is not None:
-            config.attr_timeout = 0.0
             config.entry_timeout = 0.0
             config.negative_timeout = 0.0
             config.hard_remove = 1
             config.nullpath_ok = 1
             config.use_ino = 1
+        self._fuse = ctypes.c_void_p(mfusepy._libfuse.fuse_get_context().contents.fuse)
+
+    def forget_cached(self, paths: Iterable[str]) -> None:
+        """Have the kernel forget what it cached of each path (its attributes and pages); not while
+        an operation waits for the books' lock (the kernel may wait for that operation)."""
+        for path in paths:
+            # -ENOENT when the kernel holds nothing of it: nothing to forget.
+            mfusepy._libfuse.fuse_invalidate_path(self._fuse, ("/" + path.lstrip("/")).encode())
 
     # -- names -----------------------------------------------------------------------------------
     def getattr(self, path: str | None, fh: int | None = None) -> dict[str, int]:

@@ -99,6 +99,8 @@ class Dropped:
 
     files: dict[str, FileLoss]
     undone: list[str]
+    touched: set[str] = field(default_factory=set)
+    """Every path the drop changed, and the directories of the names it changed."""
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -307,11 +309,14 @@ class Books:
                 self._commit(sum(1 for change in self.journal if change.changed_at <= cutoff))
             files: dict[str, FileLoss] = {}
             undone = []
+            touched: set[str] = set()
             for change in reversed(self.journal):
                 lost = self._undo(change)
                 if lost is not None:
                     files[change.path] = lost
                 undone.append(change.describe())
+                for name in (change.path, change.target):
+                    touched |= {name, os.path.dirname(name)} if name else set()
             self.journal.clear()
             paths = self._paths()
             for inode, books in self.files.items():
@@ -320,7 +325,7 @@ class Books:
                     rng = random.Random(f"{torn_seed}:{path}") if torn_seed is not None else None
                     files[path] = self._restore(path, books, cutoff, rng)
             self.files.clear()
-            return Dropped(files, undone)
+            return Dropped(files, undone, touched | set(files))
 
     def _undo(self, change: NameChange) -> FileLoss | None:
         """Undo one name change; for an undone creation of a file, its unsynced bytes (all dropped:

@@ -57,8 +57,9 @@ def synced_file(disk: LossyMount, name: str, data: bytes) -> Path:
 def test_a_drop_keeps_what_was_fsynced_and_nothing_after(disk: LossyMount) -> None:
     path = synced_file(disk, "log", b"synced ")
     write(path, b"lost", flags=os.O_APPEND)
-    assert path.read_bytes() == b"synced lost"
+    assert path.read_bytes() == b"synced lost" and path.stat().st_size == 11
     dropped = disk.drop()
+    assert path.stat().st_size == 7  # the kernel forgot the size it had cached
     assert path.read_bytes() == b"synced "
     assert dropped["files"] == {"log": {"unsynced": 4, "dropped": 4}}
     assert dropped["dropped_bytes"] == 4 and dropped["undone"] == []
