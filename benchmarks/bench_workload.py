@@ -174,8 +174,9 @@ def as_process(
     with rundir.writer(WRITES) as writer:
         process = WorkloadProcess(spec, {"writes": writer}, rundir)
         process.start()
-        assert process.wait(300) and process.exit_code == 0, f"{run_root}: exit {process.exit_code}"
-        process.close()
+        assert process.wait(300), f"{run_root}: still writing"
+        process.close()  # an acks=0 producer keeps its client until then
+        assert process.exit_code == 0, f"{run_root}: exit {process.exit_code}"
     history = rundir.path(WRITES)
     acked(history, writes)
     first_ns = int(history.read_bytes().split(b'"time_ns":', 1)[1].split(b",", 1)[0])

@@ -65,6 +65,12 @@ class ProcessSpec:
     config: dict[str, Any]
     """The client's settings, as the scenario and the harness made them (JSON values only)."""
 
+    @property
+    def keeps_client(self) -> bool:
+        """Whether the process keeps its client after its stop, until its stdin ends: it ends its
+        stdout when done instead of exiting (a producer under acks=0 does)."""
+        return False
+
 
 def encode_spec(spec: ProcessSpec) -> str:
     """The spec as the process's one argument: `{"role": ..., "process": ..., ...}`."""

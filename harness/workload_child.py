@@ -99,9 +99,9 @@ def obey(role: Role, commands: Any) -> None:
             _note(f"command {command[:40]!r} ignored: not one this role takes")
 
 
-def _obey_then_exit(role: Role) -> None:
+def _obey_then_exit(role: Role, finished: threading.Event) -> None:
     obey(role, sys.stdin.buffer)
-    os._exit(ORPHANED)
+    os._exit(0 if finished.is_set() else ORPHANED)
 
 
 def main(argv: list[str]) -> None:
@@ -116,12 +116,20 @@ def main(argv: list[str]) -> None:
     emit = LineEmitter()
     sinks = {tag: TaggedLines(tag, emit) for tag in TAGGED_FILES}
     role = role_of(spec, sinks, run_clock(spec.origin_ns))
-    threading.Thread(target=_obey_then_exit, args=(role,), name="commands", daemon=True).start()
+    finished = threading.Event()
+    threading.Thread(target=_obey_then_exit, args=(role, finished), name="commands", daemon=True).start()
     try:
         role.run()
     except BaseException:  # the conductor sees the exit status; the traceback goes to the log
         log.error("%s failed:\n%s", spec.process, traceback.format_exc())
         os._exit(1)
+    finished.set()
+    if spec.keeps_client:
+        # Every event is written: stdout ends here (what the conductor waits for), and the client
+        # lives on until stdin ends.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 1)
+        threading.Event().wait()
     # Not sys.exit: interpreter shutdown would wait on the stdin reader's lock and abort ("could not
     # acquire lock for <stdin>"); every event is already written (unbuffered).
     os._exit(0)

@@ -47,6 +47,8 @@ CHILD = [sys.executable, "-m", "harness.workload_child"]
 READ_CHUNK = 1 << 16
 STACK_GRACE_S = 1.0
 """Of a stop bound, the last part: a process still running is asked for its stacks, then killed."""
+CLOSE_WAIT_S = 5.0
+"""How long a process that keeps its client gets to exit once its stdin ends."""
 LATENCY_WINDOW = 10_000
 """Recent ack latencies kept per process for the live display; the checker computes the real ones."""
 
@@ -108,6 +110,7 @@ class WorkloadProcess:
         """Its stderr, in the run directory."""
         self._child: subprocess.Popen[bytes] | None = None
         self._reader: threading.Thread | None = None
+        self._said_all = threading.Event()  # its stdout ended: every line of it is in its file
         self._killed = False
         self._stack_from = 0  # where the log stood when stacks were asked for
         self.frozen = False  # holding its next transaction open (`freeze`)
@@ -148,6 +151,7 @@ class WorkloadProcess:
             return
         self._join_reader()
         self._starting()
+        self._said_all.clear()
         stderr = open_append(self._rundir.root, self.log_name)
         try:
             self._child = subprocess.Popen(
@@ -189,6 +193,7 @@ class WorkloadProcess:
                     self._observe(batch.tag, batch.lines)
         if torn := router.end():
             log.info("%s: dropped a torn last line (%d bytes): it died mid-write", self.process, len(torn))
+        self._said_all.set()
         self._exited(child.wait())
 
     def _observe(self, tag: str, lines: bytes) -> None:
@@ -221,10 +226,18 @@ class WorkloadProcess:
         self.resume()
         self._send(STOP)
 
+    @property
+    def done(self) -> bool:
+        """Whether it has said all it will: its stdout ended (it exited, or keeps its client)."""
+        return self._said_all.is_set()
+
     def wait(self, timeout_s: float) -> bool:
-        """Whether the process ended within `timeout_s` (and its lines were all appended)."""
+        """Whether the process ended within `timeout_s`, its lines all appended (one that keeps its
+        client: whether it is `done`)."""
         if self._child is None:
             return True
+        if self.spec.keeps_client:
+            return self._said_all.wait(timeout_s)
         try:
             self._child.wait(timeout_s)
         except subprocess.TimeoutExpired:
@@ -292,10 +305,16 @@ class WorkloadProcess:
             return 0
 
     def close(self) -> None:
-        """Kill it if it still runs, and end its stdin (a process of an older run exits at that)."""
-        self.kill()
+        """End its stdin, at which a process that keeps its client exits; kill any other still
+        running (and one that does not exit in time)."""
+        if not self.done:
+            self.kill()
         if self._child is not None and self._child.stdin is not None:
             self._child.stdin.close()
+            try:
+                self._child.wait(CLOSE_WAIT_S)
+            except subprocess.TimeoutExpired:
+                self.kill()
         self._join_reader()
 
 
@@ -321,19 +340,20 @@ def stop_all(processes: Sequence[WorkloadProcess], bound_s: float) -> list[Kille
     asked_at = started + max(0.0, bound_s - STACK_GRACE_S)
     for process in processes:
         process.wait(max(0.0, asked_at - time.monotonic()))
-    stuck = [p for p in processes if p.alive]
+    stuck = [p for p in processes if p.alive and not p.done]
     for process in stuck:
         process.ask_stack()
     deadline = started + bound_s
     stacks: dict[str, str | None] = {p.process: None for p in stuck}
     while True:
         stacks = {p.process: p.stack() for p in stuck}
-        if all(stacks[p.process] is not None or not p.alive for p in stuck) or time.monotonic() >= deadline:
+        answered = all(stacks[p.process] is not None or not p.alive or p.done for p in stuck)
+        if answered or time.monotonic() >= deadline:
             break
         time.sleep(0.05)
     killed = []
     for process in stuck:
-        if not process.alive:
+        if not process.alive or process.done:
             continue  # it stopped after all, within the bound
         process.kill()
         stack = stacks[process.process]

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from contract.history import CLIENT, CONSUMES, TRANSACTIONS, WRITES, HistoryWriter, RunClock, RunDir
 from harness.groups import ConsumerGroups, GroupSpec
+from harness.producer import ProducerSpec
 from harness.transactional_producer import TransactionalProducerSpec, TransactionSpec
 from harness.waiting import wait_until
 from harness.workload_process import Killed, WorkloadProcess, stop_all
@@ -103,3 +104,41 @@ def test_a_process_stopped_by_a_signal_answers_nothing_and_is_killed_at_the_boun
         ("start", None),
         ("stop", "killed"),
     ]
+
+
+def test_an_acks_0_producer_ends_its_stdout_when_done_and_keeps_its_client_until_closed(
+    tmp_path: Path,
+) -> None:
+    """librdkafka calls an acks=0 write done once handed to the socket: its client must outlive the
+    stop, or the tail may never be sent. Every other process exits when done."""
+    rundir, clock = RunDir(tmp_path), RunClock()
+    writers = sinks(rundir, WRITES, CLIENT)
+    processes = [
+        WorkloadProcess(
+            ProducerSpec(
+                process=f"p-{acks}-0",
+                origin_ns=clock.origin_ns,
+                config=UNREACHABLE,
+                topic="t",
+                partitions=1,
+                acks=acks,
+                max_writes=0,
+            ),
+            writers,
+            rundir,
+        )
+        for acks in ("0", "1")
+    ]
+    try:
+        for process in processes:
+            process.start()
+        assert stop_all(processes, bound_s=30.0) == []
+        keeper, exited = processes
+        assert keeper.done and keeper.alive and keeper.exit_code is None
+        assert exited.done and exited.exit_code == 0
+    finally:
+        for process in processes:
+            process.close()
+        for writer in writers.values():
+            writer.close()
+    assert keeper.exit_code == 0 and not keeper.killed  # it exited at the end of its stdin
