@@ -78,7 +78,7 @@ def group_guarantees(
     """The guarantee rows of one group (`group`: its run.json entry; `counts`: its result counts;
     `faults`: the names of the faults the run injected)."""
     mode, asynchronous = group["commit"], bool(group.get("commit_async"))
-    client = run.get("client") or {}
+    client = group.get("client") or run.get("client") or {}  # its members' client; older runs: the run's
     library = " ".join(str(client[k]) for k in ("library", "version") if client.get(k)) or "the client"
     by = f"the consumer's commit mode ({mode}{', async' if asynchronous else ''}; {library})"
     version = (run.get("kafka") or {}).get("version") or "unknown version"

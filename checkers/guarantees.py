@@ -33,7 +33,8 @@ class TopicConfig:
     max_in_flight: int
     version: tuple[int, ...] | None
     client: str
-    """The producer's client library and version, as run.json's `client` names it."""
+    """The producer's client library and version, as run.json names it: the topic's `client` (the
+    client that wrote it), else the run's (runs made before clients were recorded per topic)."""
     power_loss: bool = False
     """The run cut every replica's power at once (a `power-loss` fault)."""
     fsync_each: bool = False
@@ -85,7 +86,7 @@ def topic_config(
         idempotent=fact("KIP-98").holds_in(version) and _truthy(producer.get("enable.idempotence", False)),
         max_in_flight=int(producer.get("max.in.flight.requests.per.connection") or 5),
         version=version,
-        client=_client_text(run.get("client")),
+        client=_client_text(topic.get("client") or run.get("client")),
         power_loss="power-loss" in faults,
         fsync_each=str(flush).strip() == "1",
         message_format=message_format(fmt),

@@ -5,8 +5,6 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-import confluent_kafka
-
 from harness.broker_config import KafkaVersion
 
 librdkafka_log = logging.getLogger("kchaos.librdkafka")
@@ -37,12 +35,3 @@ def client_config(bootstrap_servers: str, kafka_version: KafkaVersion, **overrid
         config["broker.version.fallback"] = "0.9.0.1"
     config.update(overrides)
     return config
-
-
-def client_versions() -> dict[str, str]:
-    """run.json's `client`: the library that made the client-side promises (ordering on retry)."""
-    return {
-        "library": "librdkafka",
-        "version": confluent_kafka.libversion()[0],
-        "python": confluent_kafka.version()[0],
-    }

@@ -37,11 +37,10 @@ from contract.history import (
 )
 from contract.history_readers import load_run_json
 from harness import forensics
-from harness.clients import client_versions
 from harness.cluster import ClusterSpec, KafkaCluster
 from harness.cluster_state import ClusterSampler
 from harness.consumer import FinalReadResult
-from harness.workload import Workload, WorkloadSpec
+from harness.workload import Workload, WorkloadClients, WorkloadSpec, resolve_clients
 
 log = logging.getLogger("kchaos")
 
@@ -117,9 +116,8 @@ def run_experiment(
             workload.create_topics()
             # The brokers' log lines carry wall-clock times: this maps them to the run clock.
             unix_ns_at_zero = time.time_ns() - clock.now_ns()
-            rundir.write_run_json(
-                {**run_metadata(spec, run_id, cluster), "clock": {"unix_ns_at_zero": unix_ns_at_zero}}
-            )
+            recorded = run_metadata(spec, run_id, cluster, workload.clients)
+            rundir.write_run_json({**recorded, "clock": {"unix_ns_at_zero": unix_ns_at_zero}})
             phase("setup")
             with (
                 rundir.writer(CLUSTER) as cluster_writer,
@@ -196,10 +194,15 @@ def _internal_topic(cluster: KafkaCluster, topic: str) -> dict[str, Any]:
     return {"partitions": len(counts), "replication_factor": min(counts) if counts else None}
 
 
-def run_metadata(spec: ExperimentSpec, run_id: str, cluster: KafkaCluster) -> dict[str, Any]:
+def run_metadata(
+    spec: ExperimentSpec, run_id: str, cluster: KafkaCluster, clients: WorkloadClients | None = None
+) -> dict[str, Any]:
     """run.json as written before the workload starts; `cluster.broker_config` is the overrides as
-    the brokers' server.properties hold them."""
+    the brokers' server.properties hold them; `clients` the workload parts' (None: each part's
+    as the scenario names it, resolved now, and no finalized feature levels)."""
     assert cluster.image is not None
+    if clients is None:
+        clients = resolve_clients(spec.workload, cluster.kafka_version)
     return {
         "run_id": run_id,
         "seed": spec.seed,
@@ -212,7 +215,6 @@ def run_metadata(spec: ExperimentSpec, run_id: str, cluster: KafkaCluster) -> di
             "source": cluster.image.source,
             "java": cluster.java_version(),
         },
-        "client": client_versions(),
         "cluster": {
             "brokers": len(cluster.brokers),
             "zookeepers": len(cluster.zookeepers),
@@ -227,15 +229,9 @@ def run_metadata(spec: ExperimentSpec, run_id: str, cluster: KafkaCluster) -> di
                 else {}
             ),
             "broker_config": cluster.recorded_broker_config,
+            **({"finalized_features": dict(clients.features)} if clients.features else {}),
         },
-        "topics": spec.workload.topics(),
-        **({"groups": [g.recorded() for g in spec.workload.groups]} if spec.workload.groups else {}),
-        "producer": {
-            **spec.workload.effective_producer_config(),
-            "processes_per_mode": spec.workload.producers_per_mode,
-            "rate_per_s": spec.workload.rate_per_s,
-            "message_size": spec.workload.message_size,
-        },
+        **spec.workload.recorded(clients),
         **spec.extra,
     }
 

@@ -18,8 +18,10 @@ from contract.events import member_event
 from contract.history import HistoryWriter, RunClock, RunDir
 from contract.history_fields import COMMIT_MODES
 from contract.limits import brief
+from harness.client_choice import Client, ClientChoice
 from harness.group_member import MemberSpec
-from harness.workload_process import Killed, WorkloadProcess, stop_all
+from harness.java_config import java_settings
+from harness.workload_process import CHILD, Killed, WorkloadProcess, stop_all
 
 STOP_TIMEOUT_S = 20.0  # a clean stop: a last commit and a LeaveGroup, each bounded by the client
 MAX_MEMBERS = 16
@@ -34,6 +36,9 @@ DEFAULT_MEMBER_CONFIG: dict[str, Any] = {
     "auto.commit.interval.ms": 1000,
     "fetch.wait.max.ms": 100,
 }
+BROKER_SIDE = ("session.timeout.ms", "heartbeat.interval.ms")
+"""Of DEFAULT_MEMBER_CONFIG, what KIP-848's consumer protocol takes from the broker (the group's
+`group.consumer.*` settings): both clients refuse them with `group.protocol: consumer`."""
 
 
 @dataclass(frozen=True)
@@ -51,6 +56,8 @@ class GroupSpec:
     commit_interval_s: float = 0.0
     """after-process: commit at most this often (0: after every batch); a crash redelivers what was
     processed since the last commit."""
+    client: ClientChoice | None = None
+    """Its members' client; None: the workload's."""
 
     def __post_init__(self) -> None:
         where = f"group {self.name!r}"
@@ -77,11 +84,24 @@ class GroupSpec:
     def member_names(self) -> list[str]:
         return [f"{self.name}-{n}" for n in range(self.members)]
 
-    def effective_config(self) -> dict[str, Any]:
-        return {**DEFAULT_MEMBER_CONFIG, **self.config}
+    @property
+    def consumer_protocol(self) -> bool:
+        """Whether its members join with KIP-848's consumer group protocol (`group.protocol: consumer`)."""
+        return str(self.config.get("group.protocol", "classic")).strip().lower() == "consumer"
 
-    def recorded(self) -> dict[str, Any]:
-        """The group's entry in run.json's `groups`."""
+    def effective_config(self, java: bool = False) -> dict[str, Any]:
+        """Its members' settings: the harness's own (in the Java client's names when `java`), then
+        the scenario's `config` as written."""
+        own = {
+            k: v
+            for k, v in DEFAULT_MEMBER_CONFIG.items()
+            if not (self.consumer_protocol and k in BROKER_SIDE)
+        }
+        return {**(java_settings(own) if java else own), **self.config}
+
+    def recorded(self, client: Client | None = None) -> dict[str, Any]:
+        """The group's entry in run.json's `groups` (with `client`, the one its members ran)."""
+        java = client is not None and client.is_java
         return {
             "name": self.name,
             "topics": list(self.topics),
@@ -90,7 +110,8 @@ class GroupSpec:
             "members": self.members,
             "processing_ms": self.processing_ms,
             "commit_interval_s": self.commit_interval_s,
-            "config": dict(self.effective_config()),
+            "config": self.effective_config(java),
+            **({"client": client.recorded()} if client is not None else {}),
         }
 
 
@@ -98,20 +119,25 @@ class GroupSpec:
 class MemberState:
     """What the harness last saw of a member: `running` (alive and not frozen), and `assigned` the
     generation of its last assign event since it started (-1 when the member could not read it), None
-    when there was none or a revoke came after it."""
+    when there was none or a revoke came after it. Under KIP-848's protocol (`member_epochs`) a
+    revoke takes some partitions only: `assigned` is then the member epoch of its last assign or
+    revoke once it had an assign."""
 
     process: str
     running: bool
     assigned: int | None
+    member_epochs: bool = False
+    """The group runs KIP-848's consumer protocol: each member has an epoch of its own."""
 
 
 def stable(states: Sequence[MemberState]) -> bool:
     """Is a group whole and formed: is every member running and assigned, all in one generation?
-    (Right after a thaw, a zombie and the others may still show the generation they last shared.)"""
+    (Right after a thaw, a zombie and the others may still show the generation they last shared.)
+    Under KIP-848's protocol members' epochs differ by design: every member running and assigned."""
     return (
         bool(states)
         and all(s.running and s.assigned is not None for s in states)
-        and len({s.assigned for s in states}) == 1
+        and (len({s.assigned for s in states}) == 1 or all(s.member_epochs for s in states))
     )
 
 
@@ -134,15 +160,18 @@ class GroupMember(WorkloadProcess):
         self,
         process: str,
         spec: GroupSpec,
-        client_config: Mapping[str, Any],
+        config: Mapping[str, Any],
         sinks: Mapping[str, HistoryWriter],
         clock: RunClock,
         rundir: RunDir,
+        command: Sequence[str] = CHILD,
     ) -> None:
+        """`config`: the member's client settings, whole (JSON values only); `command`: its client's
+        (`harness.client_choice.Client.command`)."""
         member = MemberSpec(
             process=process,
             origin_ns=clock.origin_ns,
-            config={k: v for k, v in {**client_config, **spec.effective_config()}.items() if k != "logger"},
+            config=dict(config),
             group=spec.name,
             topics=list(spec.topics),
             commit=spec.commit,
@@ -150,7 +179,7 @@ class GroupMember(WorkloadProcess):
             processing_ms=spec.processing_ms,
             commit_interval_s=spec.commit_interval_s,
         )
-        super().__init__(member, sinks, rundir)
+        super().__init__(member, sinks, rundir, command)
         self.group, self._clock = spec, clock
         self.polled = 0
         self._assigned: int | None = None  # `MemberState.assigned`, set by the thread reading stdout
@@ -158,7 +187,8 @@ class GroupMember(WorkloadProcess):
 
     @property
     def state(self) -> MemberState:
-        return MemberState(self.process, self.alive and not self.paused, self._assigned)
+        running = self.alive and not self.paused
+        return MemberState(self.process, running, self._assigned, self.group.consumer_protocol)
 
     def _starting(self) -> None:
         self._assigned, self._stopped = None, False
@@ -172,7 +202,8 @@ class GroupMember(WorkloadProcess):
                 if b'"type":"assign"' in line:
                     self._assigned = _generation(line)
                 elif b'"type":"revoke"' in line:
-                    self._assigned = None
+                    joined = self.group.consumer_protocol and self._assigned is not None
+                    self._assigned = _generation(line) if joined else None
         self._stopped = b'"type":"stop"' in lines[lines.rfind(b"\n", 0, -1) + 1 :]
 
     def _exited(self, code: int) -> None:
@@ -190,13 +221,19 @@ class ConsumerGroups:
     def __init__(
         self,
         specs: Sequence[GroupSpec],
-        client_config: Mapping[str, Any],
+        configs: Mapping[str, Mapping[str, Any]],
         sinks: Mapping[str, HistoryWriter],
         clock: RunClock,
         rundir: RunDir,
+        commands: Mapping[str, Sequence[str]] | None = None,
     ) -> None:
+        """`configs`: each group's member settings, whole, by group name; `commands`: each group's
+        client command (librdkafka's for a group not named)."""
+        commands = commands or {}
         self.members: dict[str, GroupMember] = {
-            name: GroupMember(name, spec, client_config, sinks, clock, rundir)
+            name: GroupMember(
+                name, spec, configs[spec.name], sinks, clock, rundir, commands.get(spec.name, CHILD)
+            )
             for spec in specs
             for name in spec.member_names()
         }

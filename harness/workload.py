@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from contract.errors import ConfigError, HarnessError
+from contract.errors import ClusterError, ConfigError, HarnessError
 from contract.history import (
     ACKS_MODES,
     CLIENT,
@@ -34,12 +35,15 @@ from contract.history import (
 from contract.history_fields import setting_problem
 from contract.history_readers import load_run_json
 from contract.limits import brief
-from harness.broker_config import ConfigValue, format_settings
+from harness.broker_config import ConfigValue, KafkaVersion, format_settings
+from harness.client_choice import LIBRDKAFKA_CLIENT, Client, ClientChoice, resolve
 from harness.client_log import ClientLog
 from harness.clients import client_config
 from harness.cluster import KafkaCluster
 from harness.consumer import FinalReadResult, LiveConsumer, final_read
+from harness.finalized_features import finalized_features
 from harness.groups import ConsumerGroups, GroupSpec
+from harness.java_config import java_producer_settings
 from harness.pipeline import PIPELINE_GROUP, PIPELINE_OUTPUT, PipelineSpec
 from harness.process_protocol import ProcessSpec
 from harness.producer import DEFAULT_PRODUCER_CONFIG, FULL_SPEED_QUEUE_MESSAGES, ProducerSpec
@@ -52,6 +56,8 @@ _TOPIC_PREFIX = "chaos-acks-"
 TXN_TOPIC_PREFIX = "chaos-txn-"
 TRANSACTIONAL_ID_PREFIX = "kchaos-tx-"
 PIPELINE_ID_PREFIX = "kchaos-pipe-"
+STARTUP_BOUND_S = 60.0
+"""How long the workload waits for its processes' first lines before the chaos phase goes on."""
 STOP_BOUND_S = 10.0
 """How long the workload's processes get to stop (a last transaction, a last commit, the writes in
 flight) before each still running is killed: the chaos phase lasts at most its duration and this."""
@@ -64,6 +70,12 @@ def topic_name(acks: str) -> str:
 def acks_of_topic(topic: str) -> str:
     """The acks mode a workload topic (`topic_name`) is written with; `txn` for a transactional one."""
     return "txn" if topic.startswith(TXN_TOPIC_PREFIX) else topic.removeprefix(_TOPIC_PREFIX)
+
+
+PRODUCERS, TRANSACTIONS_PART, PIPELINE_PART = "producers", "transactions", "pipeline"
+PARTS = (PRODUCERS, TRANSACTIONS_PART, PIPELINE_PART)
+"""The workload parts that may name a client of their own (`workload.clients`); a consumer group names
+its own in its entry."""
 
 
 def txn_topics(transactions: TransactionSpec | None) -> tuple[str, ...]:
@@ -87,6 +99,10 @@ class WorkloadSpec:
     transactions: TransactionSpec | None = None
     """Transactional producers writing topics of their own (`chaos-txn-N`), besides the acks modes."""
     stop_bound_s: float = STOP_BOUND_S
+    client: ClientChoice = LIBRDKAFKA_CLIENT
+    """Every part's client unless it names its own (`part_clients`, a group's `client`)."""
+    part_clients: Mapping[str, ClientChoice] = field(default_factory=dict)
+    """The client of a part by name (PARTS), over `client`."""
 
     def __post_init__(self) -> None:
         unknown = [a for a in self.acks if a not in ACKS_MODES]
@@ -119,6 +135,19 @@ class WorkloadSpec:
                 )
         if len({g.name for g in self.groups}) < len(self.groups):
             raise ConfigError("groups: two groups have the same name")
+        for part in self.part_clients:
+            if part not in PARTS:
+                raise ConfigError(
+                    f"workload.clients.{part}: not a workload part; use {', '.join(PARTS)} "
+                    "(a group names its own client in its entry)"
+                )
+        running = {PRODUCERS: True, TRANSACTIONS_PART: self._txn_processes()[0] > 0}
+        running[PIPELINE_PART] = self._txn_processes()[1] > 0
+        if idle := [part for part in self.part_clients if not running[part]]:
+            raise ConfigError(
+                f"workload.clients.{idle[0]}: the workload runs no {idle[0]} (workload.transactions"
+                f"{'.pipelines' if idle[0] == PIPELINE_PART else ''})"
+            )
 
     def with_acks(self, acks: tuple[str, ...]) -> WorkloadSpec:
         """This workload writing under `acks` only: each group reads what is still written of its
@@ -130,6 +159,18 @@ class WorkloadSpec:
             if written & set(g.topics)
         )
         return dataclasses.replace(self, acks=acks, groups=groups)
+
+    def client_of(self, part: str) -> ClientChoice:
+        """The client of workload part `part` (PARTS)."""
+        return self.part_clients.get(part, self.client)
+
+    def group_client(self, group: GroupSpec) -> ClientChoice:
+        return group.client or self.client
+
+    def parts_running(self) -> list[str]:
+        """The parts (PARTS) this workload runs."""
+        producers, pipelines = self._txn_processes()
+        return [PRODUCERS] + [TRANSACTIONS_PART] * (producers > 0) + [PIPELINE_PART] * (pipelines > 0)
 
     def txn_topics(self) -> list[str]:
         """The topics the transactional producers write (none without `transactions`)."""
@@ -166,8 +207,10 @@ class WorkloadSpec:
         """With transactions, every reader of the workload reads committed records only."""
         return {"isolation.level": "read_committed"} if self.transactions is not None else {}
 
-    def topics(self) -> list[dict[str, Any]]:
-        """The `topics` list of run.json."""
+    def topics(self, clients: WorkloadClients | None = None) -> list[dict[str, Any]]:
+        """The `topics` list of run.json; with `clients`, each topic also names the client that wrote
+        it (`client`), and a topic written by the Java client holds its producer settings
+        (`producer`), a transactional one the transaction protocol its producers used."""
         config = format_settings(self.topic_config)
         topics = [
             {
@@ -176,6 +219,7 @@ class WorkloadSpec:
                 "replication_factor": self.replication_factor,
                 "acks": a,
                 "config": config,
+                **(_written_by(clients.parts[PRODUCERS], self.producer_settings) if clients else {}),
             }
             for a in self.acks
         ]
@@ -185,6 +229,10 @@ class WorkloadSpec:
                 "transactional.id": TRANSACTIONAL_ID_PREFIX.rstrip("-"),
                 "transaction.timeout.ms": self.transactions.transaction_timeout_ms,
             }
+            transactions = self.transactions.recorded()
+            recorded = [{"producer": producer, "transactions": transactions}]
+            if clients is not None:
+                recorded = [_transactional(clients, TRANSACTIONS_PART, producer, transactions)]
             topics += [
                 {
                     "name": name,
@@ -192,24 +240,108 @@ class WorkloadSpec:
                     "replication_factor": self.replication_factor,
                     "acks": "all",
                     "config": config,
-                    "producer": producer,
-                    "transactions": self.transactions.recorded(),
+                    **recorded[0],
                 }
                 for name in self.txn_topics()
             ]
             if self.transactions.pipelines:
                 piped = {"group": PIPELINE_GROUP, "inputs": self.txn_topics()}
                 pipe_producer = producer | {"transactional.id": PIPELINE_ID_PREFIX.rstrip("-")}
-                topics.append(
-                    topics[-1] | {"name": PIPELINE_OUTPUT, "producer": pipe_producer, "pipeline": piped}
-                )
+                output = {"producer": pipe_producer, "transactions": transactions}
+                if clients is not None:
+                    output = _transactional(clients, PIPELINE_PART, pipe_producer, transactions)
+                topics.append(topics[-1] | {"name": PIPELINE_OUTPUT, "pipeline": piped, **output})
         return topics
 
-    def effective_producer_config(self) -> dict[str, Any]:
+    def producer_settings(
+        self, client: Client, debug: Mapping[str, Any] | None = None, transactional: bool = False
+    ) -> dict[str, Any]:
+        """A producer's settings on `client`: the harness's own (DEFAULT_PRODUCER_CONFIG, a smaller
+        queue at full speed, librdkafka's `debug` contexts), in the Java client's names on Java
+        (`harness.java_config`; a `transactional` one idempotent); then the scenario's
+        `producer_config` as written."""
         full_speed = (
             {"queue.buffering.max.messages": FULL_SPEED_QUEUE_MESSAGES} if not self.rate_per_s else {}
         )
-        return {**DEFAULT_PRODUCER_CONFIG, **full_speed, **self.producer_config}
+        own = {**DEFAULT_PRODUCER_CONFIG, **full_speed, **(debug or {})}
+        if client.is_java:
+            own = java_producer_settings(own, transactional)
+        return {**own, **self.producer_config}
+
+    def recorded(self, clients: WorkloadClients) -> dict[str, Any]:
+        """run.json's `client` (the workload's), `readers` (the live consumers' and the final read's),
+        `topics`, `groups` and `producer` (of the acks producers), each part run by `clients`."""
+        return {
+            "client": clients.default.recorded(),
+            "readers": {"client": clients.readers.recorded()},
+            "topics": self.topics(clients),
+            **({"groups": [g.recorded(clients.groups[g.name]) for g in self.groups]} if self.groups else {}),
+            "producer": {
+                **self.producer_settings(clients.parts[PRODUCERS]),
+                "processes_per_mode": self.producers_per_mode,
+                "rate_per_s": self.rate_per_s,
+                "message_size": self.message_size,
+            },
+        }
+
+
+TRANSACTION_VERSION_FEATURE = "transaction.version"
+"""The KRaft feature whose level 2 turns on KIP-890's second part for clients that speak it."""
+
+
+@dataclass(frozen=True)
+class WorkloadClients:
+    """Each part's client, resolved (`resolve_clients`), and the brokers' finalized feature levels
+    (the transaction protocol depends on both)."""
+
+    default: Client
+    parts: Mapping[str, Client]
+    """By part (PARTS), for the parts the workload runs."""
+    groups: Mapping[str, Client]
+    """By group name."""
+    readers: Client
+    """The live consumers' and the final read's: librdkafka."""
+    features: Mapping[str, int] = field(default_factory=dict)
+    """The brokers' finalized feature levels (`harness.finalized_features`); {} when not known."""
+
+    def transaction_version(self, part: str) -> int:
+        """The transaction protocol part `part`'s producers speak: 2 (KIP-890: an epoch bump per
+        transaction) when the brokers finalized `transaction.version` 2 or later and the client is
+        the Java client of 4.0 or later; 1 otherwise (librdkafka has no KIP-890)."""
+        client = self.parts[part]
+        speaks_2 = client.is_java and KafkaVersion.parse(client.version).at_least(4)
+        return 2 if speaks_2 and self.features.get(TRANSACTION_VERSION_FEATURE, 0) >= 2 else 1
+
+
+def resolve_clients(
+    spec: WorkloadSpec, brokers: KafkaVersion, features: Mapping[str, int] | None = None
+) -> WorkloadClients:
+    """Every part's client for brokers of release `brokers` (Java ones built unless cached)."""
+    return WorkloadClients(
+        default=resolve(spec.client, brokers),
+        parts={part: resolve(spec.client_of(part), brokers) for part in spec.parts_running()},
+        groups={g.name: resolve(spec.group_client(g), brokers) for g in spec.groups},
+        readers=resolve(LIBRDKAFKA_CLIENT, brokers),
+        features=dict(features or {}),
+    )
+
+
+def _written_by(client: Client, settings: Callable[[Client], dict[str, Any]]) -> dict[str, Any]:
+    """A topic's `client`, and on Java its `producer` settings (`settings(client)`)."""
+    return {"client": client.recorded(), **({"producer": settings(client)} if client.is_java else {})}
+
+
+def _transactional(
+    clients: WorkloadClients, part: str, producer: dict[str, Any], transactions: dict[str, Any]
+) -> dict[str, Any]:
+    """A transactional topic's `client`, `producer` and `transactions` (with the transaction
+    protocol version), written by part `part`."""
+    version = clients.transaction_version(part)
+    return {
+        "client": clients.parts[part].recorded(),
+        "producer": producer,
+        "transactions": {**transactions, "transaction_version": version},
+    }
 
 
 @dataclass(frozen=True)
@@ -268,6 +400,9 @@ class Workload:
         self.killed: list[Killed] = []
         """The processes killed at the stop bound."""
         self._stopped = False
+        self._clients: WorkloadClients | None = None
+        self.startup_s: float | None = None
+        """How long its processes took to write their first lines (`_wait_started`)."""
 
     def __enter__(self) -> Workload:
         return self
@@ -285,15 +420,37 @@ class Workload:
                 timeout_s=timeout_s,
             )
 
+    @property
+    def clients(self) -> WorkloadClients:
+        """Each part's client (resolved once: a Java client is built unless cached), with the
+        brokers' finalized feature levels."""
+        if self._clients is None:
+            version = self.cluster.kafka_version
+            addresses = [(host, int(port)) for host, _, port in self._bootstrap_addresses()]
+            try:
+                features = finalized_features(addresses, version)
+            except ClusterError as exc:
+                log.warning("could not read the brokers' finalized feature levels: %s", exc)
+                features = {}
+            self._clients = resolve_clients(self.spec, version, features)
+        return self._clients
+
+    def _bootstrap_addresses(self) -> list[tuple[str, str, str]]:
+        return [address.rpartition(":") for address in self.cluster.bootstrap_servers.split(",")]
+
     def _client_config(self, **overrides: Any) -> dict[str, Any]:
         return client_config(self.cluster.bootstrap_servers, self.cluster.kafka_version, **overrides)
 
-    def _process_config(self, **overrides: Any) -> dict[str, Any]:
-        """A workload process's client settings: JSON values only (the process adds its logger)."""
-        return {k: v for k, v in self._client_config(**overrides).items() if k != "logger"}
+    def _settings(self, client: Client, settings: Mapping[str, Any]) -> dict[str, Any]:
+        """A workload process's client settings, whole (JSON values only: the process adds its
+        logger): the brokers' addresses (on librdkafka, what 0.9 brokers need too) and `settings`,
+        already in `client`'s names."""
+        if client.is_java:
+            return {"bootstrap.servers": self.cluster.bootstrap_servers, **settings}
+        return {k: v for k, v in self._client_config(**settings).items() if k != "logger"}
 
-    def _producing(self, spec: ProcessSpec, mode: str) -> WorkloadProcess:
-        process = WorkloadProcess(spec, self._sinks, self.rundir)
+    def _producing(self, spec: ProcessSpec, mode: str, client: Client) -> WorkloadProcess:
+        process = WorkloadProcess(spec, self._sinks, self.rundir, client.command)
         self.producers.append(process)
         self._modes[spec.process] = mode
         return process
@@ -304,61 +461,27 @@ class Workload:
             raise ConfigError(
                 f"workload.transactions: Kafka {release} has no transactions (0.11 and later, KIP-98)"
             )
+        clients = self.clients
         self._reads = self.rundir.writer(READS)
         self._sinks = {"writes": self.rundir.writer(WRITES), "client": self.rundir.writer(CLIENT)}
-        producer_config = self.spec.effective_producer_config()
         origin_ns = self.clock.origin_ns
         self.cluster.group_ids = self.spec.coordinated_groups()
+        producers = clients.parts[PRODUCERS]
         for acks in self.spec.acks:
             for n in range(self.spec.producers_per_mode):
                 spec = ProducerSpec(
                     process=f"p-{acks}-{n}",
                     origin_ns=origin_ns,
-                    config=self._process_config(**{**PRODUCER_DEBUG, **producer_config}),
+                    config=self._settings(producers, self.spec.producer_settings(producers, PRODUCER_DEBUG)),
                     topic=topic_name(acks),
                     partitions=self.spec.partitions,
                     acks=acks,
                     rate_per_s=self.spec.rate_per_s,
                     message_size=self.spec.message_size,
                 )
-                self._producing(spec, acks)
+                self._producing(spec, acks, producers)
         if (txn := self.spec.transactions) is not None:
-            self._sinks["transactions"] = self.rundir.writer(TRANSACTIONS)
-            self.cluster.transactional_ids = self.spec.transactional_ids()
-            config = self._process_config(**{**TXN_PRODUCER_DEBUG, **producer_config})
-            transactional: list[WorkloadProcess] = []
-            for process, transactional_id in zip(
-                self.spec.txn_processes(), self.spec.transactional_ids(), strict=True
-            ):
-                spec_of: ProcessSpec = (
-                    PipelineSpec(
-                        process=process,
-                        origin_ns=origin_ns,
-                        config=config,
-                        transactional_id=transactional_id,
-                        inputs=self.spec.txn_topics(),
-                        output=PIPELINE_OUTPUT,
-                        partitions=self.spec.partitions,
-                        transactions=txn,
-                        consumer_config=self._process_config(),
-                        seed=self.seed,
-                    )
-                    if process.startswith("pipe-")
-                    else TransactionalProducerSpec(
-                        process=process,
-                        origin_ns=origin_ns,
-                        config=config,
-                        transactional_id=transactional_id,
-                        topics=self.spec.txn_topics(),
-                        partitions=self.spec.partitions,
-                        transactions=txn,
-                        seed=self.seed,
-                        rate_per_s=self.spec.rate_per_s,
-                        message_size=self.spec.message_size,
-                    )
-                )
-                transactional.append(self._producing(spec_of, "txn"))
-            self.cluster.transactional_producers = transactional
+            self._start_transactional(txn, clients)
         partitions = self.spec.read_partitions()
         reader_config = self._client_config(**self.spec.consumer_overrides())
         for n in range(self.spec.live_consumers):
@@ -367,8 +490,13 @@ class Workload:
             )
         if self.spec.groups:
             self._sinks["consumes"] = self.rundir.writer(CONSUMES)
+            configs, commands = {}, {}
+            for group in self.spec.groups:
+                client = clients.groups[group.name]
+                configs[group.name] = self._settings(client, group.effective_config(client.is_java))
+                commands[group.name] = client.command
             self.groups = ConsumerGroups(
-                self.spec.groups, self._client_config(), self._sinks, self.clock, self.rundir
+                self.spec.groups, configs, self._sinks, self.clock, self.rundir, commands
             )
             self.cluster.groups = self.groups
             self.groups.start()
@@ -376,6 +504,63 @@ class Workload:
             consumer.start()
         for producer in self.producers:
             producer.start()
+        self._wait_started()
+
+    def _wait_started(self) -> None:
+        """Wait until every process has written its first line, up to STARTUP_BOUND_S: faults and
+        the run's duration start when the clients are up, not while JVMs load their classes."""
+        started = time.monotonic()
+        deadline = started + STARTUP_BOUND_S
+        late = [
+            p.process for p in self.processes if not p.wait_started(max(0.0, deadline - time.monotonic()))
+        ]
+        took = self.startup_s = round(time.monotonic() - started, 3)
+        if late:
+            log.warning("%s wrote nothing within %.0f s of their start: going on", ", ".join(late), took)
+        else:
+            log.info("every workload process was up within %.1f s of its start", took)
+
+    def _start_transactional(self, txn: TransactionSpec, clients: WorkloadClients) -> None:
+        """The transactional producers' and pipelines' processes (started with the rest)."""
+        self._sinks["transactions"] = self.rundir.writer(TRANSACTIONS)
+        self.cluster.transactional_ids = self.spec.transactional_ids()
+        origin_ns = self.clock.origin_ns
+        transactional: list[WorkloadProcess] = []
+        for process, transactional_id in zip(
+            self.spec.txn_processes(), self.spec.transactional_ids(), strict=True
+        ):
+            pipeline = process.startswith("pipe-")
+            client = clients.parts[PIPELINE_PART if pipeline else TRANSACTIONS_PART]
+            config = self._settings(client, self.spec.producer_settings(client, TXN_PRODUCER_DEBUG, True))
+            spec_of: ProcessSpec = (
+                PipelineSpec(
+                    process=process,
+                    origin_ns=origin_ns,
+                    config=config,
+                    transactional_id=transactional_id,
+                    inputs=self.spec.txn_topics(),
+                    output=PIPELINE_OUTPUT,
+                    partitions=self.spec.partitions,
+                    transactions=txn,
+                    consumer_config=self._settings(client, {}),
+                    seed=self.seed,
+                )
+                if pipeline
+                else TransactionalProducerSpec(
+                    process=process,
+                    origin_ns=origin_ns,
+                    config=config,
+                    transactional_id=transactional_id,
+                    topics=self.spec.txn_topics(),
+                    partitions=self.spec.partitions,
+                    transactions=txn,
+                    seed=self.seed,
+                    rate_per_s=self.spec.rate_per_s,
+                    message_size=self.spec.message_size,
+                )
+            )
+            transactional.append(self._producing(spec_of, "txn", client))
+        self.cluster.transactional_producers = transactional
 
     @property
     def processes(self) -> list[WorkloadProcess]:
@@ -411,7 +596,11 @@ class Workload:
         """run.json's `workload`: the stop bound and who was killed at it (when there is a run.json)."""
         if not self.rundir.path(RUN_JSON).exists():
             return
-        recorded = {"stop_bound_s": self.spec.stop_bound_s, "killed": [k.recorded() for k in self.killed]}
+        recorded = {
+            "startup_s": self.startup_s,
+            "stop_bound_s": self.spec.stop_bound_s,
+            "killed": [k.recorded() for k in self.killed],
+        }
         self.rundir.write_run_json({**load_run_json(self.rundir.root), "workload": recorded})
 
     def final_read(self, timeout_s: float = 60.0) -> FinalReadResult:

@@ -42,7 +42,7 @@ from harness.transactional_producer import TransactionalSpec
 
 log = logging.getLogger("kchaos")
 
-CHILD = [sys.executable, "-m", "harness.workload_child"]
+CHILD = (sys.executable, "-m", "harness.workload_child")
 """The command of a librdkafka workload process (its spec follows)."""
 READ_CHUNK = 1 << 16
 STACK_GRACE_S = 1.0
@@ -100,17 +100,27 @@ class WriteTally:
 
 
 class WorkloadProcess:
-    """One workload process: started with `spec`, its tagged lines appended to `sinks` (by tag:
-    `writes`, `transactions`, `consumes`, `client`), its stderr to RUN/logs/<process>.log."""
+    """One workload process: started with `command` and `spec` (its one argument), its tagged lines
+    appended to `sinks` (by tag: `writes`, `transactions`, `consumes`, `client`), its stderr to
+    RUN/logs/<process>.log. `command` is its client's (`harness.client_choice.Client.command`):
+    librdkafka's CHILD unless given."""
 
-    def __init__(self, spec: ProcessSpec, sinks: Mapping[str, HistoryWriter], rundir: RunDir) -> None:
+    def __init__(
+        self,
+        spec: ProcessSpec,
+        sinks: Mapping[str, HistoryWriter],
+        rundir: RunDir,
+        command: Sequence[str] = CHILD,
+    ) -> None:
         self.spec, self.process = spec, spec.process
+        self.command = list(command)
         self._sinks, self._rundir = sinks, rundir
         self.log_name = f"{NODE_LOGS}/{self.process}.log"
         """Its stderr, in the run directory."""
         self._child: subprocess.Popen[bytes] | None = None
         self._reader: threading.Thread | None = None
         self._said_all = threading.Event()  # its stdout ended: every line of it is in its file
+        self._spoke = threading.Event()  # its first line arrived, or its stdout ended
         self._killed = False
         self._stack_from = 0  # where the log stood when stacks were asked for
         self.frozen = False  # holding its next transaction open (`freeze`)
@@ -152,10 +162,11 @@ class WorkloadProcess:
         self._join_reader()
         self._starting()
         self._said_all.clear()
+        self._spoke.clear()
         stderr = open_append(self._rundir.root, self.log_name)
         try:
             self._child = subprocess.Popen(
-                [*CHILD, encode_spec(self.spec)],
+                [*self.command, encode_spec(self.spec)],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=stderr,
@@ -168,6 +179,11 @@ class WorkloadProcess:
         )
         self._reader.start()
 
+    def wait_started(self, timeout_s: float) -> bool:
+        """Whether the process has written its first line (its client is up: a JVM takes seconds
+        to get there on a busy machine) or ended, within `timeout_s`."""
+        return self._spoke.wait(timeout_s)
+
     def _starting(self) -> None:
         """Called before each start, before any of its lines can arrive (a subclass resets state)."""
 
@@ -178,6 +194,7 @@ class WorkloadProcess:
         unrecorded: set[str] = set()  # tags without a file here, said once
         fd = child.stdout.fileno()
         while chunk := os.read(fd, READ_CHUNK):
+            self._spoke.set()
             for batch in router.feed(chunk):
                 if batch.tag is None:
                     log.warning("%s wrote a line of no history file: %s", self.process, brief(batch.lines))
@@ -194,6 +211,7 @@ class WorkloadProcess:
         if torn := router.end():
             log.info("%s: dropped a torn last line (%d bytes): it died mid-write", self.process, len(torn))
         self._said_all.set()
+        self._spoke.set()
         self._exited(child.wait())
 
     def _observe(self, tag: str, lines: bytes) -> None:

@@ -16,6 +16,8 @@ from contract.events import fault_windows
 from contract.history import ACKS_MODES, FAULTS
 from contract.history_readers import iter_fault_events
 from contract.limits import MAX_DURATION_S, MAX_SEED, brief
+from harness.client_choice import ClientChoice
+from harness.java_client import build
 from kchaos import options
 from kchaos.console import make_console
 from kchaos.crash import note_run_dir
@@ -24,7 +26,7 @@ from kchaos.plain_summary import plain_summary
 from kchaos.progress import phase_times, run_ticker
 from kchaos.runner import RunOutcome, run_scenario
 from kchaos.scenario import Scenario, builtin_scenarios, check_aims, load_scenario
-from kchaos.scenario_dump import on_release
+from kchaos.scenario_dump import on_client, on_release
 from reports import write_index
 
 console = make_console()
@@ -115,22 +117,30 @@ def run(
         "tarball or a directory. Several run the scenario on each (a matrix; the index compares them).",
     ),
     metadata: str = typer.Option(None, help=options.METADATA_OPTION_HELP),
+    client: str = typer.Option(
+        None,
+        help="The workload's client(s), comma-separated: librdkafka, java, or java:<kafka-clients "
+        "release> (e.g. java:3.9.1; java alone: the brokers' release). Over the scenario's "
+        "workload.client; parts that name their own keep it. Several run the scenario on each (a "
+        "matrix; the index compares them).",
+    ),
 ) -> None:
     """Run a chaos experiment end to end: cluster, workload, faults, heal, final read, check, report."""
     options.number("--duration", duration, 1.0, MAX_DURATION_S)
     options.integer("--seed", seed, 0, MAX_SEED)
     releases = options.releases("--kafka", kafka)
+    clients = client_choices("--client", client)
     if seed is not None and seeds is not None:
         raise ConfigError("--seed and --seeds: give one (--seeds runs the scenario once per seed)")
-    # several releases, scenarios or seeds: a matrix with each scenario's own acks modes
-    if not matrix and (len(releases) > 1 or "," in scenario or seeds is not None):
+    # several releases, clients, scenarios or seeds: a matrix with each scenario's own acks modes
+    if not matrix and (len(releases) > 1 or len(clients) > 1 or "," in scenario or seeds is not None):
         matrix = True
         seeds = seeds if seeds is not None else "" if seed is None else str(seed)
     elif matrix:
         seeds = seeds if seeds is not None else "1"
         acks_sets = acks_sets if acks_sets is not None else ",".join(ACKS_MODES)
     if not matrix:
-        loaded = on_release(load_scenario(scenario), releases[0], metadata)
+        loaded = on_client(on_release(load_scenario(scenario), releases[0], metadata), clients[0])
         options.output_dir("--out", out)
         console.print(Text.assemble((loaded.name, "bold"), f": {loaded.description}"))
         outcome = run_scenario(
@@ -140,8 +150,24 @@ def run(
         _print_outcome(outcome)
         raise typer.Exit(outcome.exit_code)
     raise typer.Exit(
-        _run_matrix(scenario, duration, seeds, acks_sets, out, master, budget, releases, metadata)
+        _run_matrix(scenario, duration, seeds, acks_sets, out, master, budget, releases, metadata, clients)
     )
+
+
+def client_choices(option: str, text: str | None) -> list[ClientChoice | None]:
+    """The clients a comma-separated `option` names, in order and once each; [None] (the scenario's
+    own) when not given. A named kafka-clients release is built now (or found in the cache), so that
+    one Maven Central lacks is exit 2 before any cluster starts."""
+    if text is None:
+        return [None]
+    entries = [entry.strip() for entry in text.split(",")]
+    if not all(entries):
+        raise ConfigError(f"{option} {text!r}: an empty client between commas (e.g. librdkafka,java)")
+    chosen = list(dict.fromkeys(ClientChoice.parse(entry, option) for entry in entries))
+    for choice in chosen:
+        if choice.is_java and choice.version is not None:
+            build(choice.version)
+    return list(chosen)
 
 
 def _run_matrix(
@@ -154,9 +180,11 @@ def _run_matrix(
     budget_s: float,
     releases: list[str | None],
     metadata: str | None = None,
+    clients: list[ClientChoice | None] | None = None,
 ) -> int:
-    """Every scenario x acks set x seed x release; `seeds` empty: each scenario's own seed;
-    `acks_sets` None: each scenario's own acks modes."""
+    """Every scenario x acks set x seed x release x client; `seeds` empty: each scenario's own seed;
+    `acks_sets` None: each scenario's own acks modes; `clients` [None]: each scenario's own client."""
+    client_list = clients or [None]
     options.number("--budget", budget_s, 0.0, MAX_BUDGET_S)
     try:
         seed_list: list[int | None] = [int(s) for s in seeds.split(",") if s.strip()] or [None]
@@ -185,22 +213,31 @@ def _run_matrix(
             f"got {brief(names)}, {brief(seeds)}, {brief(acks_sets)}"
         )
     options.output_dir("--out", out)
-    combos = [(s, a, seed, k) for s in loaded for a in acks_list for seed in seed_list for k in releases]
+    combos = [
+        (s, a, seed, k, c)
+        for s in loaded
+        for a in acks_list
+        for seed in seed_list
+        for k in releases
+        for c in client_list
+    ]
     console.print(
         f"matrix: {len(combos)} runs ({len(loaded)} scenarios x {len(acks_list)} acks sets x "
-        f"{len(seed_list)} seeds x {len(releases)} Kafka releases)"
+        f"{len(seed_list)} seeds x {len(releases)} Kafka releases x {len(client_list)} clients)"
     )
     started, worst, skipped = time.monotonic(), 0, 0
-    for scenario, acks, seed, release in combos:
+    for scenario, acks, seed, release, client in combos:
         if time.monotonic() - started > budget_s:
             skipped += 1
             continue
         on = f" kafka={release}" if release else ""
+        on += f" client={client.text}" if client else ""
         modes = ",".join(acks or scenario.experiment.workload.acks)
         shown_seed = seed if seed is not None else scenario.experiment.seed
         console.print(f"--- {scenario.name} acks={modes} seed={shown_seed}{on}")
         try:
             variant = on_release(matrix_variant(scenario, acks) if acks else scenario, release, metadata)
+            variant = on_client(variant, client)
             outcome = run_scenario(variant, out, duration_s=duration, seed=seed, master=master)
             _print_outcome(outcome)
         except HarnessError as exc:

@@ -33,6 +33,7 @@ from faults.producers import PRODUCER_FAULTS
 from faults.schedule import MAX_ENTRIES
 from faults.targets import coordinated_group, coordinated_transactional_id, named_nodes
 from faults.triggers import Trigger
+from harness.client_choice import LIBRDKAFKA_CLIENT, ClientChoice
 from harness.cluster import ClusterSpec
 from harness.experiment import ExperimentSpec
 from harness.transactional_producer import (
@@ -43,7 +44,7 @@ from harness.transactional_producer import (
     TRANSACTION_FIELDS,
     TransactionSpec,
 )
-from harness.workload import WorkloadSpec, txn_topics
+from harness.workload import PARTS, WorkloadSpec, txn_topics
 from kchaos.expectations import HELP as EXPECTATION_HELP
 from kchaos.expectations import Expectation
 from kchaos.scenario_fields import MAX_NAME, MAX_TEXT, Fields, fail
@@ -308,6 +309,8 @@ def parse_scenario(data: Any, source: str) -> Scenario:
             "live_consumers",
             "groups",
             "transactions",
+            "client",
+            "clients",
         ),
     )
     acks = _acks_list(w.data["acks"], "workload.acks") if "acks" in w.data else ACKS_MODES
@@ -325,6 +328,8 @@ def parse_scenario(data: Any, source: str) -> Scenario:
             live_consumers=w.integer("live_consumers", 1, 0, MAX_PRODUCERS),
             groups=parse_groups(w.data.get("groups"), "workload.groups", acks, txn_topics(transactions)),
             transactions=transactions,
+            client=_client(w.data.get("client"), "workload.client") or LIBRDKAFKA_CLIENT,
+            part_clients=_part_clients(w.data.get("clients")),
         ),
         "workload",
     )
@@ -384,6 +389,17 @@ def _transactions(value: Any) -> TransactionSpec | None:
         pipelines=t.integer("pipelines", 0, 0, MAX_PIPELINES),
         rewind_on_abort=t.get("rewind_on_abort", bool, True),
     )
+
+
+def _client(value: Any, path: str) -> ClientChoice | None:
+    """A client as a scenario names it (`librdkafka`, `java`, `java:<release>`); None when absent."""
+    return None if value is None else ClientChoice.parse(value, path)
+
+
+def _part_clients(value: Any) -> dict[str, ClientChoice]:
+    """`workload.clients`: a client by workload part (producers, transactions, pipeline)."""
+    parts = Fields(value, "workload.clients", PARTS)
+    return {part: ClientChoice.parse(text, f"workload.clients.{part}") for part, text in parts.data.items()}
 
 
 def _checked_value(build: Callable[[], Any], path: str) -> Any:

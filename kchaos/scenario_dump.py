@@ -12,6 +12,7 @@ from typing import Any
 import yaml
 
 from faults.schedule import ScheduleEntry
+from harness.client_choice import ClientChoice
 from harness.groups import GroupSpec
 from harness.images import LOCAL_BASE_IMAGE
 from harness.transactional_producer import TransactionSpec
@@ -60,6 +61,17 @@ def on_release(scenario: Scenario, kafka: str | None, metadata: str | None = Non
     if metadata is not None:
         cluster = dataclasses.replace(cluster, metadata=metadata)
     return dataclasses.replace(scenario, experiment=dataclasses.replace(scenario.experiment, cluster=cluster))
+
+
+def on_client(scenario: Scenario, client: ClientChoice | None) -> Scenario:
+    """`scenario` with `client` as its workload's client (the parts that name their own keep it);
+    None keeps the scenario's own."""
+    if client is None:
+        return scenario
+    workload = dataclasses.replace(scenario.experiment.workload, client=client)
+    return dataclasses.replace(
+        scenario, experiment=dataclasses.replace(scenario.experiment, workload=workload)
+    )
 
 
 def scenario_data(scenario: Scenario) -> dict[str, Any]:
@@ -115,6 +127,12 @@ def scenario_data(scenario: Scenario) -> dict[str, Any]:
             "live_consumers": workload.live_consumers,
             **({"groups": [_group_data(g) for g in workload.groups]} if workload.groups else {}),
             **({"transactions": _transactions_data(workload.transactions)} if workload.transactions else {}),
+            "client": workload.client.text,
+            **(
+                {"clients": {p: c.text for p, c in workload.part_clients.items()}}
+                if workload.part_clients
+                else {}
+            ),
         },
         "faults": faults,
         "expect": [e.text for e in scenario.expectations],
@@ -153,6 +171,7 @@ def _group_data(group: GroupSpec) -> dict[str, Any]:
         "processing_ms": group.processing_ms,
         "commit_interval_s": group.commit_interval_s,
         "config": dict(group.config),
+        **({"client": group.client.text} if group.client is not None else {}),
     }
 
 

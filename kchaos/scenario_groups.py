@@ -7,7 +7,8 @@ groups:
     commit: after-process    # after-process | before-process | auto
     commit_async: false      # after-process only: commit without waiting for the reply
     members: 2
-    config: {session.timeout.ms: 6000}
+    config: {session.timeout.ms: 6000}   # the client's own names: librdkafka's, or Java's
+    client: java             # librdkafka | java | java:<kafka-clients release> (default: workload.client)
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 
 from contract.errors import ConfigError
 from contract.limits import brief
+from harness.client_choice import ClientChoice
 from harness.groups import MAX_COMMIT_INTERVAL_S, MAX_MEMBERS, MAX_PROCESSING_MS, GroupSpec
 from harness.workload import topic_name
 from kchaos.scenario_fields import Fields, fail
@@ -31,6 +33,7 @@ _FIELDS = (
     "processing_ms",
     "commit_interval_s",
     "config",
+    "client",
 )
 _GROUP_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,40}")
 
@@ -75,6 +78,9 @@ def parse_groups(
                     config=g.mapping("config"),
                     processing_ms=g.number("processing_ms", 0.0, 0.0, MAX_PROCESSING_MS),
                     commit_interval_s=g.number("commit_interval_s", 0.0, 0.0, MAX_COMMIT_INTERVAL_S),
+                    client=None
+                    if g.data.get("client") is None
+                    else ClientChoice.parse(g.data["client"], "client"),
                 )
             )
         except ConfigError as exc:

@@ -228,9 +228,12 @@ class FakeProcess:
     killed = False
     exit_code = 0
 
-    def __init__(self, spec: Any, sinks: Any, rundir: Any) -> None:
+    def __init__(self, spec: Any, sinks: Any, rundir: Any, command: Any) -> None:
         self.process, self.sinks = spec.process, sinks
         self.calls: list[str] = []
+
+    def wait_started(self, timeout_s: float) -> bool:
+        return True
 
     @property
     def writer(self) -> Any:

@@ -20,10 +20,19 @@ from contract.history import CONSUMES, RunClock, RunDir
 from harness.broker_config import KafkaVersion
 from harness.clients import client_config
 from harness.group_member import commit_outcome, generation_of
-from harness.groups import ConsumerGroups, GroupSpec, MemberState, describe_states, stable
+from harness.groups import (
+    DEFAULT_MEMBER_CONFIG,
+    ConsumerGroups,
+    GroupSpec,
+    MemberState,
+    describe_states,
+    stable,
+)
 from harness.waiting import wait_until
 
 UNREACHABLE = client_config("127.0.0.1:1", KafkaVersion((0, 9, 0, 1)))
+MEMBERS = {"g": {**{k: v for k, v in UNREACHABLE.items() if k != "logger"}, **DEFAULT_MEMBER_CONFIG}}
+"""Group g's member settings, whole: no broker to reach."""
 
 
 def test_generation_is_read_from_the_serialized_group_metadata() -> None:
@@ -55,7 +64,7 @@ def test_members_stop_cleanly_or_are_killed_and_say_which(tmp_path: Path) -> Non
     rundir = RunDir(tmp_path)
     spec = GroupSpec("g", ("chaos-acks-all",), members=2)
     with rundir.writer(CONSUMES) as writer:
-        groups = ConsumerGroups([spec], UNREACHABLE, {"consumes": writer}, RunClock(), rundir)
+        groups = ConsumerGroups([spec], MEMBERS, {"consumes": writer}, RunClock(), rundir)
         groups.start()
         try:
             wait_until(lambda: started(tmp_path, 2), what="both members' start events", timeout_s=30)
@@ -91,7 +100,7 @@ def test_a_member_is_assigned_from_its_last_assign_until_a_revoke(tmp_path: Path
     ]
     seen: list[int | None] = []
     with rundir.writer(CONSUMES) as writer:
-        member = ConsumerGroups([spec], UNREACHABLE, {"consumes": writer}, RunClock(), rundir).member("g-0")
+        member = ConsumerGroups([spec], MEMBERS, {"consumes": writer}, RunClock(), rundir).member("g-0")
         for line in lines:  # as they arrive, one batch each
             member._observe("consumes", line)
             seen.append(member.state.assigned)
@@ -159,4 +168,4 @@ def test_members_do_not_outlive_a_harness_that_dies(tmp_path: Path) -> None:
             os.kill(member_pid, signal.SIGKILL)
 
 
-UNREACHABLE_TEXT = repr({k: v for k, v in UNREACHABLE.items() if k != "logger"})
+UNREACHABLE_TEXT = repr(MEMBERS)

@@ -78,7 +78,7 @@ def test_a_process_stopped_by_a_signal_answers_nothing_and_is_killed_at_the_boun
     rundir = RunDir(tmp_path)
     writers = sinks(rundir, CONSUMES)
     groups = ConsumerGroups(
-        [GroupSpec("g", ("chaos-acks-all",), members=1)], UNREACHABLE, writers, RunClock(), rundir
+        [GroupSpec("g", ("chaos-acks-all",), members=1)], {"g": UNREACHABLE}, writers, RunClock(), rundir
     )
     member = groups.member("g-0")
     groups.start()

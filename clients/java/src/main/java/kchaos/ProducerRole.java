@@ -48,8 +48,10 @@ class ProducerRole extends Role {
         config.setProperty(ProducerConfig.ACKS_CONFIG, spec.text("acks"));
         long maxWrites = spec.integer("max_writes", Long.MAX_VALUE);
         Writes writes = writes();
-        Pacer pacer = new Pacer(ratePerS);
         try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(config)) {
+            // Paced from the client's start: a JVM's first client takes seconds to make on a busy
+            // machine, and the writes due meanwhile must not go out in one burst.
+            Pacer pacer = new Pacer(ratePerS);
             for (long sequence = 0; !stopping() && sequence < maxWrites; sequence++) {
                 if (!pacer.next(this)) {
                     break;

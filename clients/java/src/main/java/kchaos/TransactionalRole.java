@@ -66,8 +66,8 @@ class TransactionalRole extends ProducerRole {
     void run() throws InterruptedException {
         List<String> topics = spec.texts("topics");
         int partitions = spec.integer("partitions", 1, 1 << 20);
-        Pacer pacer = new Pacer(ratePerS);
         Producer<byte[], byte[]> client = started();
+        Pacer pacer = new Pacer(ratePerS); // from the client's start, as ProducerRole's
         long sequence = 0;
         long txn = 0;
         while (client != null && !stopping()) {
