@@ -1,4 +1,5 @@
-"""The index page over many runs: runs grouped by scenario, trends across nights, links to reports.
+"""The index page over many runs: runs grouped by scenario, trends across nights, links to reports,
+and a scenario's guarantees side by side by Kafka release and client library.
 
 `write_index(RUNS_DIR)` looks at each sub-directory holding a run.json, renders the report of any
 checked run whose report is missing or older than its result.json, and writes RUNS_DIR/index.html.
@@ -25,6 +26,7 @@ from contract.checked_run import load_info, load_result
 from contract.errors import HarnessError, InputError
 from contract.expectation_outcomes import read_expectations
 from contract.history import REPORT, RESULT, RUN_JSON, WRITES, linked_below, write_atomic
+from contract.history_readers import load_run_json
 from reports import applicable_counts, svg
 from reports.html import environment
 from reports.summary import build_summary
@@ -50,6 +52,8 @@ class RunEntry:
     summary: dict[str, Any] = field(default_factory=dict)
     error: str = ""
     report: str | None = None  # link relative to the index page
+    client: str = ""
+    """The client(s) its workload ran (`client_label`); "" when unreadable."""
 
 
 def report_link(run_name: str) -> str:
@@ -73,7 +77,9 @@ def _entry(run_dir: Path) -> RunEntry | None:
         info = load_info(run_dir)
     except (HarnessError, OSError) as exc:  # OSError: is_file or stat of a directory we may not read
         return RunEntry(name, "error", error=str(exc))
-    entry = RunEntry(name, "not-checked", info.scenario, info.started_at)
+    entry = RunEntry(
+        name, "not-checked", info.scenario, info.started_at, client=client_label(load_run_json(run_dir))
+    )
     try:
         if not (run_dir / RESULT).is_file():
             return entry
@@ -92,6 +98,18 @@ def _entry(run_dir: Path) -> RunEntry | None:
     entry.status = "pass" if entry.summary["passed"] else "fail"
     entry.report = report_link(run_dir.name)
     return entry
+
+
+def client_label(run: dict[str, Any]) -> str:
+    """The client(s) a run's workload ran, as `library version`: its topics' and groups' own
+    (`kafka-clients 4.1.1 + librdkafka 2.16.0` for a mixed run), else the run's `client` (runs made
+    before clients were recorded per part)."""
+    parts = [*(run.get("topics") or []), *(run.get("groups") or [])]
+    named = [p["client"] for p in parts if isinstance(p, dict) and isinstance(p.get("client"), dict)]
+    if not named and isinstance(run.get("client"), dict):
+        named = [run["client"]]
+    labels = {" ".join(str(c[k]) for k in ("library", "version") if c.get(k)) for c in named}
+    return " + ".join(sorted(label for label in labels if label)) or "client not recorded"
 
 
 Line = tuple[str, str, Callable[[dict[str, Any]], float | None], Callable[[dict[str, Any]], str]]
@@ -269,19 +287,31 @@ def _run_verdicts(summary: dict[str, Any]) -> dict[str, str]:
 
 
 def release_table(runs: list[RunEntry]) -> dict[str, Any] | None:
-    """A scenario's guarantees by Kafka release (rows: guarantees; columns: releases), when its checked
-    runs span more than one release; None otherwise."""
+    """A scenario's guarantees by Kafka release and client (rows: guarantees; columns: each release
+    and client its checked runs ran, `{"kafka", "client", "key"}`), when they span more than one;
+    None otherwise. `clients` says whether the client differs between columns (headed by it then)."""
     checked = [r for r in runs if r.summary]
-    versions = sorted({str(r.summary["kafka_version"]) for r in checked}, key=_version_key)
-    if len(versions) < 2:
+
+    def column(run: RunEntry) -> tuple[str, str]:
+        return str(run.summary["kafka_version"]), run.client
+
+    pairs = sorted({column(r) for r in checked}, key=lambda pair: (_version_key(pair[0]), pair))
+    if len(pairs) < 2:
         return None
     cells: dict[str, dict[str, ReleaseCell]] = {}
     for run in checked:
         for gid, verdict in _run_verdicts(run.summary).items():
-            cell = cells.setdefault(gid, {}).setdefault(str(run.summary["kafka_version"]), ReleaseCell())
+            cell = cells.setdefault(gid, {}).setdefault("|".join(column(run)), ReleaseCell())
             cell.counts[verdict] = cell.counts.get(verdict, 0) + 1
             cell.runs.append((run, verdict))
-    return {"versions": versions, "rows": cells, "verdicts": VERDICT_ORDER}
+    return {
+        "columns": [
+            {"kafka": kafka, "client": client, "key": f"{kafka}|{client}"} for kafka, client in pairs
+        ],
+        "clients": len({client for _, client in pairs}) > 1,
+        "rows": cells,
+        "verdicts": VERDICT_ORDER,
+    }
 
 
 def run_columns(runs: list[RunEntry]) -> dict[str, Any]:
