@@ -167,6 +167,11 @@ class WorkloadSpec:
     def group_client(self, group: GroupSpec) -> ClientChoice:
         return group.client or self.client
 
+    def client_choices(self) -> list[ClientChoice]:
+        """Every client this workload runs, once each: its own, its running parts', its groups'."""
+        named = [self.client, *(self.client_of(p) for p in self.parts_running())]
+        return list(dict.fromkeys([*named, *(self.group_client(g) for g in self.groups)]))
+
     def parts_running(self) -> list[str]:
         """The parts (PARTS) this workload runs."""
         producers, pipelines = self._txn_processes()

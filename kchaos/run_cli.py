@@ -16,8 +16,11 @@ from contract.events import fault_windows
 from contract.history import ACKS_MODES, FAULTS
 from contract.history_readers import iter_fault_events
 from contract.limits import MAX_DURATION_S, MAX_SEED, brief
-from harness.client_choice import ClientChoice
+from harness.broker_config import KafkaVersion
+from harness.client_choice import ClientChoice, resolve
+from harness.images import default_release
 from harness.java_client import build
+from harness.maven_release import is_version
 from kchaos import options
 from kchaos.console import make_console
 from kchaos.crash import note_run_dir
@@ -141,6 +144,7 @@ def run(
         acks_sets = acks_sets if acks_sets is not None else ",".join(ACKS_MODES)
     if not matrix:
         loaded = on_client(on_release(load_scenario(scenario), releases[0], metadata), clients[0])
+        prebuild(loaded)
         options.output_dir("--out", out)
         console.print(Text.assemble((loaded.name, "bold"), f": {loaded.description}"))
         outcome = run_scenario(
@@ -152,6 +156,18 @@ def run(
     raise typer.Exit(
         _run_matrix(scenario, duration, seeds, acks_sets, out, master, budget, releases, metadata, clients)
     )
+
+
+def prebuild(scenario: Scenario) -> None:
+    """Resolve the scenario's clients before its cluster starts, when its Kafka release is a version:
+    the Java program is built for each kafka-clients release it runs (minutes the first time, from
+    the cache after), and a client that cannot run is exit 2 now, not after the cluster is up."""
+    cluster = scenario.experiment.cluster
+    release = cluster.kafka or (default_release() if cluster.image is None else None)
+    if release is None or not is_version(release):
+        return
+    for choice in scenario.experiment.workload.client_choices():
+        resolve(choice, KafkaVersion.parse(release))
 
 
 def client_choices(option: str, text: str | None) -> list[ClientChoice | None]:
@@ -238,6 +254,7 @@ def _run_matrix(
         try:
             variant = on_release(matrix_variant(scenario, acks) if acks else scenario, release, metadata)
             variant = on_client(variant, client)
+            prebuild(variant)
             outcome = run_scenario(variant, out, duration_s=duration, seed=seed, master=master)
             _print_outcome(outcome)
         except HarnessError as exc:

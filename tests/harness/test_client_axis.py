@@ -293,3 +293,17 @@ def test_the_client_option_takes_a_list_and_builds_a_named_java_release_first(
     assert built == ["4.1.1"]  # a release Maven Central lacks is exit 2 before a cluster starts
     with pytest.raises(ConfigError, match="an empty client between commas"):
         run_cli.client_choices("--client", "java,,librdkafka")
+
+
+def test_a_run_resolves_its_clients_before_its_cluster_starts() -> None:
+    from kchaos import run_cli
+    from kchaos.scenario_dump import on_release
+
+    on_0_9 = on_release(load_scenario("baseline"), "0.9.0.1")
+    run_cli.prebuild(on_0_9)  # librdkafka: nothing to build
+    with pytest.raises(
+        ConfigError, match=re.escape("client java: the Java client cannot talk to Kafka 0.9.0.1")
+    ):
+        run_cli.prebuild(on_client(on_0_9, ClientChoice(JAVA)))  # exit 2 before any container
+    workload = on_client(load_scenario("txn-pipeline"), ClientChoice(JAVA, "4.1.1")).experiment.workload
+    assert workload.client_choices() == [ClientChoice(JAVA, "4.1.1")]
