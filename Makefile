@@ -1,5 +1,5 @@
 # kafka-chaos: `make demo` and `make test` install everything they need (see scripts/setup.sh).
-.PHONY: setup demo test test-fast lint images clean releases findings-power-loss
+.PHONY: setup demo test test-fast lint images clean releases clients findings-power-loss
 
 VENV := .venv/bin
 DEMO_DURATION ?= 60
@@ -37,6 +37,22 @@ releases: setup
 	  --seeds $(RELEASE_SEEDS) --out runs/releases --budget 36000; a=$$?; \
 	$(VENV)/kchaos run docs/findings/hw-truncation-kraft.yaml,isolate-leader,power-loss \
 	  --kafka $(KRAFT_RELEASES) --seeds $(RELEASE_SEEDS) --out runs/releases --budget 36000; b=$$?; \
+	exit $$(( a > b ? a : b ))
+
+# The client matrix (issue 67): both clients (librdkafka, and the Java client at the brokers'
+# release) x the newest 3.x and 4.x releases of scripts/nightly-releases.txt x the transaction and
+# consumer-group scenarios, the groups' also with KIP-848's protocol on 4.x, then
+# runs/clients/index.html with its tables by release and client. The exit code is the worst run's.
+CLIENT_RELEASES ?= $(lastword $(filter-out 4.%,$(RELEASES))),$(lastword $(RELEASES))
+CLIENT_SEEDS ?= 1,2
+CLIENT_SCENARIOS ?= txn-coordinator-failover,txn-late-endtxn,txn-pipeline,consumer-crash,coordinator-failover,zombie-consumer
+KIP848_SCENARIOS ?= docs/findings/consumer-crash-kip848.yaml,docs/findings/coordinator-failover-kip848.yaml,docs/findings/zombie-consumer-kip848.yaml
+CLIENTS_OUT ?= runs/clients
+clients: setup
+	$(VENV)/kchaos run $(CLIENT_SCENARIOS) --kafka $(CLIENT_RELEASES) --client librdkafka,java \
+	  --seeds $(CLIENT_SEEDS) --out $(CLIENTS_OUT) --budget 36000; a=$$?; \
+	$(VENV)/kchaos run $(KIP848_SCENARIOS) --kafka $(lastword $(RELEASES)) --client librdkafka,java \
+	  --seeds $(CLIENT_SEEDS) --out $(CLIENTS_OUT) --budget 36000; b=$$?; \
 	exit $$(( a > b ? a : b ))
 
 images: setup
