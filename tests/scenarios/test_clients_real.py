@@ -1,14 +1,23 @@
-"""Each client through the normal workload on a real Kafka 4.1.1 cluster (KRaft), checked on a real
-SparkSession: acks=all producers, a transactional producer and a pipeline, a classic group and a
-KIP-848 group (`group.protocol: consumer`), the KIP-848 group's coordinator killed once. run.json
-names the client of every part and the transaction protocol it spoke (2 on the 4.x Java client, 1
-on librdkafka), and every guarantee holds. And the `coordinator:<group>` target of a KIP-848 group,
-on either client, is the broker FindCoordinator names."""
+"""The clients on real Kafka 4.1.1 clusters (KRaft), checked on a real SparkSession.
+
+A night of the nightly recipe (docs/CI.md: `scripts/nightly.sh run 4.1.1 java`, then `index`) on a
+scenario that mixes clients: `--client java` makes the acks producers, the transactional producer
+and a KIP-848 group Java's, while the pipeline, a classic group and another KIP-848 group keep the
+librdkafka their entries name; the Java KIP-848 group's coordinator is killed once. run.json names
+every part's client and the transaction protocol it spoke (2 on the 4.x Java client, 1 on
+librdkafka), every part does its work, every guarantee holds, and the night is carried into the
+history and its index. And the `coordinator:<group>` target of a KIP-848 group, on either client, is
+the broker FindCoordinator names."""
 
 from __future__ import annotations
 
 import json
+import os
 import random
+import re
+import shutil
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,93 +25,133 @@ from typing import Any
 import pytest
 import yaml
 
-from contract.history import CONSUMES, RunClock, RunDir
+from contract.history import CONSUMES, REPORT, RESULT, RUN_JSON, WRITES, RunClock, RunDir
 from contract.nodes import broker_name
 from faults.targets import resolve as resolve_target
 from harness import kafka_protocol
 from harness.broker_config import BROKER_PORT
-from harness.client_choice import JAVA, LIBRDKAFKA, ClientChoice, resolve
+from harness.client_choice import ClientChoice, resolve
 from harness.cluster import ClusterSpec, KafkaCluster
 from harness.groups import ConsumerGroups, GroupSpec, stable
 from harness.waiting import wait_until
-from kchaos.pytest_plugin import ChaosRun
 
 pytestmark = [pytest.mark.docker]
 
 RELEASE = "4.1.1"
 KIP_848 = {"group.protocol": "consumer"}
-
-
-def scenario(client: str) -> dict[str, Any]:
-    return {
-        "name": f"clients-{client}",
-        "description": "Producers, a transactional producer, a pipeline, a classic and a KIP-848 group "
-        "on one client; the KIP-848 group's coordinator killed once.",
-        "duration_s": 20,
-        "cluster": {"kafka": RELEASE, "brokers": 3, "broker_config": {"min.insync.replicas": 2}},
-        "workload": {
-            "client": client,
-            "acks": ["all"],
-            "rate_per_s": 50,
-            "live_consumers": 0,
-            "transactions": {
-                "producers": 1,
-                "topics": 1,
-                "records": [1, 5],
-                "abort_rate": 0.3,
-                "pipelines": 1,
+NIGHTLY = Path(__file__).resolve().parents[2] / "scripts" / "nightly.sh"
+JAVA_COORDINATOR_ID = 2**31 - 1
+"""The classic Java consumer names a group coordinator node Integer.MAX_VALUE - its broker id."""
+MIXED = {
+    "name": "clients-mixed",
+    "description": "Producers, a transactional producer, a pipeline, a classic and two KIP-848 groups on "
+    "two clients; the Java KIP-848 group's coordinator killed once.",
+    "duration_s": 35,
+    "cluster": {
+        "brokers": 3,
+        # fewer coordinator partitions: the internal topics are made and loaded in seconds
+        "broker_config": {
+            "min.insync.replicas": 2,
+            "offsets.topic.num.partitions": 10,
+            "transaction.state.log.num.partitions": 10,
+        },
+    },
+    "workload": {
+        "client": "librdkafka",  # --client java replaces it: every part below without a client of its own
+        "clients": {"pipeline": "librdkafka"},
+        "acks": ["all", "1"],
+        "rate_per_s": 50,
+        "live_consumers": 0,
+        "transactions": {"producers": 1, "topics": 1, "records": [1, 5], "abort_rate": 0.3, "pipelines": 1},
+        "groups": [
+            {"name": "g-classic", "acks": ["all"], "members": 1, "client": "librdkafka"},
+            {
+                "name": "g-848",
+                "acks": ["txn"],
+                "members": 2,
+                "client": "librdkafka",
+                "config": {**KIP_848, "isolation.level": "read_committed"},
             },
-            "groups": [
-                {"name": "g-classic", "acks": ["all"], "members": 1},
-                {
-                    "name": "g-848",
-                    "acks": ["txn"],
-                    "members": 2,
-                    "config": {**KIP_848, "isolation.level": "read_committed"},
-                },
-            ],
-        },
-        "faults": {
-            "mode": "schedule",
-            "schedule": [
-                {"at_s": 4, "duration_s": 6, "fault": "kill", "params": {"target": "coordinator:g-848"}}
-            ],
-        },
-    }
+            {"name": "g-848j", "acks": ["all"], "members": 1, "config": KIP_848},
+        ],
+    },
+    "faults": {
+        "mode": "schedule",
+        "schedule": [
+            {"at_s": 20, "duration_s": 6, "fault": "kill", "params": {"target": "coordinator:g-848j"}}
+        ],
+    },
+}
+JAVA_PARTS = {"chaos-acks-all", "chaos-acks-1", "chaos-txn-0", "g-848j"}
+"""What --client java runs on Java; the rest names librdkafka."""
 
 
 def _lines(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
+def _coordinator_found(message: str) -> str | None:
+    """The broker a Java consumer's "Discovered group coordinator" line names: the classic consumer's
+    `host:port (id: N ...)`, N being Integer.MAX_VALUE - the broker id, or the KIP-848 consumer's
+    `Coordinator(key=..., nodeId=B, ...)`."""
+    found = re.search(
+        r"Discovered group coordinator (?:\S+ \(id: (\d+)|Coordinator\(.*?nodeId=(\d+))", message
+    )
+    if found is None:
+        return None
+    classic, node = found.groups()
+    return broker_name(JAVA_COORDINATOR_ID - int(classic) if classic else int(node))
+
+
+def _nightly(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    kchaos = str(Path(sys.executable).with_name("kchaos"))
+    return subprocess.run(
+        [str(NIGHTLY), *args],
+        env={**os.environ, "KCHAOS": kchaos, **env},
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        check=False,
+    )
+
+
 @pytest.mark.spark
-@pytest.mark.parametrize("client", [LIBRDKAFKA, JAVA])
-def test_each_client_runs_every_part_and_run_json_names_it(
-    chaos_run: ChaosRun, tmp_path: Path, client: str
-) -> None:
-    path = tmp_path / f"clients-{client}.yaml"
-    path.write_text(yaml.safe_dump(scenario(client)))
-    outcome = chaos_run(str(path))
-    root, result = outcome.rundir.root, outcome.result
-    run = json.loads((root / "run.json").read_text())
-    library = "kafka-clients" if client == JAVA else "librdkafka"
-    parts = [*run["topics"], *run["groups"]]
-    assert {p["client"]["library"] for p in parts} == {library} == {run["client"]["library"]}
+def test_a_night_on_mixed_clients_names_each_parts_client_and_holds(tmp_path: Path) -> None:
+    scenario = tmp_path / "clients-mixed.yaml"
+    scenario.write_text(yaml.safe_dump(MIXED))
+    tonight, history = tmp_path / "tonight", tmp_path / "history"
+    done = _nightly("run", RELEASE, "java", str(tonight), SCENARIOS=str(scenario), SEEDS="1")
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]  # every promise held
+    (root,) = [p for p in tonight.iterdir() if p.is_dir()]
+    assert (root / "report" / "junit.xml").is_file()  # what the CI publishes
+    run = json.loads((root / RUN_JSON).read_text())
+    libraries = {p["name"]: p["client"]["library"] for p in [*run["topics"], *run["groups"]]}
+    assert libraries == {
+        name: "kafka-clients" if name in JAVA_PARTS else "librdkafka"
+        for name in (
+            "chaos-acks-all",
+            "chaos-acks-1",
+            "chaos-txn-0",
+            "chaos-pipe-out",
+            "g-classic",
+            "g-848",
+            "g-848j",
+        )
+    }
+    java = [p["client"] for p in [*run["topics"], *run["groups"]] if p["name"] in JAVA_PARTS]
+    assert {c["version"] for c in java} == {RELEASE}  # `java` alone: the brokers' release
+    assert run["client"]["library"] == "kafka-clients" and run["client"]["java"].startswith("openjdk version")
     assert run["readers"]["client"]["library"] == "librdkafka"  # the final read stays librdkafka's
-    if client == JAVA:
-        assert {p["client"]["version"] for p in parts} == {RELEASE}  # java alone: the brokers' release
-        assert run["client"]["java"].startswith("openjdk version")
     assert run["cluster"]["finalized_features"]["transaction.version"] == 2  # 4.x formats TV2
     protocols = {
         t["name"]: t["transactions"]["transaction_version"] for t in run["topics"] if "transactions" in t
     }
-    assert protocols == dict.fromkeys(("chaos-txn-0", "chaos-pipe-out"), 2 if client == JAVA else 1)
-    # Every part did its work, through the normal workload.
+    assert protocols == {"chaos-txn-0": 2, "chaos-pipe-out": 1}  # Java 4.x speaks KIP-890; librdkafka not
+    # Every part did its work.
     steps = _lines(root / "history/transactions.jsonl")
-    committed = {s["process"] for s in steps if s["type"] == "commit" and s["phase"] == "ok"}
-    assert committed == {"tx-0", "pipe-0"}
+    assert {s["process"] for s in steps if s["type"] == "commit" and s["phase"] == "ok"} == {"tx-0", "pipe-0"}
     events = _lines(root / CONSUMES)
-    for group in ("g-classic", "g-848"):
+    for group in ("g-classic", "g-848", "g-848j"):
         mine = [e for e in events if e["group"] == group]
         assert any(e["type"] == "poll" for e in mine), group
         assert any(e["type"] == "commit" and e["phase"] == "ok" for e in mine), group
@@ -110,17 +159,42 @@ def test_each_client_runs_every_part_and_run_json_names_it(
         e["process"] for e in events if e["group"] == "g-848" and e["type"] == "assign" and e["partitions"]
     }
     assert assigned == {"g-848-0", "g-848-1"}  # the broker split the partitions between both members
-    (kill,) = [f for f in _lines(root / "history/faults.jsonl") if f["type"] == "start"]
-    assert kill["detail"]["group"] == "g-848"
-    # Judged: nothing Kafka or the client promised broke, on either protocol, and it was judged.
-    verdicts = {(g["topic"], g["id"]): g["verdict"] for g in result["guarantees"]}
-    assert verdicts[("chaos-txn-0", "committed-transactions-durable")] == "held"
-    assert verdicts[("chaos-pipe-out", "exactly-once-pipeline")] == "held"
-    for group in ("g-classic", "g-848"):
+    # The coordinator the target killed is the one the Java KIP-848 member had found.
+    (kill,) = [f for f in _lines(root / "history/faults.jsonl") if f["phase"] == "start"]
+    found = [
+        _coordinator_found(str(c["message"]))
+        for c in _lines(root / "history/client.jsonl")
+        if c["process"] == "g-848j-0" and c["time_ns"] < kill["time_ns"]
+    ]
+    found = [name for name in found if name]
+    assert found and found[-1] == kill["targets"][0], (found, kill)
+    # Judged: nothing Kafka or a client promised broke, on either protocol, and it was judged.
+    result = json.loads((root / RESULT).read_text())
+    verdicts = {(g["topic"], g["id"]): g for g in result["guarantees"]}
+    assert verdicts[("chaos-txn-0", "committed-transactions-durable")]["verdict"] == "held"
+    assert "kafka-clients 4.1.1" in verdicts[("chaos-txn-0", "committed-transactions-durable")]["promised_by"]
+    assert verdicts[("chaos-pipe-out", "exactly-once-pipeline")]["verdict"] == "held"
+    for group in ("g-classic", "g-848", "g-848j"):
         rows = {g["id"]: g for g in result["groups"][group]["guarantees"]}
         assert rows["no-consumer-skips"]["verdict"] == "held", rows
-        assert library in rows["no-consumer-skips"]["promised_by"]
-    assert outcome.exit_code == 0, [g for g in result["guarantees"] if g["verdict"] == "violated"]
+        assert ("kafka-clients" if group in JAVA_PARTS else "librdkafka") in rows["no-consumer-skips"][
+            "promised_by"
+        ]
+    # The night goes into the history: beside another night's run (the same, dated later, unpacked
+    # deeper as a CI system may), and one from long ago, past KEEP_DAYS, goes.
+    later = "20990101" + root.name[8:]
+    shutil.copytree(root, tonight / "runs-4.1.1-java" / later)
+    shutil.copytree(root, history / ("20000101" + root.name[8:]))
+    done = _nightly("index", str(history), str(tonight), KEEP_DAYS="30")
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in history.iterdir() if p.is_dir()) == sorted([root.name, later])
+    slim = history / root.name
+    assert (slim / RESULT).is_file() and (slim / REPORT).is_file() and not (slim / WRITES).exists()
+    page = (history / "index.html").read_text()
+    assert page.count('class="run"') == 2 and "kafka-clients 4.1.1 + librdkafka" in page
+    tips = re.findall(r'data-tip="([^"]*)"', page)
+    assert any(t.startswith(root.name) for t in tips) and any(t.startswith(later) for t in tips)  # a trend
+    assert _nightly("index", str(history), str(tonight)).returncode == 0  # again: the same
 
 
 @pytest.fixture
