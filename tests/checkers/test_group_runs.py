@@ -19,7 +19,7 @@ from checkers import group_result, session
 from checkers.io.cache import parsed_table
 from checkers.judge import check_run
 from contract.anomaly_kinds import GROUP_COUNTS
-from contract.history import CONSUMES, RESULT
+from contract.history import CHECK_CACHE, CONSUMES, RESULT
 from kchaos.cli import main
 
 pytestmark = pytest.mark.spark
@@ -195,7 +195,8 @@ def test_consumes_jsonl_parsed_by_pyarrow_is_read_as_spark_parses_it(
     # CR line ends: pyarrow leaves the file to Spark.
     (crlf / CONSUMES).write_bytes((crlf / CONSUMES).read_bytes().replace(b"\n", b"\r\n"))
     by_arrow, by_spark = check_run(lf), check_run(crlf)
-    assert parsed_table(lf, CONSUMES) is not None and parsed_table(crlf, CONSUMES) is None
+    ((lf_cache,), (crlf_cache,)) = ((run / CHECK_CACHE).iterdir() for run in (lf, crlf))  # one cache each
+    assert parsed_table(lf_cache, CONSUMES) is not None and parsed_table(crlf_cache, CONSUMES) is None
     assert by_arrow["groups"] == by_spark["groups"]
     assert by_arrow["groups"]["g"]["redelivered"] == 2
 

@@ -19,7 +19,7 @@ from checkers.kind_checkers import ReadThenLost
 from checkers.replication import epoch_regressions, replica_divergence
 from contract.anomaly_kinds import KIND_IDS
 from contract.errors import HistoryError
-from contract.history import CLUSTER, REPLICAS
+from contract.history import CHECK_CACHE, CLUSTER, REPLICAS
 from kchaos.cli import main
 
 ACKS = {"t-all": "all", "t-1": "1"}
@@ -267,8 +267,9 @@ def test_replicas_and_cluster_jsonl_parsed_by_pyarrow_are_read_as_spark_parses_t
     for name in (REPLICAS, CLUSTER):  # CR line ends: pyarrow leaves the files to Spark
         (crlf / name).write_bytes((crlf / name).read_bytes().replace(b"\n", b"\r\n"))
     by_arrow, by_spark = check_run(lf), check_run(crlf)
+    ((lf_cache,), (crlf_cache,)) = ((run / CHECK_CACHE).iterdir() for run in (lf, crlf))  # one cache each
     for name in (REPLICAS, CLUSTER):
-        assert parsed_table(lf, name) is not None and parsed_table(crlf, name) is None
+        assert parsed_table(lf_cache, name) is not None and parsed_table(crlf_cache, name) is None
     for kind in ("replica-divergence", "epoch-regression"):
         assert by_arrow["anomalies"][kind] == by_spark["anomalies"][kind]
         assert by_arrow["anomalies"][kind]["count"] == 1, kind
