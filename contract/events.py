@@ -304,15 +304,19 @@ def cluster_sample(
     controller_epoch: int | None,
     live_brokers: Sequence[int],
     partitions: Sequence[Mapping[str, Any]],
+    *,
+    controller_unknown: str | None = None,
 ) -> dict[str, Any]:
-    """One line of cluster.jsonl: controller, live brokers and `partition_state`s read from ZooKeeper."""
-    return {
+    """One line of cluster.jsonl: controller, live brokers and `partition_state`s read from ZooKeeper
+    or the KRaft quorum; `controller_unknown`, in KRaft, why no node could name the controller."""
+    sample = {
         "time_ns": time_ns,
         "controller": controller,
         "controller_epoch": controller_epoch,
         "live_brokers": list(live_brokers),
         "partitions": [dict(p) for p in partitions],
     }
+    return sample if controller_unknown is None else sample | {"controller_unknown": controller_unknown}
 
 
 @dataclass(frozen=True)

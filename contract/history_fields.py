@@ -284,11 +284,13 @@ def check_client_line(event: dict[str, Any], path: Path, line: int) -> None:
 
 
 def check_cluster_sample(event: dict[str, Any], path: Path, line: int) -> None:
-    """A line of cluster.jsonl: time_ns, controller, live_brokers and per-partition leader and ISR."""
+    """A line of cluster.jsonl: time_ns, controller (and in KRaft why it is unknown), live_brokers and
+    per-partition leader and ISR."""
     fields = Fields(event, path, line=line)
     fields.time_ns("time_ns", required=True)
     fields.integer("controller", -1, MAX_BROKER_ID)
     fields.integer("controller_epoch", -1, MAX_INT64)
+    fields.text("controller_unknown")
     fields.int_list("live_brokers", 0, MAX_BROKER_ID, MAX_NODES)
     if len(fields.items("partitions")) > MAX_PARTITIONS:
         raise fields.fail("partitions", f"at most {MAX_PARTITIONS} partitions", "a longer list")
