@@ -120,7 +120,7 @@ def _verdicts(runs: Sequence[BundledRun], guarantee: str, acks: str) -> str:
 def _matrix_cell(bundle: Bundle, runs: Sequence[BundledRun]) -> str:
     column = bundle.finding.matrix
     assert column is not None
-    spec = bundle.finding.counts[0]
+    spec = bundle.finding.counts[column.count]
     measured = [m for m in bundle.measured(spec) if m.release == runs[0].release]
     hits = [m for m in measured if m.count]
     total = sum(m.of or 0 for m in measured)
@@ -164,10 +164,11 @@ def runs_table(bundle: Bundle) -> str:
     for run in sorted(bundle.runs, key=lambda r: (version_key(r.release), r.seed, r.run_id)):
         counts = []
         for spec in specs:
-            if spec.releases is not None and run.release not in spec.releases:
+            if not run.counted_by(spec):
                 counts.append("")
                 continue
-            count, of = pick(run.result, spec.count), pick(run.result, spec.of) if spec.of else None
+            count = pick(run.result, spec.count, run.run)
+            of = pick(run.result, spec.of, run.run) if spec.of else None
             counts.append(number(count or 0) + (f" of {number(of)}" if of is not None else ""))
         broken = sorted(
             {

@@ -72,6 +72,9 @@ def test_a_count_path_sums_what_it_reaches_and_is_none_where_it_reaches_nothing(
     assert pick(result, parse_path("transactions[*].fatal_errors", "t")) == 5
     assert pick(result, parse_path("transactions[transactional_id=tx-1].fatal_errors", "t")) == 4
     assert pick(result, parse_path("acks.1.lost", "t")) is None
+    assert pick(result, parse_path("transactions.#", "t")) == 2
+    run = {"workload": {"killed": [{"process": "pipe-0"}]}}
+    assert pick(result, parse_path("run.workload.killed.#", "t"), run) == 1
     with pytest.raises(ConfigError, match=r"finding.yaml: counts\[0\]: 'acks..lost' is not a count path"):
         parse_path("acks..lost", "finding.yaml: counts[0]")
 
@@ -220,3 +223,12 @@ def test_a_passing_run_is_bundled_as_well_as_a_failing_one(tmp_path: Path) -> No
     assert len(bundle.runs) == 2
     write_documents([bundle], findings, readme)
     assert "acks=all lost in 1 of 2 runs (seed 7 (twice))" in findings.read_text()
+
+
+def test_a_run_not_yet_checked_bundles_nothing(tmp_path: Path) -> None:
+    root, _, _, run = make_bundle(tmp_path)
+    unchecked = make_passing(tmp_path / "runs" / "20261120-020000-leader-kill-cccc")
+    (unchecked / "check" / "result.json").unlink()
+    with pytest.raises(HarnessError, match=r"has not been checked yet"):
+        bundle_runs([run, unchecked], root / "thing", [])
+    assert not (root / "thing" / "runs").exists()
