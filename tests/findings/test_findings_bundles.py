@@ -1,5 +1,6 @@
-"""The findings' evidence bundles (docs/findings/<id>/) and the tables made of them, on handwritten
-run directories."""
+"""The findings' evidence bundles (docs/findings/<id>/) and the tables made of them: the repository's
+own bundles read under the current contract, and FINDINGS.md and README.md agree with them (the
+check `make test` makes); then the pieces that check rests on, on handwritten run directories."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from kchaos.finding_bundles import (
     QUOTES,
     bundle_runs,
     load_bundle,
+    load_bundles,
     read_finding,
     stripped,
 )
@@ -52,6 +54,12 @@ FINDINGS_MD = """\
 <!-- /findings:runs:thing -->
 """
 README_MD = "# kafka-chaos\n\n<!-- findings:readme -->\n<!-- /findings:readme -->\n"
+
+
+def test_the_repository_findings_read_and_agree_with_findings_and_readme() -> None:
+    bundles = load_bundles(ROOT / "docs" / "findings")
+    assert bundles, "docs/findings holds no bundle"
+    assert check_documents(bundles, ROOT / "docs" / "FINDINGS.md", ROOT / "README.md") == []
 
 
 def spec(say: str = "lost", of: str | None = "acks.all.acked") -> CountSpec:
