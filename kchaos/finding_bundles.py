@@ -3,9 +3,9 @@ repository (at most BUNDLE_BYTES), made from run directories by `kchaos findings
 
     docs/findings/<id>/
       finding.yaml                      what the finding is and which counts its tables show
-      runs/<run_id>/run.json            the run as recorded
-      runs/<run_id>/scenario.yaml       the scenario as it ran (`kchaos run` takes it again)
-      runs/<run_id>/check/result.json   the check's result, without its example lists and
+      evidence/<run_id>/run.json        the run as recorded
+      evidence/<run_id>/scenario.yaml   the scenario as it ran (`kchaos run` takes it again)
+      evidence/<run_id>/check/result.json  the check's result, without its example lists and
                                         per-second series (the counts and verdicts stay)
       quotes.jsonl                      the log lines the text quotes: {"run", "file", "line", "text"}
       counts.md                         generated: counts per run and seed, and how to reproduce them
@@ -53,7 +53,8 @@ FINDINGS_SCENARIOS = "docs/findings"
 """Where the findings' own scenario files are, in the repository."""
 QUOTES = "quotes.jsonl"
 COUNTS = "counts.md"
-RUNS = "runs"
+RUNS = "evidence"
+"""Where a bundle keeps its runs (not `runs/`: the repository ignores every directory of that name)."""
 BUNDLE_BYTES = 1024 * 1024
 """A bundle's largest size: the repository keeps every finding's evidence."""
 QUOTE_CHARS = 2000

@@ -237,7 +237,7 @@ def counts_md(bundle: Bundle) -> str:
         f"{runs_text(len(bundle.runs))}, {seeds_text(r.seed for r in bundle.runs)}. ",
         f"Result: {result_text(bundle)}.\n\n",
         runs_table(bundle),
-        "\nReproduce (each run's own `runs/RUN/scenario.yaml` is the scenario exactly as it ran, "
+        "\nReproduce (each run's own `evidence/RUN/scenario.yaml` is the scenario exactly as it ran, "
         "fault timeline included):\n\n",
         reproduce_text(bundle),
     ]

@@ -194,12 +194,12 @@ def test_bad_bundles_are_errors_naming_the_file_and_field(tmp_path: Path) -> Non
     with pytest.raises(ConfigError, match=r"--quote .*is not inside any of the runs"):
         bundle_runs([run], root / "thing", [f"{tmp_path}/elsewhere.log:1"])
     bundle_runs([run], root / "thing", [])
-    result = root / "thing" / "runs" / run.name / "check" / "result.json"
+    result = root / "thing" / "evidence" / run.name / "check" / "result.json"
     result.write_text(result.read_text().replace('"result_format": 1', '"result_format": 99'))
     with pytest.raises(HarnessError, match=r"unknown result_format 99"):
         load_bundle(root / "thing")
-    shutil.copytree(run, root / "thing" / "runs" / "renamed", dirs_exist_ok=True)
-    (root / "thing" / "runs" / run.name).rename(tmp_path / "moved")
+    shutil.copytree(run, root / "thing" / "evidence" / "renamed", dirs_exist_ok=True)
+    (root / "thing" / "evidence" / run.name).rename(tmp_path / "moved")
     with pytest.raises(ConfigError, match=r"a bundled run's directory is its run id"):
         load_bundle(root / "thing")
 
@@ -239,4 +239,4 @@ def test_a_run_not_yet_checked_bundles_nothing(tmp_path: Path) -> None:
     (unchecked / "check" / "result.json").unlink()
     with pytest.raises(HarnessError, match=r"has not been checked yet"):
         bundle_runs([run, unchecked], root / "thing", [])
-    assert not (root / "thing" / "runs").exists()
+    assert not (root / "thing" / "evidence").exists()
