@@ -14,9 +14,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from checkers.release_facts import fact, message_format
-from contract.anomaly_kinds import kind, promise, violations
+from contract.anomaly_kinds import GUARANTEE_BY_ID, kind, promise, violations
 
 HELD, VIOLATED, NOT_PROMISED, UNKNOWN = "held", "violated", "not-promised", "unknown"
+NOT_EXERCISED = "not-exercised"
+"""Promised, and nothing found, but the run gave it no case to break on: not evidence that it holds."""
 
 
 @dataclass(frozen=True)
@@ -505,12 +507,24 @@ def derive_guarantees(
         judges = TRANSACTIONAL_JUDGES if config.transactional else PLAIN_JUDGES
         for judge in judges:
             if judge is not _replicas_agree or counts["replicas_read"]:  # judged where replicas were read
-                rows.append(judge(config, counts))
+                rows.append(with_cases(judge(config, counts), counts))
         if config.pipeline:  # skips are judged over its inputs' complete partitions too
             inputs = [str(name) for name in (topic.get("pipeline") or {}).get("inputs") or []]
             complete = counts["complete"] and all(topic_counts[name]["complete"] for name in inputs)
-            rows.append(_exactly_once(config, {**counts, "complete": complete}))
+            rows.append(with_cases(_exactly_once(config, {**counts, "complete": complete}), counts))
     return rows
+
+
+def with_cases(row: dict[str, Any], counts: Mapping[str, Any]) -> dict[str, Any]:
+    """A guarantee row with `exercised`, the count of the cases it was judged over (its table row's
+    `cases`, from `counts`), and `not-exercised` in place of `held` where there were none."""
+    guarantee = GUARANTEE_BY_ID[row["id"]]
+    cases = int(counts.get(guarantee.cases) or 0)
+    row = {**row, "exercised": {"count": cases, "what": guarantee.cases_are}}
+    if row["verdict"] == HELD and not cases:
+        why = f"{row['reason']}; not exercised: no {guarantee.cases_are}"
+        row |= {"verdict": NOT_EXERCISED, "reason": why}
+    return row
 
 
 def unjudged(guarantees: list[dict[str, Any]], failed: Mapping[str, str]) -> list[dict[str, Any]]:
@@ -532,5 +546,6 @@ def unjudged(guarantees: list[dict[str, Any]], failed: Mapping[str, str]) -> lis
 
 
 def is_valid(guarantees: list[dict[str, Any]], unexpected: int | None) -> bool:
-    """Every promised guarantee held, and no unexpected value was read."""
-    return unexpected == 0 and all(g["verdict"] == HELD for g in guarantees if g["promised"])
+    """Every promised guarantee held or was not exercised (it broke nowhere and nothing kept it from
+    being judged), and no unexpected value was read."""
+    return unexpected == 0 and all(g["verdict"] in (HELD, NOT_EXERCISED) for g in guarantees if g["promised"])

@@ -159,15 +159,6 @@ class UnexpectedValues(_Flagged, _ReadDetails):
         return anomalies.unexpected_details(examples, reads)
 
 
-def _pipelines(inputs: CheckInputs) -> list[tuple[str, str]]:
-    """(output topic, group) of each consume-transform-produce pipeline run.json declares."""
-    return [
-        (str(t["name"]), str(t["pipeline"]["group"]))
-        for t in inputs.history.run["topics"]
-        if t.get("pipeline")
-    ]
-
-
 class _Pipelines(_Unflagged, _NoDetails):
     """For kinds of the exactly-once pipelines: judged where transactions.jsonl and a pipeline are,
     one frame of `rows` per pipeline, of `schema`."""
@@ -175,7 +166,8 @@ class _Pipelines(_Unflagged, _NoDetails):
     schema = transactions.PIPELINE_SCHEMA
 
     def applies(self, inputs: CheckInputs) -> bool:
-        return inputs.history.transaction_steps is not None and bool(_pipelines(inputs))
+        history = inputs.history
+        return history.transaction_steps is not None and bool(transactions.pipelines(history.run))
 
     def find(self, inputs: CheckInputs) -> DataFrame:
         history = inputs.history
@@ -184,7 +176,7 @@ class _Pipelines(_Unflagged, _NoDetails):
             return none
         found = [
             self.rows(history, history.transaction_steps, history.transactions, output, group)
-            for output, group in _pipelines(inputs)
+            for output, group in transactions.pipelines(inputs.history.run)
         ]
         return reduce(DataFrame.unionByName, found, none)
 

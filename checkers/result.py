@@ -26,8 +26,9 @@ from checkers import (
     kind_checkers,  # noqa: F401  (the built-in checkers register themselves)
 )
 from checkers.availability_result import availability_entry, availability_rows
+from checkers.cases import TopicCases, topic_cases
 from checkers.evidence import ClientLog, ClusterTimeline, TruncationLog, active_fault_names
-from checkers.group_guarantees import judged_on_complete_reads
+from checkers.group_guarantees import exercised, judged_on_complete_reads
 from checkers.group_recovery import with_recovery
 from checkers.group_result import group_results
 from checkers.guarantees import derive_guarantees, is_valid, unjudged
@@ -36,7 +37,7 @@ from checkers.io import History, topic_acks
 from checkers.registry import Checker, CheckInputs, registered
 from checkers.session import kept, kept_until_done, submit_part
 from checkers.transactions import transaction_counts
-from contract.anomaly_kinds import COUNT_KEYS, KINDS, WRITE_COUNTS, unread_partitions
+from contract.anomaly_kinds import COUNT_KEYS, KINDS, TOPIC_CASES, WRITE_COUNTS, unread_partitions
 from contract.events import FaultWindow
 from contract.history import ACKS_MODES
 from contract.limits import MAX_RUN_NS
@@ -314,13 +315,15 @@ def _topic_rows(
     history: History,
     found: Mapping[str, Found],
     write_counts: dict[str, dict[str, int]],
+    cases: TopicCases,
     incomplete: list[Any],
 ) -> list[dict[str, Any]]:
-    """One row per topic: write counts, each kind's count (None where its checker failed), complete."""
+    """One row per topic: write counts, each kind's count (None where its checker failed), the cases
+    its guarantees are judged over, complete."""
     incomplete_topics = {p["topic"] for p in incomplete}
     rows = []
     for topic, mode in topic_acks(history.run).items():
-        row: dict[str, Any] = {"topic": topic, "acks": mode, **write_counts[topic]}
+        row: dict[str, Any] = {"topic": topic, "acks": mode, **write_counts[topic], **cases[topic]}
         for kind in KINDS:
             kind_found = found[kind.id]
             # A kind not tied to writes counts its cluster-wide rows (no topic) for every topic.
@@ -339,11 +342,12 @@ def _topic_rows(
 
 
 def _per_acks(topics: list[dict[str, Any]], recovery: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Per acks mode: the counts of its topics, and the longest recovery after a heal."""
-    per_acks: dict[str, dict[str, Any]] = {mode: dict.fromkeys(COUNT_KEYS, 0) for mode in ACKS_MODES}
+    """Per acks mode: the counts and cases of its topics, and the longest recovery after a heal."""
+    summed = (*COUNT_KEYS, *TOPIC_CASES)
+    per_acks: dict[str, dict[str, Any]] = {mode: dict.fromkeys(summed, 0) for mode in ACKS_MODES}
     for row in topics:
         counts = per_acks[row["acks"]]
-        for name in COUNT_KEYS:
+        for name in summed:
             total, more = counts[name], row[name]
             counts[name] = None if total is None or more is None else total + more
     for mode, counts in per_acks.items():
@@ -376,8 +380,10 @@ def build_result(history: History, checked_at: str, spark_info: dict[str, Any]) 
         )
         measuring_groups = submit_part(pool, context, "groups", group_results, history, intervals, healed)
         counting_writes = submit_part(pool, context, "writes", _write_counts, history)
+        counting_cases = submit_part(pool, context, "cases", topic_cases, history)
         found = run_checkers(history, evidence, pool)
         write_counts, written, unplaced = counting_writes.result()
+        cases = counting_cases.result()
         measured_availability = measuring_availability.result()
         groups = measuring_groups.result()
     with_recovery(
@@ -391,9 +397,11 @@ def build_result(history: History, checked_at: str, spark_info: dict[str, Any]) 
     )
     incomplete = _incomplete_partitions(history, written, unplaced)
     for group in groups.entries.values():
+        if history.transactions is not None:
+            group["aborted_appended"] = sum(cases[t]["aborted_appended"] for t in group["topics"])
         unread = unread_partitions(incomplete, group["topics"])
-        group["guarantees"] = judged_on_complete_reads(group["guarantees"], unread)
-    topics = _topic_rows(history, found, write_counts, incomplete)
+        group["guarantees"] = judged_on_complete_reads(exercised(group["guarantees"], group), unread)
+    topics = _topic_rows(history, found, write_counts, cases, incomplete)
     failed = {kind_id: f.error for kind_id, f in found.items() if f.error}
     not_read = (run.get("replicas") or {}).get("not_read") or {}
     replicas = {
@@ -408,11 +416,9 @@ def build_result(history: History, checked_at: str, spark_info: dict[str, Any]) 
         ),
         {kind_id: error for kind_id, error in failed.items() if error},
     )
-    unexpected = None if "unexpected-value" in failed else found["unexpected-value"].count
-    marked = {
-        "lost": found["lost-write"].per_topic_second,
-        "divergent": found["divergent-offset"].per_topic_second,
-    }
+    (whole_run,) = (kind for kind in KINDS if kind.whole_run)
+    unexpected = None if whole_run.id in failed else found[whole_run.id].count
+    marked = {kind.count: found[kind.id].per_topic_second for kind in KINDS if kind.charted}
     availability = availability_entry(history, intervals, healed, marked, measured_availability)
     return {
         "result_format": RESULT_FORMAT,
@@ -428,7 +434,7 @@ def build_result(history: History, checked_at: str, spark_info: dict[str, Any]) 
         "unexpected": unexpected,
         "incomplete_partitions": incomplete,
         "acks": _per_acks(topics, availability["recovery"]),
-        "topics": [{k: v for k, v in row.items() if k != "unexpected"} for row in topics],
+        "topics": [{k: v for k, v in row.items() if k != whole_run.count} for row in topics],
         "guarantees": guarantees,
         "anomalies": {kind.id: anomalies_entry(found[kind.id]) for kind in KINDS},
         "errors": [{"kind": kind_id, "error": error} for kind_id, error in failed.items()],

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from contract.anomaly_kinds import COUNT_KEYS, GROUP_BY_ID, GROUP_COUNTS, KIND_IDS
+from contract.anomaly_kinds import COUNT_KEYS, GROUP_BY_ID, GROUP_COUNTS, KIND_IDS, TOPIC_CASES
 from contract.coordinators import offsets_partitions
 from contract.errors import InputError
 from contract.events import FaultWindow, fault_windows
@@ -164,8 +164,9 @@ def passed(result: Result, expectations: Sequence[ExpectationOutcome]) -> bool:
 
 
 def _counts(fields: Fields) -> dict[str, int | None]:
-    """One acks mode's counts; null where that kind's checker failed (result.json's `errors`)."""
-    return {k: fields.integer(k) if k in fields.obj else 0 for k in COUNT_KEYS}
+    """One acks mode's counts and cases; null where that kind's checker failed (result.json's
+    `errors`); 0 for a count an older result does not hold."""
+    return {k: fields.integer(k) if k in fields.obj else 0 for k in (*COUNT_KEYS, *TOPIC_CASES)}
 
 
 def _series_row(r: Fields) -> SeriesRow:

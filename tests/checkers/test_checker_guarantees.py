@@ -8,8 +8,10 @@ import pytest
 
 from checkers.guarantees import derive_guarantees, is_valid, parse_version, unjudged
 from checkers.release_facts import fact, message_format
+from contract.anomaly_kinds import GUARANTEES, KINDS, TOPIC_CASES
 
 CLEAN = {
+    **{kind.count: 0 for kind in KINDS},
     "lost": 0,
     "divergent": 0,
     "duplicated": 0,
@@ -22,6 +24,10 @@ CLEAN = {
     "complete": True,
     "replicas_read": True,
     "replicas_not_read": "",
+    # Every guarantee had cases to break on: what is judged here is the verdict over them.
+    "acked": 10,
+    "failed": 10,
+    **dict.fromkeys(TOPIC_CASES, 10),
 }
 
 
@@ -335,3 +341,38 @@ def test_a_power_loss_takes_the_durability_promise_with_or_without_eligible_lead
     lost = rows["no-lost-acked-writes"]
     assert (lost["promised"], rows["no-lost-reads"]["promised"]) == (False, False)
     assert ("Eligible Leader Replicas (KIP-966, 4.0) do not keep them" in lost["reason"]) == elr
+
+
+@pytest.mark.parametrize("guarantee", [g for g in GUARANTEES if g.family == "topic"], ids=lambda g: g.id)
+def test_a_promised_guarantee_over_no_cases_is_not_exercised_never_held(guarantee: Any) -> None:
+    run = run_with("3.9.2", producer={"enable.idempotence": True})
+    run["topics"][0] |= {"transactions": {"records": [1, 10], "abort_rate": 0.1}, "pipeline": {"inputs": []}}
+    if guarantee.id in ("no-lost-acked-writes", "no-phantom-writes"):  # judged on plain topics only
+        run["topics"][0] = {
+            k: v for k, v in run["topics"][0].items() if k not in ("transactions", "pipeline")
+        }
+    rows = {r["id"]: r for r in derive_guarantees(run, {"t": CLEAN | {guarantee.cases: 0}})}
+    row = rows[guarantee.id]
+    assert row["promised"], row["reason"]
+    assert row["verdict"] == "not-exercised"
+    assert row["exercised"] == {"count": 0, "what": guarantee.cases_are}
+    assert row["reason"].endswith(f"; not exercised: no {guarantee.cases_are}")
+    # the same guarantee over cases holds, and says over how many
+    held = {r["id"]: r for r in derive_guarantees(run, {"t": CLEAN | {guarantee.cases: 7}})}[guarantee.id]
+    assert (held["verdict"], held["exercised"]["count"]) == ("held", 7)
+
+
+def test_not_exercised_leaves_a_run_valid_and_a_violation_or_an_unknown_stays() -> None:
+    rows = derive_guarantees(run_with("3.9.2"), {"t": CLEAN | {"failed": 0}})
+    verdicts = {r["id"]: r["verdict"] for r in rows}
+    assert verdicts["no-phantom-writes"] == "not-exercised"
+    assert is_valid(rows, 0)  # nothing broke, and nothing kept it from being judged
+    # cases do not hide a violation, nor an incomplete read
+    lost = {
+        r["id"]: r["verdict"]
+        for r in derive_guarantees(run_with("3.9.2"), {"t": CLEAN | {"acked": 0, "lost": 1}})
+    }
+    assert lost["no-lost-acked-writes"] == "violated"
+    unread = derive_guarantees(run_with("3.9.2"), {"t": CLEAN | {"acked": 0, "complete": False}})
+    assert {r["id"]: r["verdict"] for r in unread}["no-lost-acked-writes"] == "unknown"
+    assert not is_valid(unread, 0)

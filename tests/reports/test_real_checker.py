@@ -12,7 +12,7 @@ import pytest
 from report_runs import S, cluster_samples, write_jsonl
 from reportpage import parse
 
-from contract.anomaly_kinds import COUNT_KEYS
+from contract.anomaly_kinds import COUNT_KEYS, TOPIC_CASES
 from reports import write_report
 
 pytestmark = pytest.mark.spark
@@ -172,7 +172,12 @@ def test_report_of_a_really_checked_run(tmp_path: Path) -> None:
     before_groups = page.elements[: page.elements.index(page.find("section", id="consumer-groups")[0])]
     scores = {c.attrs["data-count"] for c in before_groups if c.tag == "td" and "data-count" in c.attrs}
     assert scores == set(COUNT_KEYS)
-    assert set(result["acks"]["all"]) == {*COUNT_KEYS, "heal_recovery_ms", "heal_recovery_lower_bound"}
+    assert set(result["acks"]["all"]) == {
+        *COUNT_KEYS,
+        *TOPIC_CASES,
+        "heal_recovery_ms",
+        "heal_recovery_lower_bound",
+    }
 
 
 def test_the_consumer_section_shows_each_groups_counts_verdicts_and_examples(tmp_path: Path) -> None:
