@@ -17,6 +17,7 @@ from checkers import availability
 from checkers.evidence import merged_windows
 from checkers.heals import Heal, duration_ms, heal_column, heal_times, judged, not_judged
 from checkers.io import History, partitions_of, topic_acks
+from checkers.registry import PerOwnerSecond
 from contract.events import FaultWindow
 from contract.history import ACKS_MODES
 
@@ -59,7 +60,7 @@ def availability_entry(
     history: History,
     intervals: list[FaultWindow],
     healed: list[Heal | None],
-    marked: Mapping[str, Mapping[tuple[str, int | None], int]],
+    marked: Mapping[str, PerOwnerSecond],
     rows: AvailabilityRows,
 ) -> dict[str, Any]:
     """result.json's `availability`, of `availability_rows(history, intervals, healed)`; `marked`
@@ -70,7 +71,7 @@ def availability_entry(
     marks: dict[tuple[str, int | None], dict[str, int]] = defaultdict(lambda: dict(unmarked))
     for name, per_topic_second in marked.items():
         for (topic, t_s), n in per_topic_second.items():
-            marks[(acks[topic], t_s)][name] += n
+            marks[(acks[str(topic)], t_s)][name] += n  # a charted kind's rows all have a topic
     series = []
     for row in rows.series:
         series.append(

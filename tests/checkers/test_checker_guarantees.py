@@ -21,7 +21,7 @@ CLEAN = {
     "read_lost": 0,
     "replica_divergent": 0,
     "epoch_regressions": 0,
-    "complete": True,
+    "unread": [],
     "replicas_read": True,
     "replicas_not_read": "",
     # Every guarantee had cases to break on: what is judged here is the verdict over them.
@@ -87,7 +87,12 @@ def test_loss_is_violated_when_promised_and_unknown_when_incomplete() -> None:
     run = run_with("2.8.1")
     assert judged(run, lost=1)["no-lost-acked-writes"] == (True, "violated")
     assert judged(run, divergent=1)["no-lost-acked-writes"] == (True, "violated")
-    assert judged(run, complete=False)["no-lost-acked-writes"] == (True, "unknown")
+    unread = {r["id"]: r for r in derive_guarantees(run, {"t": CLEAN | {"unread": ["t partition 0"]}})}
+    assert unread["no-lost-acked-writes"]["verdict"] == "unknown"
+    assert unread["no-lost-acked-writes"]["reason"].endswith(
+        "; the final read of t partition 0 is incomplete, so records there were not counted"
+    )
+    assert unread["no-phantom-writes"]["verdict"] == "held"  # it does not rest on the final read
 
 
 def test_the_reason_names_every_condition_and_the_counts() -> None:
@@ -208,7 +213,7 @@ def test_reads_are_kept_unless_unclean_election_and_losses_name_kip_101_before_0
         False,
         "not-promised",
     )
-    assert judged(run_with(broker=clean), complete=False)["no-lost-reads"] == (True, "unknown")
+    assert judged(run_with(broker=clean), unread=["t partition 0"])["no-lost-reads"] == (True, "unknown")
     rows = {
         r["id"]: r
         for r in derive_guarantees(run_with(broker=clean), {"t": CLEAN | {"read_lost": 2, "lost": 1}})
@@ -373,6 +378,6 @@ def test_not_exercised_leaves_a_run_valid_and_a_violation_or_an_unknown_stays() 
         for r in derive_guarantees(run_with("3.9.2"), {"t": CLEAN | {"acked": 0, "lost": 1}})
     }
     assert lost["no-lost-acked-writes"] == "violated"
-    unread = derive_guarantees(run_with("3.9.2"), {"t": CLEAN | {"acked": 0, "complete": False}})
+    unread = derive_guarantees(run_with("3.9.2"), {"t": CLEAN | {"acked": 0, "unread": ["t partition 0"]}})
     assert {r["id"]: r["verdict"] for r in unread}["no-lost-acked-writes"] == "unknown"
     assert not is_valid(unread, 0)
