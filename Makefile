@@ -1,5 +1,5 @@
 # kafka-chaos: `make demo` and `make test` install everything they need (see scripts/setup.sh).
-.PHONY: setup demo test test-fast lint images clean releases
+.PHONY: setup demo test test-fast lint images clean releases findings-power-loss
 
 VENV := .venv/bin
 DEMO_DURATION ?= 60
@@ -44,3 +44,17 @@ images: setup
 
 clean:
 	-$(VENV)/kchaos cleanup
+
+# Power loss on the lossy disk (issue 66): every replica (without and with an fsync per message),
+# one leader, one follower, a KRaft majority of three controllers, on 3.9.2 and 4.1.1; ELR off on
+# 4.1.1 (the built-in power-loss runs 4.1.1 with ELR on, its default for a new cluster). Several
+# seeds each, one run at a time. The exit code is the worst run's.
+POWER_LOSS_RELEASES ?= 3.9.2,4.1.1
+POWER_LOSS_SEEDS ?= 1,2,3
+POWER_LOSS_OUT ?= runs/power-loss
+findings-power-loss: setup
+	$(VENV)/kchaos run power-loss,docs/findings/power-loss-fsync.yaml,docs/findings/power-loss-leader.yaml,docs/findings/power-loss-follower.yaml,docs/findings/power-loss-kraft-majority.yaml \
+	  --kafka $(POWER_LOSS_RELEASES) --seeds $(POWER_LOSS_SEEDS) --out $(POWER_LOSS_OUT) --budget 36000; a=$$?; \
+	$(VENV)/kchaos run docs/findings/power-loss-without-elr.yaml --kafka 4.1.1 --seeds $(POWER_LOSS_SEEDS) \
+	  --out $(POWER_LOSS_OUT) --budget 36000; b=$$?; \
+	exit $$(( a > b ? a : b ))

@@ -10,15 +10,17 @@ from contract.events import READ_FIELDS, READ_PHASES, READ_TYPES, WRITE_FIELDS, 
 from contract.limits import MAX_RUN_NS
 
 _FIELDS = {field.name: field.type for field in (*WRITE_FIELDS, *READ_FIELDS)}
-_INTEGER_FIELDS = tuple(name for name, kind in _FIELDS.items() if kind != "string")
+_INTEGER_BITS = {name: 32 if kind == "int" else 64 for name, kind in _FIELDS.items() if kind != "string"}
 _STRING_FIELDS = tuple(name for name, kind in _FIELDS.items() if kind == "string")
 
 
 def _typed_problem(event: dict[str, Any]) -> str | None:
-    for name in _INTEGER_FIELDS:
+    for name, bits in _INTEGER_BITS.items():
         field = event.get(name)
         if field is not None and (isinstance(field, bool) or not isinstance(field, int)):
             return f"field '{name}' must be an integer, got {json.dumps(field)[:60]}"
+        if isinstance(field, int) and not -(2 ** (bits - 1)) <= field < 2 ** (bits - 1):
+            return f"field '{name}' must be an integer of at most {bits} bits, got {field}"
     for name in COUNTED_FROM_ZERO:
         field = event.get(name)
         if isinstance(field, int) and field < 0:
@@ -31,6 +33,12 @@ def _typed_problem(event: dict[str, Any]) -> str | None:
         if field is not None and not isinstance(field, str):
             return f"field '{name}' must be a string, got {json.dumps(field)[:60]}"
     return None
+
+
+def _one_of(event: dict[str, Any], name: str, allowed: tuple[str, ...]) -> str | None:
+    if (field := event.get(name)) in allowed:
+        return None
+    return f"field '{name}' must be one of {', '.join(allowed)}, got {json.dumps(field)[:60]}"
 
 
 def _missing(event: dict[str, Any], names: tuple[str, ...]) -> str | None:
@@ -60,9 +68,7 @@ def describe_write(text: str) -> str:
     event, problem = _parse(text)
     if event is None:
         return problem or "unreadable line"
-    problem = _typed_problem(event)
-    if problem is None and event.get("type") not in WRITE_TYPES:
-        problem = f"unknown write type {event.get('type')!r}; expected one of {', '.join(WRITE_TYPES)}"
+    problem = _typed_problem(event) or _one_of(event, "type", WRITE_TYPES)
     problem = problem or _missing(event, ("time_ns", "process", "topic", "partition", "value"))
     return problem or "does not match the writes.jsonl schema"
 
@@ -72,11 +78,9 @@ def describe_read(text: str) -> str:
     event, problem = _parse(text)
     if event is None:
         return problem or "unreadable line"
-    problem = _typed_problem(event)
-    if problem is None and event.get("type") not in READ_TYPES:
-        problem = f"unknown read type {event.get('type')!r}; expected one of {', '.join(READ_TYPES)}"
-    if problem is None and event.get("phase") not in READ_PHASES:
-        problem = f"unknown phase {event.get('phase')!r}; expected one of {', '.join(READ_PHASES)}"
+    problem = (
+        _typed_problem(event) or _one_of(event, "type", READ_TYPES) or _one_of(event, "phase", READ_PHASES)
+    )
     required: tuple[str, ...] = ("time_ns", "process", "topic", "partition")
     if event.get("type") == "record":
         required += ("offset", "value")

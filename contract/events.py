@@ -341,8 +341,10 @@ def fault_windows(events: Iterable[tuple[int, Mapping[str, Any]]], path: str) ->
         if not isinstance(fault, str) or phase not in FAULT_PHASES:
             raise HistoryError("a fault event needs a string fault and phase start|stop", path, line)
         targets = tuple(str(t) for t in event.get("targets") or [])
-        key = event.get("id", (fault, targets))
-        if "id" in event and (not isinstance(key, int) or isinstance(key, bool)):
+        key = event.get("id")
+        if key is None:  # a history from before fault ids (null reads as absent)
+            key = (fault, targets)
+        elif not isinstance(key, int) or isinstance(key, bool):
             raise HistoryError("field 'id' must be an integer", path, line)
         if phase == "start":
             open_starts.setdefault(key, []).append((line, event))

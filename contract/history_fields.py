@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from contract.errors import HistoryError
-from contract.events import ERROR_CLASSES, TXN_PHASES, TXN_STEPS
+from contract.events import CONSUME_FIELDS, ERROR_CLASSES, TXN_FIELDS, TXN_PHASES, TXN_STEPS, Field
 from contract.limits import MAX_DURATION_S, MAX_INT64, MAX_PARTITIONS, MAX_RUN_NS, brief
 
 ACKS_MODES = ("0", "1", "all")
@@ -139,6 +139,27 @@ class Fields:
 
     def _name(self, key: str) -> str:
         return f"{self.field}.{key}" if self.field else key
+
+
+_BOUNDS = {"int": 2**31, "long": 2**63}
+"""A JSON integer of a 32-bit (`int`) or 64-bit (`long`) field lies in [-bound, bound)."""
+
+
+def check_types(fields: Fields, table: tuple[Field, ...]) -> None:
+    """Every field of `table` (`contract.events`) that a line holds has its type, whatever the
+    line's event type: Spark parses the file with the whole table as its schema, and a field of the
+    wrong type there would void the line's other fields too."""
+    for field in table:
+        if field.type == "string":
+            fields.text(field.name)
+        elif field.type in _BOUNDS:
+            fields.integer(field.name, -_BOUNDS[field.type], _BOUNDS[field.type] - 1)
+        else:
+            for entry in fields.children(field.name):
+                entry.text("topic")
+                entry.integer("partition", -_BOUNDS["int"], _BOUNDS["int"] - 1)
+                if field.type == "offsets":
+                    entry.integer("offset", -_BOUNDS["long"], _BOUNDS["long"] - 1)
 
 
 def check_run(run: dict[str, Any], path: Path) -> None:
@@ -283,6 +304,15 @@ def check_cluster_sample(event: dict[str, Any], path: Path, line: int) -> None:
 
 MAX_VALUES_PER_LINE = 100_000
 REPLICA_LINE_TYPES = ("replica", "values")
+REPLICA_COUNTS = (
+    "log_start",
+    "log_end",
+    "high_watermark",
+    "recovery_point",
+    "messages",
+    "unreadable",
+    "torn_bytes",
+)
 
 
 def check_replica_line(event: dict[str, Any], path: Path, line: int) -> None:
@@ -295,20 +325,11 @@ def check_replica_line(event: dict[str, Any], path: Path, line: int) -> None:
     fields.integer("broker", 0, MAX_BROKER_ID, required=True)
     fields.text("topic", required=True, longest=MAX_TOPIC_NAME)
     fields.integer("partition", 0, MAX_PARTITIONS, required=True)
-    if kind == "replica":
-        for key in (
-            "log_start",
-            "log_end",
-            "high_watermark",
-            "recovery_point",
-            "messages",
-            "unreadable",
-            "torn_bytes",
-        ):
-            fields.integer(key)
-        return
-    fields.integer("offset", required=True)
-    values = fields.items("values", required=True)
+    # Each field is checked on either type of line (Spark parses both with one schema).
+    for key in REPLICA_COUNTS:
+        fields.integer(key)
+    fields.integer("offset", required=kind == "values")
+    values = fields.items("values", required=kind == "values")
     if len(values) > MAX_VALUES_PER_LINE or not all(v is None or isinstance(v, str) for v in values):
         raise fields.fail("values", f"a list of at most {MAX_VALUES_PER_LINE} strings or nulls", values[:3])
 
@@ -328,6 +349,7 @@ def check_consume_line(
     kind = event.get("type")
     if kind not in CONSUME_TYPES:
         raise fields.fail("type", " or ".join(CONSUME_TYPES), kind)
+    check_types(fields, (*CONSUME_FIELDS, Field("error", "string")))
     fields.time_ns("time_ns", required=True)
     fields.text("process", required=True, longest=MAX_TOPIC_NAME)
     if fields.text("group", required=True) not in groups:
@@ -373,6 +395,7 @@ def check_transaction_line(event: dict[str, Any], path: Path, line: int, topics:
     kind = event.get("type")
     if kind not in TXN_STEPS:
         raise fields.fail("type", " or ".join(TXN_STEPS), kind)
+    check_types(fields, TXN_FIELDS)
     fields.time_ns("time_ns", required=True)
     fields.text("process", required=True, longest=MAX_TOPIC_NAME)
     fields.text("transactional_id", required=True)

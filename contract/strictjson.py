@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -30,10 +31,42 @@ class _Rejected(ValueError):
     """A number the JSON is not allowed to hold (raised from inside the decoder's hooks)."""
 
 
-def _int(text: str) -> int:
+class _TooLarge:
+    """An integer that does not fit 64 bits, kept in its place until the whole value is decoded, so
+    that the error can name the field it is in (the hook that reads a number knows no key)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __str__(self) -> str:
+        return f"integer {self.text[:24]}{'…' if len(self.text) > 24 else ''} does not fit 64 bits"
+
+
+_LONG_DIGITS = re.compile(r"[0-9]{19}")
+"""A run of digits as long as the shortest integer beyond 64 bits: only then is a value walked for one."""
+
+
+def _int(text: str) -> int | _TooLarge:
+    # 20 digits and a sign at most: int() of thousands of digits takes its time
     if len(text) > 20 or not -_INT64 <= (value := int(text)) < _INT64:
-        raise _Rejected(f"integer {text[:24]}{'…' if len(text) > 24 else ''} does not fit 64 bits")
+        return _TooLarge(text)
     return value
+
+
+def _too_large(value: Any) -> str | None:
+    """Where in `value` an integer beyond 64 bits is (`offsets[0].offset`, or "" for the value
+    itself) and which, as an error message; None when there is none."""
+    stack: list[tuple[Any, str]] = [(value, "")]
+    while stack:
+        item, where = stack.pop()
+        if isinstance(item, _TooLarge):
+            return f"field {where!r}: {item}" if where else str(item)
+        if isinstance(item, dict):
+            named = [(child, f"{where}.{key}" if where else str(key)) for key, child in item.items()]
+            stack.extend(reversed(named))  # the first in the text is named
+        elif isinstance(item, list):
+            stack.extend(reversed([(child, f"{where}[{i}]") for i, child in enumerate(item)]))
+    return None
 
 
 def _float(text: str) -> float:
@@ -91,6 +124,8 @@ def decode(data: bytes, path: Path, line: int | None = None) -> Any:
     # Each level opens with a bracket: a text with few of them needs no walk (most lines of a history).
     if text.count("{") + text.count("[") > MAX_DEPTH and _too_deep(value):
         raise HistoryError(f"nested deeper than {MAX_DEPTH} levels", str(path), line)
+    if _LONG_DIGITS.search(text) and (problem := _too_large(value)) is not None:
+        raise HistoryError(problem, str(path), line)
     return value
 
 

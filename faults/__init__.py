@@ -13,7 +13,7 @@ Public API:
 """
 
 # The built-in faults register themselves when their modules are imported, here, before any use.
-from faults import members, network, power, process, producers  # noqa: F401
+from faults import disk, members, network, power, process, producers  # noqa: F401
 from faults.base import Fault, available, make_fault, register
 from faults.iptables import leftover_rules
 from faults.leftovers import heal_leftovers

@@ -4,8 +4,9 @@ command or experiment that started them was killed before its own heal ran.
 Nothing about those faults is known but what the containers show, so every kind is undone wherever
 it is found, in this order: frozen containers resumed first (nothing else works on them), then in
 every running container our iptables chains (any `KCHAOS*` chain, the rules jumping to it) and our
-root qdisc removed, then stopped nodes started again: ZooKeeper first, then brokers, each broker
-only once its old ZooKeeper session is gone (as `kill`'s own heal does). Each step is tried on
+root qdisc removed, every lossy disk's faults healed, then stopped nodes started again: ZooKeeper
+first, then brokers, each broker only once its old ZooKeeper session is gone (as `kill`'s own heal
+does). Each step is tried on
 every node even when one fails; the failures are raised together at the end.
 """
 
@@ -45,6 +46,12 @@ def heal_leftovers(
             qdisc = retry_heal_step(clear_qdisc, node)
             if qdisc:
                 healed(f"{node.name}: removed the {qdisc} qdisc")
+    for node in cluster.nodes:
+        if node.disk is not None:  # a disk fault (disk-full, fsync-error, slow-fsync) left in force
+            with failures.attempt(f"cannot heal {node.name}'s lossy disk"):
+                was = retry_heal_step(node.disk.request, {"command": "heal"})["healed"]
+                if was:
+                    healed(f"{node.name}: lossy disk healed of {', '.join(was)}")
     stopped_metadata: list[Node] = [n for n in cluster.metadata_nodes if n.status() in STOPPED]
     if stopped_metadata:
         with failures.attempt("cannot start the metadata nodes again"):

@@ -1,6 +1,6 @@
-"""Faults of consumer-group members (`harness.groups`): crash one (`kill-member`), freeze one past
-its session timeout and let it wake up (`freeze-member`: a zombie), or stop it cleanly
-(`leave-member`: a rebalance without a crash).
+"""Faults of consumer-group members (`harness.groups`): crash one (`kill-member`: SIGKILL), freeze
+one past its session timeout and let it wake up (`freeze-member`: SIGSTOP, a zombie), or stop it
+cleanly (`leave-member`: a rebalance without a crash).
 
 `member` picks the targets: a member's process name (`g-alo-1`), `random` (one member of any group,
 or of `group`), or `all` (every member of `group`, or of every group). Heal starts killed and
@@ -14,7 +14,7 @@ import random
 from contract.errors import FaultError
 from faults.base import register, text_param
 from harness.cluster import KafkaCluster
-from harness.groups import GroupMember
+from harness.groups import STOP_TIMEOUT_S, GroupMember
 
 
 class _MemberFault:
@@ -41,7 +41,7 @@ class _MemberFault:
         if self.member == "all":
             chosen = pool
         elif self.member == "random":
-            live = [m for m in pool if m.alive and not m.frozen] or pool
+            live = [m for m in pool if m.alive and not m.paused] or pool
             chosen = [rng.choice(sorted(live, key=lambda m: m.process))]
         else:
             chosen = [groups.member(self.member)]
@@ -52,7 +52,7 @@ class _MemberFault:
 
     def heal(self, cluster: KafkaCluster) -> None:
         for member in self._members:
-            member.thaw()
+            member.resume()
             member.start()  # a no-op for a member that is running
 
 
@@ -81,7 +81,7 @@ class FreezeMember(_MemberFault):
 
     def start(self, cluster: KafkaCluster, rng: random.Random) -> None:
         for member in self.resolve(cluster, rng):
-            member.freeze()
+            member.pause()
 
 
 @register
@@ -94,7 +94,7 @@ class LeaveMember(_MemberFault):
 
     def start(self, cluster: KafkaCluster, rng: random.Random) -> None:
         for member in self.resolve(cluster, rng):
-            member.stop()
+            member.stop(STOP_TIMEOUT_S)
 
 
 MEMBER_FAULTS = (KillMember.name, FreezeMember.name, LeaveMember.name)

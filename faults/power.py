@@ -1,134 +1,137 @@
-"""`power-loss`: every target broker loses power at once, and with it what its page cache held.
+"""`power-loss`: the targets lose power. Their processes die at once, and so does whatever their disks
+had not synced: each target's data directory lives on a lossy disk (`cluster.disk: lossy`,
+`harness.lossy`), which drops, in the same step, every byte written and every directory entry
+changed since the last fsync of that file or directory. Heal starts them again, and Kafka's own
+recovery (unclean-shutdown detection, log recovery from the recovery point, truncation to the
+leader, KRaft's own log) decides what survives.
 
-Kafka acknowledges a write once it is in the page cache of the in-sync replicas; it fsyncs only as
-its flush settings say (by default never: it leaves that to the operating system), and checkpoints
-how far each log was flushed (`recovery-point-offset-checkpoint`). The fault kills the targets
-(default: every replica of a partition) together, then, while they are down, cuts every log on them
-back to its checkpointed recovery point, as losing the page cache would; heal starts them again.
-A broker configured to fsync every message (`log.flush.interval.messages=1`) loses nothing.
+Kafka acknowledges a write once the in-sync replicas have it in their page cache; it fsyncs a log
+only as its flush settings say (`flush.messages` / `log.flush.interval.messages`, by default never:
+it leaves that to the operating system) and its checkpoints, `meta.properties` and KRaft's metadata
+log as its code says. What a power loss takes is exactly what those fsyncs did not cover; the fault
+records it per node and file (`detail.dropped`).
 
-This is the worst case Kafka's own bookkeeping allows: an operating system usually writes dirty
-pages back within about 30 s, so a real power loss often keeps more than the recovery point, which
-Kafka itself writes only every `log.flush.offset.checkpoint.interval.ms` (60 s by default).
+Targets: any (default: every replica of a partition at once, the correlated loss); `cluster` means
+every node of the cluster, ZooKeeper and KRaft controllers too. `torn: true` keeps a seeded random
+prefix of each file's unsynced bytes (a write torn by the power loss); `written_back_s: S` keeps
+what the operating system would have written back already (pages and directory changes older than
+S seconds; Linux's dirty_expire_centisecs is 30 s by default). Without either, every unsynced byte
+is lost: the worst case the operating system allows.
 """
 
 from __future__ import annotations
 
 import random
-import shlex
-from dataclasses import dataclass
 from typing import Any
 
-from contract.errors import ClusterError, FaultError, HarnessError
-from faults.base import register
+from contract.errors import ClusterError, FaultError
+from faults.base import coerce_bool, coerce_float, register
 from faults.process import restart
 from faults.targets import Targeted
-from harness.broker_config import DATA_DIR
 from harness.cluster import KafkaCluster
-from harness.forensics import archive_files
-from harness.replica_logs import PARTITION_DIR, SEGMENT_NAME, cut_at, read_checkpoint, segment_order
-from harness.services import KafkaBroker
+from harness.lossy.mounts import LossyMount
+from harness.services import Node
+from harness.waiting import wait_until
 
-RECOVERY_CHECKPOINT = "recovery-point-offset-checkpoint"
-BEFORE_START = "/etc/kchaos/before-start.sh"
-"""Run once by the image's entrypoint before the broker starts (compose/kafka/entrypoint.sh)."""
-FSYNC_EVERY_MESSAGE = "log.flush.interval.messages"
-
-
-@dataclass(frozen=True)
-class Cut:
-    """What losing the page cache does to one partition's log on one broker."""
-
-    partition: str
-    """The partition's directory name, `<topic>-<n>`."""
-    recovery_point: int
-    commands: tuple[str, ...]
+WHOLE_CLUSTER = "cluster"
+"""The target word of power-loss for every node: brokers, KRaft controllers and ZooKeeper."""
+DEAD_WITHIN_S = 30.0
 
 
-def plan_cut(folder: str, segments: dict[str, bytes], recovery_point: int) -> Cut:
-    """The shell commands that cut the log in `folder` (segment file name -> content) back to
-    `recovery_point`: later segments removed (the first emptied instead), the segment holding it
-    truncated, and the index of each segment touched removed (Kafka rebuilds a missing index)."""
-    commands: list[str] = []
-    where = f"{DATA_DIR}/{folder}"
-    for i, name in enumerate(segment_order(list(segments))):
-        base = int(name[:20])
-        log, index = shlex.quote(f"{where}/{name}"), shlex.quote(f"{where}/{name[:20]}.index")
-        if base >= recovery_point and i > 0:
-            commands.append(f"rm -f {log} {index}")
-            continue
-        size = 0 if base >= recovery_point else cut_at(segments[name], recovery_point)
-        if size is not None and size < len(segments[name]):
-            commands += [f"truncate -s {size} {log}", f"rm -f {index}"]
-    return Cut(folder, recovery_point, tuple(commands))
+def lossy_disks(fault: str, nodes: list[Node]) -> list[tuple[Node, LossyMount]]:
+    """Each node with its lossy disk; FaultError when one has none."""
+    plain = [node.name for node in nodes if node.disk is None]
+    if plain:
+        raise FaultError(
+            f"{fault} acts on a node's lossy disk, and {', '.join(plain)} keep their data in the container: "
+            "set cluster.disk: lossy"
+        )
+    return [(node, node.disk) for node in nodes if node.disk is not None]
 
 
-METADATA_LOG = "__cluster_metadata-0"
-"""KRaft's metadata log: fsynced as Raft appends to it, so a power loss keeps it; it is not in the
-recovery-point checkpoint, which would read as 0."""
+def _wait_dead(node: Node) -> None:
+    """Until the node's container has stopped: no process of it writes while its disk drops."""
+
+    def probe() -> tuple[bool, str]:
+        status = node.status()
+        return status != "running", status
+
+    wait_until(probe, what=f"{node.name} to die", timeout_s=DEAD_WITHIN_S, interval_s=0.02)
 
 
-def _wanted(folder: str, name: str) -> bool:
-    if folder == "":
-        return name == RECOVERY_CHECKPOINT
-    if folder == METADATA_LOG:
-        return False
-    return PARTITION_DIR.fullmatch(folder) is not None and SEGMENT_NAME.fullmatch(name) is not None
-
-
-def plan_cuts(files: dict[tuple[str, str], bytes]) -> list[Cut]:
-    """The cut of every partition among a broker's files ((folder, name) -> content: its recovery
-    checkpoint and its segments); a partition the checkpoint does not name is cut back to 0."""
-    checkpoint = files.get(("", RECOVERY_CHECKPOINT))
-    points = read_checkpoint(checkpoint.decode()) if checkpoint is not None else {}
-    segments: dict[str, dict[str, bytes]] = {}
-    for (folder, name), data in files.items():
-        if folder:
-            segments.setdefault(folder, {})[name] = data
-    cuts = []
-    for folder, of_folder in sorted(segments.items()):
-        match = PARTITION_DIR.fullmatch(folder)
-        point = points.get((match["topic"], int(match["partition"])), 0) if match else 0
-        cuts.append(plan_cut(folder, of_folder, point))
-    return cuts
+def summary(dropped: dict[str, Any]) -> dict[str, Any]:
+    """A drop's answer as recorded: the files that had unsynced bytes, the changes undone, totals."""
+    files = {path: loss for path, loss in dropped["files"].items() if loss["unsynced"] or loss["dropped"]}
+    return {
+        "unsynced_bytes": dropped["unsynced_bytes"],
+        "dropped_bytes": dropped["dropped_bytes"],
+        "files": files,
+        "undone": dropped["undone"],
+    }
 
 
 @register
 class PowerLoss(Targeted):
     name = "power-loss"
     description = (
-        "Kill the targets (default: every replica of a partition) at once and cut every log on them "
-        "back to its last flushed point (the recovery-point checkpoint), as losing the page cache "
-        "does; heal starts them again."
+        "The targets (default: every replica of a partition; `cluster`: every node) lose power: killed "
+        "at once, and what their lossy disks had not fsynced is gone; heal starts them again and "
+        "Kafka's own recovery decides what survives. Needs cluster.disk: lossy."
     )
     default_target = "replicas"
 
-    def describe(self) -> str:
-        return (
-            "Every replica loses power at once: what Kafka acknowledged but never flushed to disk "
-            "(by default, anything since the last checkpointed flush) is gone when they restart."
+    def __init__(
+        self,
+        *,
+        target: str | None = None,
+        topic: str | None = None,
+        partition: int | str | None = None,
+        pick: str | None = None,
+        torn: bool | str = False,
+        written_back_s: float | str | None = None,
+    ) -> None:
+        whole = isinstance(target, str) and target.strip() == WHOLE_CLUSTER
+        super().__init__(target="all" if whole else target, topic=topic, partition=partition, pick=pick)
+        self.whole_cluster = whole
+        if whole:
+            self.target = WHOLE_CLUSTER
+        self.torn = coerce_bool("torn", torn)
+        self.written_back_s = (
+            None
+            if written_back_s is None
+            else coerce_float("written_back_s", written_back_s, low=0, high=3600)
         )
 
+    def describe(self) -> str:
+        return (
+            "Power loss: the targets die at once and lose every byte and directory entry they had not "
+            "fsynced (what Kafka acknowledged from the page cache alone among them); Kafka's recovery "
+            "runs when they start again."
+        )
+
+    def resolve(self, cluster: KafkaCluster, rng: random.Random) -> list[Node]:
+        if not self.whole_cluster:
+            return super().resolve(cluster, rng)
+        self._nodes = list(cluster.nodes)
+        self.targets = [node.name for node in self._nodes]
+        self.detail = {**self.detail, "target": WHOLE_CLUSTER}
+        return self._nodes
+
     def start(self, cluster: KafkaCluster, rng: random.Random) -> None:
-        brokers = [n for n in self.resolve(cluster, rng) if isinstance(n, KafkaBroker)]
-        if not brokers:
-            raise FaultError(f"power-loss hits brokers; target {self.target!r} names none")
-        for broker in brokers:  # all of them before any file is read: one moment for every replica
-            broker.kill()
-        flushing = str(cluster.spec.broker_config.get(FSYNC_EVERY_MESSAGE, "")).strip() == "1"
-        cut: dict[str, Any] = {}
-        for broker in brokers:
-            if flushing:
-                continue  # every message was fsynced: the page cache held nothing unflushed
+        disks = lossy_disks(self.name, self.resolve(cluster, rng))
+        seed = rng.randrange(1 << 31) if self.torn else None
+        self.detail.update(torn_seed=seed, written_back_s=self.written_back_s)
+        for node, _ in disks:  # every target dies before any disk drops: one moment for all
+            node.kill()
+        for node, _ in disks:
+            _wait_dead(node)
+        dropped: dict[str, Any] = {}
+        self.detail["dropped"] = dropped
+        for node, disk in disks:
             try:
-                cuts = [c for c in plan_cuts(archive_files(broker, DATA_DIR, _wanted)) if c.commands]
-            except (ClusterError, HarnessError, ValueError) as exc:
-                raise FaultError(f"power-loss could not read {broker.name}'s logs: {exc}") from None
-            script = "set -e\n" + "".join(f"{command}\n" for cut_ in cuts for command in cut_.commands)
-            broker.put_file(BEFORE_START, script.encode())
-            cut[broker.name] = {c.partition: c.recovery_point for c in cuts}
-        self.detail["flushes_every_message"] = flushing
-        self.detail["cut_to_recovery_point"] = cut
+                dropped[node.name] = summary(disk.drop(seed, self.written_back_s))
+            except ClusterError as exc:
+                raise FaultError(f"power-loss could not drop {node.name}'s unsynced data: {exc}") from None
 
     def heal(self, cluster: KafkaCluster) -> None:
-        restart(cluster, [n for n in self._nodes if isinstance(n, KafkaBroker)])
+        restart(cluster, self._nodes)

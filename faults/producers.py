@@ -1,5 +1,6 @@
-"""Faults of transactional producers (`harness.transactional_producer`): hold one's transaction
-open past transaction.timeout.ms and let it go on (`freeze-producer`: a zombie producer).
+"""Faults of transactional producers (`harness.transactional_producer`, each a workload process):
+hold one's transaction open past transaction.timeout.ms and let it go on (`freeze-producer`: a
+zombie producer), through the process's `freeze` and `thaw` commands.
 
 `producer` picks the target: a process name (`tx-0`), `random` (one not frozen yet) or `all`. Heal
 thaws it: it then commits (or aborts) a transaction the coordinator has long aborted, and must be
@@ -13,7 +14,7 @@ import random
 from contract.errors import FaultError
 from faults.base import register, text_param
 from harness.cluster import KafkaCluster
-from harness.transactional_producer import TransactionalProducerProcess
+from harness.workload_process import WorkloadProcess
 
 
 @register
@@ -31,7 +32,7 @@ class FreezeProducer:
         self.producer = text_param("producer", producer)
         self.targets: list[str] = []
         self.detail: dict[str, object] = {}
-        self._frozen: list[TransactionalProducerProcess] = []
+        self._frozen: list[WorkloadProcess] = []
 
     def describe(self) -> str:
         return self.description

@@ -84,6 +84,8 @@ _BOOL_KEYS = frozenset(
 
 DATA_DIR = "/var/lib/kafka/data"
 """The brokers' one log directory (log.dirs): a partition's segments and the offset checkpoints."""
+ZOOKEEPER_DATA_DIR = "/var/lib/zookeeper"
+"""A ZooKeeper node's dataDir: its snapshots and transaction log, and myid."""
 KAFKA_LOG_DIR = "/var/log/kafka"
 """Where the image's entrypoint has log4j write server.log, state-change.log and controller.log."""
 
@@ -304,7 +306,7 @@ def broker_settings(
 
 def render_zookeeper_config(zookeeper_ips: list[str]) -> str:
     settings: dict[str, ConfigValue] = {
-        "dataDir": "/var/lib/zookeeper",
+        "dataDir": ZOOKEEPER_DATA_DIR,
         "clientPort": ZK_CLIENT_PORT,
         "tickTime": 2000,
         "initLimit": 10,

@@ -2,9 +2,9 @@
 
 librdkafka logs what it does about trouble at notice level and above: a request that timed out, a
 connection that dropped, a broker it gave up on. Those lines explain what write events alone cannot
-(a reordered write's retry follows a timed-out request), so every line a producer's client logs is
-forwarded to the harness log and appended to client.jsonl with the process that owns the client,
-on the run clock, as it happens.
+(a reordered write's retry follows a timed-out request), so every line a workload process's client
+logs is forwarded to that process's log (harness.log for the final reader) and appended to
+client.jsonl with the process that owns the client, on the run clock, as it happens.
 """
 
 from __future__ import annotations
@@ -13,8 +13,9 @@ import logging
 import re
 from typing import Any
 
-from contract.history import HistoryWriter, RunClock
+from contract.history import RunClock
 from harness.clients import is_known_deprecation, librdkafka_log
+from harness.process_protocol import EventSink
 
 _THREAD_PREFIX = re.compile(r"^\[thrd:[^\]]*\]: ")
 
@@ -24,7 +25,7 @@ class ClientLog:
     `log(level, "%s [%s] %s", facility, client name, message)`, from the thread that polls the client."""
 
     def __init__(
-        self, process: str, writer: HistoryWriter, clock: RunClock, forward: logging.Logger = librdkafka_log
+        self, process: str, writer: EventSink, clock: RunClock, forward: logging.Logger = librdkafka_log
     ) -> None:
         self.process, self._writer, self._clock, self._forward = process, writer, clock, forward
 

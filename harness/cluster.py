@@ -27,7 +27,9 @@ from harness import docker_env
 from harness.broker_config import (
     BROKER_PORT,
     CONTROLLER_PORT,
+    DATA_DIR,
     ZK_CLIENT_PORT,
+    ZOOKEEPER_DATA_DIR,
     ConfigValue,
     KafkaVersion,
     KRaftRole,
@@ -42,10 +44,11 @@ from harness.cluster_state import ClusterSnapshot, MetadataReader
 from harness.groups import ConsumerGroups
 from harness.images import LOCAL_BASE_IMAGE, KafkaDistribution, KafkaImage, ensure_kafka_image
 from harness.kraft_state import Endpoint, KRaftStateReader
+from harness.lossy import mounts as lossy_mounts
 from harness.run_network import NO_NETWORK, create_network
 from harness.services import KafkaBroker, KafkaLaunch, KRaftController, Node, ZooKeeperNode
-from harness.transactional_producer import TransactionalProducerProcess
 from harness.waiting import wait_until
+from harness.workload_process import WorkloadProcess
 from harness.zkstate import ZkStateReader
 
 ATTACHED = KafkaLaunch("", "")
@@ -53,6 +56,8 @@ ATTACHED = KafkaLaunch("", "")
 TIMED_OUT = 124
 """The exit code of `timeout`, which Node.exec runs a command under."""
 _FEATURE_NAME = re.compile(r"[a-z][a-z0-9._-]*")
+DISKS = ("plain", "lossy")
+"""Where the nodes' data directories live: in the container, or on the lossy disk (`harness.lossy`)."""
 _CONFIG_REJECTED = re.compile(
     r"Invalid value (?P<value>.*?) for configuration (?P<key>[\w.]+)(?::\s*(?P<why>.*))?"
 )
@@ -80,8 +85,13 @@ class ClusterSpec:
     features: Mapping[str, int] = field(default_factory=dict)
     """KRaft: feature levels the log dirs are formatted with, e.g. {"eligible.leader.replicas.version": 0}
     (`kafka-storage format --feature`, 3.8 and later); the release's defaults for the rest."""
+    disk: str = "plain"
+    """`lossy`: every node's data directory on a lossy disk of its own, mounted on the host (what
+    `power-loss` and the disk faults act on); `plain`: in the container."""
 
     def __post_init__(self) -> None:
+        if self.disk not in DISKS:
+            raise ConfigError(f"cluster.disk must be one of {', '.join(DISKS)}, got {self.disk!r}")
         if not 1 <= self.brokers <= 9:
             raise ConfigError(f"cluster.brokers must be between 1 and 9, got {self.brokers}")
         if self.zookeepers not in (1, 3, 5):
@@ -162,7 +172,7 @@ class KafkaCluster:
         self.transactional_ids: list[str] = []
         """The transactional.ids of the workload's transactional producers while a workload runs (the
         workload sets them): whose transaction coordinator the `txn-coordinator` target names."""
-        self.transactional_producers: list[TransactionalProducerProcess] = []
+        self.transactional_producers: list[WorkloadProcess] = []
         """The workload's transactional producers while it runs: what producer faults act on."""
 
     @classmethod
@@ -201,6 +211,8 @@ class KafkaCluster:
                 node = broker
             voters = _voters_of(container) or voters
             node.attach(container)
+            disk = lossy_mounts.node_mount(run_id, name)
+            node.disk = disk if disk.mounted else None
         cluster.voter_ids = voters
         cluster.spec = ClusterSpec(
             brokers=len(cluster.brokers),
@@ -209,6 +221,7 @@ class KafkaCluster:
             metadata="kraft" if voters else "zookeeper",
             controllers=len(voters) or 1,
             combined=bool(voters) and not cluster.controllers,
+            disk="lossy" if any(node.disk for node in cluster.nodes) else "plain",
         )
         if connect:
             cluster.connect_metadata()
@@ -259,6 +272,8 @@ class KafkaCluster:
                     f"image {image.tag} predates configs written as they are: its entrypoint would "
                     "expand the backslashes of these broker settings; rebuild it with `kchaos images build`"
                 )
+            if self.spec.disk == "lossy":
+                self._put_data_on_lossy_disks()
             for zk in self.zookeepers:
                 zk.start()
             if self.zookeepers:
@@ -330,6 +345,13 @@ class KafkaCluster:
             for i, ip in enumerate(broker_ips, start=1)
         ]
 
+    def _put_data_on_lossy_disks(self) -> None:
+        """Mount a lossy disk for every node, each holding that node's data directory."""
+        for node in self.nodes:
+            disk = lossy_mounts.node_mount(self.run_id, node.name)
+            disk.start()
+            node.put_data_on(disk, ZOOKEEPER_DATA_DIR if isinstance(node, ZooKeeperNode) else DATA_DIR)
+
     @property
     def _network_or_fail(self) -> Network:
         if self._network is None:
@@ -349,6 +371,8 @@ class KafkaCluster:
             # By label: the nodes, and anything a crashed start left behind (the probe network).
             with failures.attempt(f"cannot remove run {self.run_id}"):
                 docker_env.remove_labelled(self.run_id)
+            with failures.attempt(f"cannot remove the lossy disks of run {self.run_id}"):
+                lossy_mounts.remove_run(self.run_id)  # once no container holds them
             self._network = None
         failures.raise_if_any()
 

@@ -24,6 +24,7 @@ import docker
 from docker.errors import APIError, DockerException, ImageNotFound, NotFound
 
 from contract.errors import ClusterError, ConfigError, EnvironmentError_, Failures
+from harness.lossy import mounts as lossy_mounts
 from harness.retrying import docker_call
 
 RUN_LABEL = "kchaos.run"
@@ -118,6 +119,8 @@ def remove_run(run: Run) -> Removed:
         with failures.attempt(f"cannot remove container {container.name}"):
             if _removed(_remove_container, container):
                 containers.append(container.name)
+    with failures.attempt(f"cannot remove the lossy disks of {run.run_id}"):
+        lossy_mounts.remove_run(run.run_id)  # its nodes' data, once no container holds it
     for network in run.networks:
         with failures.attempt(f"cannot remove network {network.name}"):
             if _removed(docker_call, network.remove):

@@ -95,23 +95,6 @@ def _partitions_of(
         yield current, _workload_partition(current, topics), files
 
 
-def archive_files(
-    broker: KafkaBroker, path: str, wanted: Callable[[str, str], bool]
-) -> dict[tuple[str, str], bytes]:
-    """(folder, file name) -> content of the regular files under `path` in `broker` that `wanted`
-    takes (folder "" for the files at the top)."""
-    found: dict[tuple[str, str], bytes] = {}
-    with _archive(broker, path) as archive:
-        for member in archive:
-            parts = PurePosixPath(member.name).parts[1:]
-            if not parts or not member.isfile():
-                continue
-            folder, name = "/".join(parts[:-1]), parts[-1]
-            if wanted(folder, name) and (extracted := archive.extractfile(member)) is not None:
-                found[(folder, name)] = extracted.read()
-    return found
-
-
 def _workload_partition(folder: str, topics: set[str]) -> tuple[str, int] | None:
     match = PARTITION_DIR.fullmatch(folder)
     if match is None or match["topic"] not in topics:

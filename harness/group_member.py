@@ -1,31 +1,23 @@
-"""One consumer-group member, run as its own OS process (`python -m harness.group_member SPEC`).
+"""The `member` role of a workload process (docs/CLIENTS.md): one consumer-group member.
 
 It subscribes, polls, processes (recording a `poll` event is the processing) and commits by its
-group's commit mode, and writes its consumes.jsonl events (HISTORY_FORMAT.md) to stdout, one line per
-write(2): a pipe write under PIPE_BUF is whole or absent, so a member killed mid-event tears nothing.
-The harness (`harness.groups`) appends those lines to the history as they arrive.
-
-SIGTERM asks for a clean stop (last commit, close, a `stop` event); stdin closing means the harness
-is gone, and the member exits at once rather than outlive it.
+group's commit mode, and writes its consumes.jsonl events (HISTORY_FORMAT.md) as `consumes` lines
+to stdout; the conductor (`harness.groups`) appends them to the history as they arrive. `stop`
+asks for a clean stop: a last commit, close (LeaveGroup), a `stop` event.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import signal
 import struct
-import sys
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
-import orjson
 from confluent_kafka import Consumer, KafkaError, KafkaException, Message, TopicPartition
 
 from contract import events
+from harness.process_protocol import EventSink, ProcessSpec
 
 BATCH = 100  # records per consume(): one commit per batch
 POLL_TIMEOUT_S = 0.2  # how soon a stop request is seen when nothing arrives
@@ -66,15 +58,15 @@ def generation_of(group_metadata: bytes) -> int | None:
     return generation if generation >= 0 else None
 
 
-@dataclass(frozen=True)
-class MemberSpec:
-    process: str
+@dataclass(frozen=True, kw_only=True)
+class MemberSpec(ProcessSpec):
+    """A `member` process of consumer group `group` (`harness.groups.GroupSpec`)."""
+
+    role: ClassVar[str] = "member"
     group: str
     topics: list[str]
     commit: str  # after-process, before-process or auto
     commit_async: bool
-    config: dict[str, Any]  # librdkafka settings (JSON-serializable: no logger)
-    origin_ns: int  # the run clock's zero on time.monotonic_ns()
     processing_ms: float = 0.0  # how long processing one record takes
     commit_interval_s: float = 0.0  # after-process: commit at most this often (0: after each batch)
 
@@ -91,10 +83,11 @@ def _positions(partitions: list[TopicPartition]) -> list[dict[str, Any]]:
 
 
 class Member:
-    """The poll loop of one member; events go to `emit` (a line of JSON bytes each)."""
+    """The poll loop of one member; its events go to `consumes`."""
 
-    def __init__(self, spec: MemberSpec, emit: Callable[[bytes], None]) -> None:
-        self.spec, self._emit = spec, emit
+    def __init__(self, spec: MemberSpec, config: dict[str, Any], consumes: EventSink) -> None:
+        """`config`: the client's settings (the spec's, with a logger)."""
+        self.spec, self._consumes = spec, consumes
         self.stopping = threading.Event()
         self._commit_id = 0
         self._processed: dict[tuple[str, int], int] = {}  # next offset to consume, per partition
@@ -102,7 +95,7 @@ class Member:
         self._pending: list[tuple[int, dict[tuple[str, int], int]]] = []  # async commits awaiting a reply
         self._last_commit_s = time.monotonic()
         config = {
-            **spec.config,
+            **config,
             "group.id": spec.group,
             "enable.auto.commit": spec.commit == "auto",
             "auto.offset.reset": "earliest",
@@ -113,11 +106,14 @@ class Member:
 
     def _event(self, kind: str, **fields: Any) -> None:
         now_ns = time.monotonic_ns() - self.spec.origin_ns
-        event = events.member_event(kind, now_ns, self.spec.process, self.spec.group, **fields)
-        self._emit(orjson.dumps(event) + b"\n")
+        self._consumes.write(events.member_event(kind, now_ns, self.spec.process, self.spec.group, **fields))
 
     def _generation(self) -> int | None:
         return generation_of(self.consumer.consumer_group_metadata())
+
+    def stop(self) -> None:
+        """`run` returns after a last commit and close."""
+        self.stopping.set()
 
     def run(self) -> None:
         self._event("start")
@@ -239,31 +235,3 @@ class Member:
         for tp in gone:
             self._processed.pop(tp, None)
             self._committed.pop(tp, None)
-
-
-def _exit_when_orphaned() -> None:
-    """stdin is the harness's pipe: at its end the harness is gone, and so is this member."""
-    while sys.stdin.buffer.read(4096):
-        pass
-    os._exit(3)
-
-
-def _write_line(line: bytes) -> None:
-    written = os.write(1, line)
-    if written != len(line):  # a pipe write under PIPE_BUF is whole; longer lines are not expected
-        os.write(1, line[written:])
-
-
-def main(argv: list[str]) -> None:
-    spec = MemberSpec(**json.loads(argv[1]))
-    member = Member(spec, _write_line)
-    signal.signal(signal.SIGTERM, lambda *_: member.stopping.set())
-    threading.Thread(target=_exit_when_orphaned, daemon=True).start()
-    member.run()
-    # Not sys.exit: interpreter shutdown would wait on the stdin reader's lock and abort ("could not
-    # acquire lock for <stdin>"); every event is already written (os.write, unbuffered).
-    os._exit(0)
-
-
-if __name__ == "__main__":
-    main(sys.argv)

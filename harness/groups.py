@@ -1,31 +1,25 @@
-"""Consumer groups: each member an OS process (`harness.group_member`) with kill / freeze / thaw /
-restart / stop verbs, its events appended to history/consumes.jsonl as they arrive.
+"""Consumer groups: each member a workload process (`harness.workload_process`, role `member`:
+`harness.group_member`), its events appended to history/consumes.jsonl as they arrive.
 
-A member's stdout is a pipe read by a thread here, which appends each line to the history; the
-member's librdkafka log goes to RUN/logs/<member>.log. A member this harness kills gets its `stop`
-event (`killed`) from here, and one that dies on its own gets `crashed`.
+A member this harness kills gets its `stop` event (`killed`) from here, and one that dies on its own
+gets `crashed`; the state of each (running, assigned in which generation) is followed from its
+events, for the `group-stable` trigger.
 """
 
 from __future__ import annotations
 
 import json
-import logging
-import os
-import signal
-import subprocess
-import sys
-import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import IO, Any
+from typing import Any
 
 from contract.errors import ConfigError, FaultError
 from contract.events import member_event
-from contract.history import NODE_LOGS, HistoryWriter, RunClock, RunDir, open_append
+from contract.history import HistoryWriter, RunClock, RunDir
 from contract.history_fields import COMMIT_MODES
 from contract.limits import brief
-
-log = logging.getLogger("kchaos")
+from harness.group_member import MemberSpec
+from harness.workload_process import Killed, WorkloadProcess, stop_all
 
 STOP_TIMEOUT_S = 20.0  # a clean stop: a last commit and a LeaveGroup, each bounded by the client
 MAX_MEMBERS = 16
@@ -132,146 +126,62 @@ def _shown(state: MemberState) -> str:
     return "unassigned" if state.assigned is None else f"in generation {state.assigned}"
 
 
-class GroupMember:
-    """One member process (a kafkatest-style service object): start, stop, kill, freeze, thaw."""
+class GroupMember(WorkloadProcess):
+    """One member process: the verbs of `WorkloadProcess` (kill, pause, resume, stop, start again),
+    and what the harness last saw of it (`state`, `polled`)."""
 
     def __init__(
         self,
         process: str,
         spec: GroupSpec,
         client_config: Mapping[str, Any],
-        writer: HistoryWriter,
+        sinks: Mapping[str, HistoryWriter],
         clock: RunClock,
         rundir: RunDir,
     ) -> None:
-        self.process, self.group = process, spec
-        self._argument = json.dumps(
-            {
-                "process": process,
-                "group": spec.name,
-                "topics": list(spec.topics),
-                "commit": spec.commit,
-                "commit_async": spec.commit_async,
-                "config": {
-                    k: v for k, v in {**client_config, **spec.effective_config()}.items() if k != "logger"
-                },
-                "origin_ns": clock.origin_ns,
-                "processing_ms": spec.processing_ms,
-                "commit_interval_s": spec.commit_interval_s,
-            }
+        member = MemberSpec(
+            process=process,
+            origin_ns=clock.origin_ns,
+            config={k: v for k, v in {**client_config, **spec.effective_config()}.items() if k != "logger"},
+            group=spec.name,
+            topics=list(spec.topics),
+            commit=spec.commit,
+            commit_async=spec.commit_async,
+            processing_ms=spec.processing_ms,
+            commit_interval_s=spec.commit_interval_s,
         )
-        self._writer, self._clock, self._rundir = writer, clock, rundir
-        self._child: subprocess.Popen[bytes] | None = None
-        self._copier: threading.Thread | None = None
-        self._killed = False
-        self.frozen = False
+        super().__init__(member, sinks, rundir)
+        self.group, self._clock = spec, clock
         self.polled = 0
         self._assigned: int | None = None  # `MemberState.assigned`, set by the thread reading stdout
-
-    @property
-    def exit_code(self) -> int | None:
-        """The member process's exit status (negative: the signal that ended it); None while it runs."""
-        return self._child.poll() if self._child is not None else None
-
-    @property
-    def alive(self) -> bool:
-        return self._child is not None and self._child.poll() is None
+        self._stopped = False  # its last event is its own `stop`
 
     @property
     def state(self) -> MemberState:
-        return MemberState(self.process, self.alive and not self.frozen, self._assigned)
+        return MemberState(self.process, self.alive and not self.paused, self._assigned)
 
-    def start(self) -> None:
-        """Start the member process (again, after a kill or stop)."""
-        if self.alive:
+    def _starting(self) -> None:
+        self._assigned, self._stopped = None, False
+
+    def _observe(self, tag: str, lines: bytes) -> None:
+        if tag != "consumes":
             return
-        self._join_copier()
-        stderr = os.fdopen(open_append(self._rundir.root, f"{NODE_LOGS}/{self.process}.log"), "ab")
-        try:
-            self._child = subprocess.Popen(
-                [sys.executable, "-m", "harness.group_member", self._argument],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=stderr,
-            )
-        finally:
-            stderr.close()
-        self._killed, self.frozen, self._assigned = False, False, None
-        assert self._child.stdout is not None
-        self._copier = threading.Thread(
-            target=self._copy,
-            args=(self._child, self._child.stdout),
-            name=f"member-{self.process}",
-            daemon=True,
-        )
-        self._copier.start()
+        self.polled += lines.count(b'"type":"poll"')
+        if b'"type":"assign"' in lines or b'"type":"revoke"' in lines:
+            for line in lines.splitlines():
+                if b'"type":"assign"' in line:
+                    self._assigned = _generation(line)
+                elif b'"type":"revoke"' in line:
+                    self._assigned = None
+        self._stopped = b'"type":"stop"' in lines[lines.rfind(b"\n", 0, -1) + 1 :]
 
-    def _copy(self, child: subprocess.Popen[bytes], stdout: IO[bytes]) -> None:
-        """Append the member's event lines to consumes.jsonl until its stdout ends; then its `stop`
-        when the member did not write one (killed here, or crashed)."""
-        stopped = False
-        for line in stdout:
-            if not line.endswith(b"\n"):
-                break  # torn by the member's death: not an event
-            self._writer.write_bytes(line)
-            stopped = line.startswith(b'{"type":"stop"')
-            self.polled += line.startswith(b'{"type":"poll"')
-            if line.startswith(b'{"type":"assign"'):
-                self._assigned = _generation(line)
-            elif line.startswith(b'{"type":"revoke"'):
-                self._assigned = None
-        code = child.wait()
-        if not stopped:
-            reason = "killed" if self._killed else "crashed"
-            if reason == "crashed":
-                log.warning(
-                    "group member %s exited with %s (see logs/%s.log)", self.process, code, self.process
-                )
-            self._writer.write(
-                member_event("stop", self._clock.now_ns(), self.process, self.group.name, reason=reason)
-            )
-
-    def _join_copier(self) -> None:
-        if self._copier is not None:
-            self._copier.join(STOP_TIMEOUT_S)
-            self._copier = None
-
-    def kill(self) -> None:
-        """SIGKILL: no last commit, no LeaveGroup; the coordinator notices after session.timeout.ms."""
-        if self._child is None or not self.alive:
-            return
-        self._killed = True
-        self._child.kill()
-        self._child.wait()
-        self.frozen = False
-        self._join_copier()
-
-    def freeze(self) -> None:
-        """SIGSTOP: no polls and no heartbeats until `thaw`, like a long GC pause of the application."""
-        if self._child is not None and self.alive and not self.frozen:
-            self._child.send_signal(signal.SIGSTOP)
-            self.frozen = True
-
-    def thaw(self) -> None:
-        if self._child is not None and self.alive and self.frozen:
-            self._child.send_signal(signal.SIGCONT)
-            self.frozen = False
-
-    def stop(self, timeout_s: float = STOP_TIMEOUT_S) -> None:
-        """A clean stop (last commit, close); killed when it does not end within `timeout_s`."""
-        if self._child is None:
-            return
-        if self.alive:
-            self.thaw()
-            self._child.terminate()
-            try:
-                self._child.wait(timeout_s)
-            except subprocess.TimeoutExpired:
-                log.warning("group member %s did not stop within %.0f s: killed", self.process, timeout_s)
-                self.kill()
-        self._join_copier()
-        if self._child.stdin is not None:
-            self._child.stdin.close()
+    def _exited(self, code: int) -> None:
+        """Its `stop` when it did not write one (killed here, or crashed)."""
+        super()._exited(code)
+        if not self._stopped and (consumes := self._sinks.get("consumes")) is not None:
+            reason = "killed" if self.killed else "crashed"
+            event = member_event("stop", self._clock.now_ns(), self.process, self.group.name, reason=reason)
+            consumes.write(event)
 
 
 class ConsumerGroups:
@@ -281,12 +191,12 @@ class ConsumerGroups:
         self,
         specs: Sequence[GroupSpec],
         client_config: Mapping[str, Any],
-        writer: HistoryWriter,
+        sinks: Mapping[str, HistoryWriter],
         clock: RunClock,
         rundir: RunDir,
     ) -> None:
         self.members: dict[str, GroupMember] = {
-            name: GroupMember(name, spec, client_config, writer, clock, rundir)
+            name: GroupMember(name, spec, client_config, sinks, clock, rundir)
             for spec in specs
             for name in spec.member_names()
         }
@@ -295,13 +205,10 @@ class ConsumerGroups:
         for member in self.members.values():
             member.start()
 
-    def stop(self) -> None:
-        """Stop every member side by side (each stop waits on its own LeaveGroup and last commit)."""
-        threads = [threading.Thread(target=m.stop, daemon=True) for m in self.members.values()]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join(STOP_TIMEOUT_S + 5)
+    def stop(self, bound_s: float = STOP_TIMEOUT_S) -> list[Killed]:
+        """Stop every member side by side within `bound_s` (each stop waits on its own LeaveGroup
+        and last commit); returns those killed at the bound."""
+        return stop_all(list(self.members.values()), bound_s)
 
     @property
     def names(self) -> list[str]:

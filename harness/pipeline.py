@@ -1,11 +1,13 @@
-"""A consume-transform-produce process: the exactly-once pipeline users build on transactions.
+"""The `pipeline` role of a workload process (docs/CLIENTS.md): a consume-transform-produce process,
+the exactly-once pipeline users build on transactions.
 
 Each pipeline process is a member of one consumer group reading the transactional topics
 (read_committed) and a transactional producer writing `chaos-pipe-out`. Per batch it polled, in one
 transaction: one output write per input record, its value `<process>:<sequence>/<input value>`
 (docs/HISTORY_FORMAT.md), then the batch's input offsets (`send_offsets_to_transaction`, with the
 group's metadata, so a member fenced out of its generation cannot commit them: KIP-447), then commit
-or abort. A batch not committed is processed again: the consumer's position is rewound to the
+or abort (an abort drawn as for the transactional producers: after its records are acknowledged,
+or early). A batch not committed is processed again: the consumer's position is rewound to the
 group's committed offsets, which the client does not do by itself after an abort (KAFKA-17582);
 when it cannot be rewound the consumer leaves and joins again, starting from them.
 """
@@ -13,15 +15,22 @@ when it cannot be rewound the consumer leaves and joins again, starting from the
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import Any, ClassVar
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition
 
 from contract.events import offsets
-from contract.history import HistoryWriter, RunClock
+from contract.history import RunClock
+from harness.process_protocol import EventSink
 from harness.recorder import Recorder
-from harness.transactional_producer import TransactionalProducerProcess, TransactionSpec
+from harness.transactional_producer import (
+    TransactionalProducer,
+    TransactionalSpec,
+    TransactionSpec,
+    draw_ending,
+)
 
 PIPELINE_GROUP = "kchaos-pipe"
 PIPELINE_OUTPUT = "chaos-pipe-out"
@@ -45,7 +54,18 @@ class _Rejoin(Exception):
     """The consumer's position could not be rewound: leave the group and join again."""
 
 
-class PipelineProcess(TransactionalProducerProcess):
+@dataclass(frozen=True, kw_only=True)
+class PipelineSpec(TransactionalSpec):
+    """A `pipeline` process: reads `inputs` in group PIPELINE_GROUP, writes `output`."""
+
+    role: ClassVar[str] = "pipeline"
+    inputs: list[str]
+    output: str
+    consumer_config: dict[str, Any]
+    """Its consumer's settings (PIPELINE_CONSUMER_CONFIG goes over them)."""
+
+
+class Pipeline(TransactionalProducer):
     """Reads `inputs` in group PIPELINE_GROUP and writes one output per input record to `output`,
     transactionally with the input offsets, until stopped."""
 
@@ -56,16 +76,25 @@ class PipelineProcess(TransactionalProducerProcess):
         inputs: Sequence[str],
         output: str,
         partitions: int,
-        spec: TransactionSpec,
+        transactions: TransactionSpec,
         client_config: Mapping[str, Any],
         consumer_config: Mapping[str, Any],
-        writer: HistoryWriter,
-        steps: HistoryWriter,
+        writer: EventSink,
+        steps: EventSink,
         clock: RunClock,
         seed: int,
     ) -> None:
         super().__init__(
-            process, transactional_id, [output], partitions, spec, client_config, writer, steps, clock, seed
+            process,
+            transactional_id,
+            [output],
+            partitions,
+            transactions,
+            client_config,
+            writer,
+            steps,
+            clock,
+            seed,
         )
         self._recorders = {
             output: Recorder(process, output, self.retries, writer, clock, transactional=True, derived=True)
@@ -75,7 +104,7 @@ class PipelineProcess(TransactionalProducerProcess):
         self._sequence = 0
         self._txn = 0
 
-    def _produce_loop(self) -> None:
+    def run(self) -> None:
         producer: Producer | None = self._started()
         while producer is not None and not self._stop.is_set():
             consumer = Consumer(self._consumer_config)
@@ -95,7 +124,7 @@ class PipelineProcess(TransactionalProducerProcess):
             ]
             if not batch:
                 continue
-            abort, txn = self._rng.random() < self.spec.abort_rate, self._txn
+            ending, txn = draw_ending(self._rng, self.spec), self._txn
             try:
                 producer.begin_transaction()
             except KafkaException:
@@ -130,9 +159,8 @@ class PipelineProcess(TransactionalProducerProcess):
                 group=PIPELINE_GROUP,
                 offsets=offsets(positions),
             )
-            outcome = self._finish(producer, txn, abort or sent != "ok")
+            outcome = self._finish(producer, txn, ending, failed=sent != "ok")
             self._txn += 1
-            self.transactions += 1
             if outcome == "fatal":
                 replaced = self._replaced()
                 if replaced is None:

@@ -1,24 +1,24 @@
-"""A producer process that records what its client was told: invoke, then ok / fail / info.
+"""The `producer` role of a workload process (docs/CLIENTS.md): one librdkafka producer writing one
+topic under one acks mode, recording what its client was told: invoke, then ok / fail / info.
 
-Each process is one thread with one librdkafka producer. Delivery callbacks run inside `poll()`
-on that same thread, so a process's completions are written after its invokes and in the order
-the client reported them. Values are `<process>:<sequence>`, unique in the run. The recording
-itself (history lines, counters) is `harness.recorder`.
+The role runs in the process's main thread (`run`) until `stop`. Delivery callbacks run inside
+`poll()` on that same thread, so a process's completions are written after its invokes and in the
+order the client reported them. Values are `<process>:<sequence>`, unique in the run. The recording
+itself (history lines) is `harness.recorder`.
 """
 
 from __future__ import annotations
 
-import sys
 import threading
 import time
-import traceback
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from confluent_kafka import KafkaError, KafkaException, Producer
 
-from contract.history import HistoryWriter, RunClock
+from contract.history import RunClock
+from harness.process_protocol import EventSink, ProcessSpec
 from harness.recorder import Recorder
 
 # Settings that decide durability and ordering; recorded in run.json. Timeouts are short so
@@ -45,7 +45,6 @@ MIN_WAIT_S = 0.001
 MAX_WAIT_S = 0.1  # how soon stop() is seen by a paced loop between writes
 # Beyond message.timeout.ms, how long the client gets to complete what it holds.
 DRAIN_MARGIN_S = 10.0
-JOIN_MARGIN_S = 5.0  # and beyond that, how long its thread gets to return
 
 
 def paced_wait_s(delay_s: float) -> float:
@@ -53,23 +52,28 @@ def paced_wait_s(delay_s: float) -> float:
     return min(max(delay_s, MIN_WAIT_S), MAX_WAIT_S)
 
 
-@dataclass(frozen=True)
-class ProcessCounts:
-    """A snapshot of one producer process's counters (for the progress display)."""
+@dataclass(frozen=True, kw_only=True)
+class ProducerSpec(ProcessSpec):
+    """A `producer` process: writes `topic`'s `partitions` in turn under `acks`."""
 
-    attempted: int
-    acked: int
-    failed: int
-    indeterminate: int
-    # Recent ack latencies only, for the live display; the checker computes the real statistics.
-    latencies_ns: list[int]
+    role: ClassVar[str] = "producer"
+    topic: str
+    partitions: int
+    acks: str
+    rate_per_s: float = 0.0
+    """Writes per second; 0: as fast as the client goes."""
+    message_size: int = 0
+    max_writes: int | None = None
+    """Stop by itself after this many writes (a benchmark's, a test's)."""
 
     @property
-    def completed(self) -> int:
-        return self.acked + self.failed + self.indeterminate
+    def keeps_client(self) -> bool:
+        """librdkafka calls an acks=0 write done once it is handed to the socket; a client destroyed
+        right after may leave that tail unsent (seen: the last 0.5 s of writes to two partitions)."""
+        return self.acks == "0"
 
 
-class ProducerProcess:
+class AcksProducer:
     """Writes unique values to one topic under one acks mode until stopped or `max_writes` reached."""
 
     def __init__(
@@ -79,7 +83,7 @@ class ProducerProcess:
         partitions: int,
         acks: str,
         client_config: Mapping[str, Any],
-        writer: HistoryWriter,
+        writer: EventSink,
         clock: RunClock,
         rate_per_s: float = 0.0,
         message_size: int = 0,
@@ -93,42 +97,12 @@ class ProducerProcess:
         self._padding = "|" + "x" * (message_size - 1) if message_size > 0 else ""
         self._max_writes = max_writes
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name=f"producer-{process}", daemon=True)
-        self.error: BaseException | None = None
-        # Kept until `close()`: librdkafka calls an acks=0 write delivered once it is handed to the
-        # socket, and destroying the client right after flush() can drop that tail unsent.
         self._producer: Producer | None = None
         self._recorders = {topic: Recorder(process, topic, self.retries, writer, clock)}
 
-    @property
-    def counts(self) -> ProcessCounts:
-        rs = list(self._recorders.values())
-        return ProcessCounts(
-            sum(r.attempted for r in rs),
-            sum(r.acked for r in rs),
-            sum(r.failed for r in rs),
-            sum(r.indeterminate for r in rs),
-            [latency for r in rs for latency in list(r.latencies_ns)],
-        )
-
-    def start(self) -> None:
-        self._thread.start()
-
     def stop(self) -> None:
-        """Stop sending; pending writes still complete (bounded by message.timeout.ms)."""
+        """Stop sending; `run` returns once pending writes completed (bounded by message.timeout.ms)."""
         self._stop.set()
-
-    @property
-    def stop_timeout_s(self) -> float:
-        """How long stopping may take: every queued write completes within message.timeout.ms."""
-        return int(self.config["message.timeout.ms"]) / 1000 + DRAIN_MARGIN_S + JOIN_MARGIN_S
-
-    def join(self, timeout_s: float) -> None:
-        self._thread.join(timeout_s)
-
-    @property
-    def running(self) -> bool:
-        return self._thread.is_alive()
 
     def serve_client(self) -> None:
         """Serve what the client has queued (log lines, completions) from the calling thread: a
@@ -137,23 +111,7 @@ class ProducerProcess:
         if (client := self._producer) is not None:
             client.poll(0)
 
-    def stack(self) -> str:
-        """Where the producing thread is now (Python frames; a client call shows as its last line),
-        for the log of a process that did not stop."""
-        frame = sys._current_frames().get(self._thread.ident or -1)
-        return "".join(traceback.format_stack(frame)) if frame is not None else "(not running)"
-
-    def _run(self) -> None:
-        try:
-            self._produce_loop()
-        except BaseException as exc:  # surfaced by the workload, which owns the thread
-            self.error = exc
-
-    def close(self) -> None:
-        """Release the client (after the final read, so acks=0 writes had time to arrive)."""
-        self._producer = None
-
-    def _produce_loop(self) -> None:
+    def run(self) -> None:
         producer = self._producer = Producer(self.config)
         sequence = 0
         next_send = time.monotonic()

@@ -10,7 +10,6 @@ Python per write.
 
 from __future__ import annotations
 
-from collections import deque
 from functools import partial
 from time import monotonic_ns
 from typing import Protocol
@@ -18,11 +17,9 @@ from typing import Protocol
 import orjson
 from confluent_kafka import KafkaError, Message
 
-from contract.history import HistoryWriter, RunClock
+from contract.history import RunClock
 from harness.outcomes import classify, error_name
-
-# Recent ack latencies kept for the live display; the checker computes the real statistics.
-LATENCY_WINDOW = 10_000
+from harness.process_protocol import EventSink
 
 
 # What the client calls with a write's delivery report (error or None, message or None).
@@ -62,7 +59,7 @@ class WriteLines:
 
 
 class Recorder:
-    """Records one producer process's writes and counts them (counters are read by other threads).
+    """Records one producer process's writes (to its history file, or its workload process's stdout).
 
     Used from the process's own thread only: `invoke` before each write is produced, and the
     callback it returns from the client's poll() (or at once, for a write the client refused)."""
@@ -72,7 +69,7 @@ class Recorder:
         process: str,
         topic: str,
         retries: int,
-        writer: HistoryWriter,
+        writer: EventSink,
         clock: RunClock,
         *,
         transactional: bool = False,
@@ -82,11 +79,6 @@ class Recorder:
         self._retries = retries
         self._append = writer.write_bytes
         self._origin_ns = clock.origin_ns  # times are RunClock's, read without a method call
-        self.attempted = 0
-        self.acked = 0
-        self.failed = 0
-        self.indeterminate = 0
-        self.latencies_ns: deque[int] = deque(maxlen=LATENCY_WINDOW)
 
     def invoke(
         self, sequence: int, partition: int, txn: int | None = None, rest: str | None = None
@@ -99,16 +91,14 @@ class Recorder:
         where = (partition,) if txn is None else (partition, txn)
         value = (sequence,) if rest is None else (sequence, orjson.dumps(rest)[1:-1])
         self._append(self._lines.invoke % (invoked_ns, *where, *value))
-        self.attempted += 1
         # A partial, not a closure: fewer objects for the cyclic garbage collector to walk with
         # thousands of writes in flight.
-        return partial(self._completed, value, where, invoked_ns)
+        return partial(self._completed, value, where)
 
     def _completed(
         self,
         value: tuple[int | bytes, ...],
         where: tuple[int, ...],
-        invoked_ns: int,
         error: KafkaError | None,
         message: Message | None,
         *,
@@ -123,12 +113,6 @@ class Recorder:
                 self._append(self._lines.ok % (now_ns, *where, offset, *value))
             else:
                 self._append(self._lines.ok_without_offset % (now_ns, *where, *value))
-            self.acked += 1
-            self.latencies_ns.append(now_ns - invoked_ns)
             return
         kind = classify(error.code(), self._retries, sent=sent)
         self._append(self._lines.error(kind, (now_ns, *where), error_name(error), value))
-        if kind == "fail":
-            self.failed += 1
-        else:
-            self.indeterminate += 1

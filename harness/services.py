@@ -9,8 +9,6 @@ kill or stop, keeping its filesystem, so a restarted broker comes back with its 
 from __future__ import annotations
 
 import contextlib
-import io
-import tarfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -24,6 +22,7 @@ from testcontainers.core.network import Network
 from contract.errors import ClusterError
 from contract.nodes import CONTROLLER_ID_BASE, broker_name, controller_name, zookeeper_name
 from harness import docker_env
+from harness.lossy.mounts import LossyMount
 from harness.retrying import docker_call
 
 
@@ -58,6 +57,14 @@ class Node:
             cap_add=["NET_ADMIN"],  # iptables and tc inside the container, for network faults
         )
         self._container: Any = None
+        self.disk: LossyMount | None = None
+        """The lossy disk its data directory lives on (`put_data_on`), or None: the container's own."""
+
+    def put_data_on(self, disk: LossyMount, data_dir: str) -> None:
+        """Bind-mount `disk` (mounted on the host, so it outlives a `docker kill`) at `data_dir`;
+        before the container is created."""
+        self._spec.with_volume_mapping(disk.mount, data_dir, "rw")
+        self.disk = disk
 
     @property
     def container_name(self) -> str:
@@ -151,22 +158,6 @@ class Node:
             with contextlib.suppress(APIError, RequestException):
                 for _ in chunks:
                     pass
-
-    def put_file(self, path: str, content: bytes) -> None:
-        """Write a file into the container, whether it runs or not (a fault leaving a script for the
-        entrypoint to run at the next start)."""
-        folder, name = path.rsplit("/", 1)
-        packed = io.BytesIO()
-        with tarfile.open(fileobj=packed, mode="w") as archive:
-            info = tarfile.TarInfo(name)
-            info.size, info.mode = len(content), 0o644
-            archive.addfile(info, io.BytesIO(content))
-        try:
-            written = docker_call(lambda: self._wrapped().put_archive(folder or "/", packed.getvalue()))
-        except (APIError, NotFound) as exc:
-            raise ClusterError(f"cannot write {path} in {self.name}: {exc.explanation or exc}") from None
-        if not written:
-            raise ClusterError(f"cannot write {path} in {self.name}: the engine refused it")
 
     def logs(self, tail: int | Literal["all"] = 40) -> str:
         try:

@@ -1,5 +1,11 @@
-"""A transactional producer process: writes in transactions, each committed or aborted as a whole,
-and records every step of them in history/transactions.jsonl (docs/HISTORY_FORMAT.md).
+"""The `transactional-producer` role of a workload process (docs/CLIENTS.md): writes in transactions,
+each committed or aborted as a whole, and records every step of them in history/transactions.jsonl
+(docs/HISTORY_FORMAT.md).
+
+A transaction drawn for abort first waits until its records are acknowledged (flush), then aborts:
+its records are in the log, with an abort marker after them, which is what read_committed readers
+must skip. A seeded share of the aborts (`early_abort_rate`) aborts at once instead, before the
+client sent anything (librdkafka purges what it holds: nothing reaches the log).
 
 The librdkafka transaction API as it is documented: `init_transactions` once per client, then per
 transaction `begin_transaction`, the writes (recorded in writes.jsonl with their `txn`), and
@@ -18,15 +24,16 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import Any, ClassVar
 
 from confluent_kafka import KafkaError, KafkaException, Producer
 
 from contract.errors import ConfigError
 from contract.events import txn_step
-from contract.history import HistoryWriter, RunClock
+from contract.history import RunClock
 from contract.limits import brief
-from harness.producer import MAX_WAIT_S, ProducerProcess, paced_wait_s
+from harness.process_protocol import EventSink, ProcessSpec
+from harness.producer import MAX_WAIT_S, AcksProducer, paced_wait_s
 from harness.recorder import Recorder
 
 MAX_ATTEMPTS = 3
@@ -44,6 +51,7 @@ TRANSACTION_FIELDS = (
     "topics",
     "records",
     "abort_rate",
+    "early_abort_rate",
     "transaction_timeout_ms",
     "call_timeout_ms",
     "on_commit_timeout",
@@ -53,6 +61,12 @@ TRANSACTION_FIELDS = (
 )
 """A scenario's `workload.transactions` fields, as TransactionSpec names them."""
 COMMIT_TIMEOUT_ACTIONS = ("retry", "abort")
+
+COMMIT, ABORT, EARLY_ABORT = "commit", "abort", "early-abort"
+"""How a transaction is drawn to end: committed, aborted once its records are acknowledged, or
+aborted before they were sent."""
+ABORT_REASONS = {ABORT: "drawn", EARLY_ABORT: "drawn-early"}
+"""An `abort` step's `reason` for a drawn abort; `failure` for one that a failed step forced."""
 
 
 @dataclass(frozen=True)
@@ -65,6 +79,11 @@ class TransactionSpec:
     topics: int = 2
     records: tuple[int, int] = (1, 10)
     abort_rate: float = 0.1
+    early_abort_rate: float = 0.1
+    """Of the aborts, the share made at once, before the records were sent (none reaches the log),
+    rather than after they were acknowledged. A few keep the client's purge path exercised (where
+    librdkafka's abort raced its own AddPartitionsToTxn: docs/FINDINGS.md); the rest put aborted
+    records in the log, which read_committed readers must skip."""
     transaction_timeout_ms: int = 10_000
     """Short, so that a transaction left open by a dead client is aborted within the run."""
     call_timeout_ms: int = 10_000
@@ -89,7 +108,39 @@ class TransactionSpec:
 
     def recorded(self) -> dict[str, Any]:
         """A transactional topic's `transactions` in run.json."""
-        return {"records": list(self.records), "abort_rate": self.abort_rate}
+        return {
+            "records": list(self.records),
+            "abort_rate": self.abort_rate,
+            "early_abort_rate": self.early_abort_rate,
+        }
+
+
+def draw_ending(rng: random.Random, spec: TransactionSpec) -> str:
+    """How the next transaction is to end: COMMIT, ABORT or EARLY_ABORT, drawn from `rng`."""
+    if rng.random() >= spec.abort_rate:
+        return COMMIT
+    return EARLY_ABORT if rng.random() < spec.early_abort_rate else ABORT
+
+
+@dataclass(frozen=True, kw_only=True)
+class TransactionalSpec(ProcessSpec):
+    """What every transactional process is started with."""
+
+    transactional_id: str
+    partitions: int
+    transactions: TransactionSpec
+    seed: int
+    """What its transactions' sizes and endings are drawn from (with its process name)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class TransactionalProducerSpec(TransactionalSpec):
+    """A `transactional-producer` process: transactions across `topics`, as `transactions` says."""
+
+    role: ClassVar[str] = "transactional-producer"
+    topics: list[str]
+    rate_per_s: float = 0.0
+    message_size: int = 0
 
 
 def error_class(error: KafkaError) -> str:
@@ -101,7 +152,7 @@ def error_class(error: KafkaError) -> str:
     return "fatal"
 
 
-class TransactionalProducerProcess(ProducerProcess):
+class TransactionalProducer(AcksProducer):
     """Writes unique values in transactions across `topics` (each with `partitions`) until stopped.
 
     A transaction in progress when the process is stopped is still finished (committed, or aborted
@@ -113,10 +164,10 @@ class TransactionalProducerProcess(ProducerProcess):
         transactional_id: str,
         topics: Sequence[str],
         partitions: int,
-        spec: TransactionSpec,
+        transactions: TransactionSpec,
         client_config: Mapping[str, Any],
-        writer: HistoryWriter,
-        steps: HistoryWriter,
+        writer: EventSink,
+        steps: EventSink,
         clock: RunClock,
         seed: int,
         rate_per_s: float = 0.0,
@@ -124,37 +175,26 @@ class TransactionalProducerProcess(ProducerProcess):
     ) -> None:
         # librdkafka refuses a write that may outlive its transaction.
         message_timeout_ms = min(
-            int(client_config.get("message.timeout.ms", 300_000)), spec.transaction_timeout_ms
+            int(client_config.get("message.timeout.ms", 300_000)), transactions.transaction_timeout_ms
         )
         config = {
             **client_config,
             "transactional.id": transactional_id,
-            "transaction.timeout.ms": spec.transaction_timeout_ms,
+            "transaction.timeout.ms": transactions.transaction_timeout_ms,
             "message.timeout.ms": message_timeout_ms,
         }
         super().__init__(
             process, topics[0], partitions, "all", config, writer, clock, rate_per_s, message_size
         )
-        self.transactional_id, self.spec = transactional_id, spec
+        self.transactional_id, self.spec = transactional_id, transactions
         self._targets = [(t, p) for p in range(partitions) for t in topics]
         self._recorders = {
             t: Recorder(process, t, self.retries, writer, clock, transactional=True) for t in topics
         }
         self._steps, self._clock = steps, clock
         self._rng = random.Random(f"{seed}:{process}")
-        self.transactions = 0
         self._thawed = threading.Event()
         self._thawed.set()
-
-    @property
-    def stop_timeout_s(self) -> float:
-        """Finishing the last transaction: a commit, an abort and a new client's init may each take
-        every attempt (a frozen process is thawed by the fault's heal before the workload stops)."""
-        return super().stop_timeout_s + 3 * MAX_ATTEMPTS * self.spec.call_timeout_ms / 1000
-
-    @property
-    def frozen(self) -> bool:
-        return not self._thawed.is_set()
 
     def freeze(self) -> None:
         """Hold the next transaction open once its records are written, committing nothing, until
@@ -226,13 +266,13 @@ class TransactionalProducerProcess(ProducerProcess):
                 raise _Stopped
             producer.poll(1.0)  # the coordinator may be down: a pause before the next client
 
-    def _produce_loop(self) -> None:
+    def run(self) -> None:
         producer: Producer | None = self._started()
         sequence = txn = 0
         next_send = time.monotonic()
         low, high = self.spec.records
         while producer is not None and not self._stop.is_set():
-            size, abort = self._rng.randint(low, high), self._rng.random() < self.spec.abort_rate
+            size, ending = self._rng.randint(low, high), draw_ending(self._rng, self.spec)
             try:
                 producer.begin_transaction()
             except KafkaException:
@@ -249,8 +289,7 @@ class TransactionalProducerProcess(ProducerProcess):
                 producer.poll(0)
             self._while_frozen()
             self._hold(producer)
-            outcome = self._finish(producer, txn, abort)
-            self.transactions += 1
+            outcome = self._finish(producer, txn, ending)
             txn += 1
             if outcome == "fatal":
                 producer = self._replaced()
@@ -261,11 +300,12 @@ class TransactionalProducerProcess(ProducerProcess):
         while (left := until - time.monotonic()) > 0 and not self._stop.is_set():
             producer.poll(paced_wait_s(left))
 
-    def _finish(self, producer: Producer, txn: int, abort: bool) -> str:
-        """Commit (or abort, as drawn) transaction `txn`; an abortable failure is aborted. Returns
-        `committed`, `aborted` or `fatal` (neither known: the client is to be replaced)."""
+    def _finish(self, producer: Producer, txn: int, ending: str, failed: bool = False) -> str:
+        """End transaction `txn` as drawn (`ending`), or abort it when a step of it `failed`; an
+        abortable failure of its commit is aborted. Returns `committed`, `aborted` or `fatal`
+        (neither known: the client is to be replaced)."""
         timeout_s = self.spec.call_timeout_ms / 1000
-        if not abort:
+        if ending == COMMIT and not failed:
             # After a commit that timed out, retry it (the default) or abort (`on_commit_timeout`).
             attempts = 1 if self.spec.on_commit_timeout == "abort" else MAX_ATTEMPTS
             outcome = self._call("commit", txn, partial(producer.commit_transaction, timeout_s), attempts)
@@ -273,7 +313,11 @@ class TransactionalProducerProcess(ProducerProcess):
                 return "committed"
             if outcome == "fatal" or (outcome == "retriable" and attempts > 1):
                 return "fatal"
-        aborted = self._call("abort", txn, partial(producer.abort_transaction, timeout_s))
+        if ending == ABORT:
+            # Its records acknowledged first: in the log, where the abort marker must hide them.
+            producer.flush(timeout_s)
+        reason = ABORT_REASONS.get(ending, "failure")
+        aborted = self._call("abort", txn, partial(producer.abort_transaction, timeout_s), reason=reason)
         return "aborted" if aborted == "ok" else "fatal"
 
     def _replaced(self) -> Producer | None:

@@ -1,14 +1,18 @@
-"""The workload: producers under each acks mode, live consumers, and the final read.
+"""The workload: producers under each acks mode, transactional producers and pipelines, consumer
+groups, live consumers, and the final read.
 
 One topic per acks mode (`chaos-acks-all`, `chaos-acks-1`, `chaos-acks-0`), one or more producer
 processes each, all recording into history/writes.jsonl and history/reads.jsonl of a run directory
-(and what their client library logged into history/client.jsonl).
+(and what their client library logged into history/client.jsonl). Producers, transactional
+producers, pipelines and group members are workload processes of their own
+(`harness.workload_process`, docs/CLIENTS.md): the handles faults act on are `producers`
+(`cluster.transactional_producers` the transactional ones) and `groups` (`cluster.groups`). The
+workload stops them within its stop bound, killing any that is still running then.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
 import logging
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -20,6 +24,7 @@ from contract.history import (
     CLIENT,
     CONSUMES,
     READS,
+    RUN_JSON,
     TRANSACTIONS,
     WRITES,
     HistoryWriter,
@@ -27,6 +32,7 @@ from contract.history import (
     RunDir,
 )
 from contract.history_fields import setting_problem
+from contract.history_readers import load_run_json
 from contract.limits import brief
 from harness.broker_config import ConfigValue, format_settings
 from harness.client_log import ClientLog
@@ -34,14 +40,11 @@ from harness.clients import client_config
 from harness.cluster import KafkaCluster
 from harness.consumer import FinalReadResult, LiveConsumer, final_read
 from harness.groups import ConsumerGroups, GroupSpec
-from harness.pipeline import PIPELINE_GROUP, PIPELINE_OUTPUT, PipelineProcess
-from harness.producer import (
-    DEFAULT_PRODUCER_CONFIG,
-    FULL_SPEED_QUEUE_MESSAGES,
-    ProcessCounts,
-    ProducerProcess,
-)
-from harness.transactional_producer import TransactionalProducerProcess, TransactionSpec
+from harness.pipeline import PIPELINE_GROUP, PIPELINE_OUTPUT, PipelineSpec
+from harness.process_protocol import ProcessSpec
+from harness.producer import DEFAULT_PRODUCER_CONFIG, FULL_SPEED_QUEUE_MESSAGES, ProducerSpec
+from harness.transactional_producer import TransactionalProducerSpec, TransactionSpec
+from harness.workload_process import Killed, ProcessCounts, WorkloadProcess, stop_all
 
 log = logging.getLogger("kchaos")
 
@@ -49,6 +52,9 @@ _TOPIC_PREFIX = "chaos-acks-"
 TXN_TOPIC_PREFIX = "chaos-txn-"
 TRANSACTIONAL_ID_PREFIX = "kchaos-tx-"
 PIPELINE_ID_PREFIX = "kchaos-pipe-"
+STOP_BOUND_S = 10.0
+"""How long the workload's processes get to stop (a last transaction, a last commit, the writes in
+flight) before each still running is killed: the chaos phase lasts at most its duration and this."""
 
 
 def topic_name(acks: str) -> str:
@@ -80,6 +86,7 @@ class WorkloadSpec:
     groups: tuple[GroupSpec, ...] = ()
     transactions: TransactionSpec | None = None
     """Transactional producers writing topics of their own (`chaos-txn-N`), besides the acks modes."""
+    stop_bound_s: float = STOP_BOUND_S
 
     def __post_init__(self) -> None:
         unknown = [a for a in self.acks if a not in ACKS_MODES]
@@ -93,6 +100,9 @@ class WorkloadSpec:
             )
         if self.producers_per_mode < 1 or self.partitions < 1 or self.replication_factor < 1:
             raise ConfigError("producers_per_mode, partitions and replication_factor must be at least 1")
+        if not self.stop_bound_s > 0:
+            got = brief(self.stop_bound_s)
+            raise ConfigError(f"stop_bound_s: expected a number of seconds above 0, got {got}")
         # What run.json's readers will judge guarantees by must mean something before the run.
         for kind, settings in (
             ("producer_config", self.producer_config),
@@ -238,13 +248,8 @@ FINAL_READ_DEBUG = {"debug": "broker,topic,metadata"}
 FINAL_READER = "c-final-0"
 
 
-def _mode(producer: ProducerProcess) -> str:
-    """What a producer's counts are kept under: its acks mode, or `txn`."""
-    return "txn" if isinstance(producer, TransactionalProducerProcess) else producer.acks
-
-
 class Workload:
-    """Producers and live consumers against one cluster, recording into `rundir`.
+    """Producers, groups and live consumers against one cluster, recording into `rundir`.
 
     As a context manager it is closed on the way out, however the block ends."""
 
@@ -253,14 +258,15 @@ class Workload:
     ) -> None:
         self.cluster, self.spec, self.rundir, self.clock = cluster, spec, rundir, clock
         self.seed = seed  # what transactional producers draw their sizes and aborts from
-        self._writes: HistoryWriter | None = None
         self._reads: HistoryWriter | None = None
-        self._client_log: HistoryWriter | None = None
-        self._consumes: HistoryWriter | None = None
-        self._transactions: HistoryWriter | None = None
+        self._sinks: dict[str, HistoryWriter] = {}  # by tag (harness.process_protocol.TAGGED_FILES)
         self.groups: ConsumerGroups | None = None
-        self.producers: list[ProducerProcess] = []
+        self.producers: list[WorkloadProcess] = []
+        """Every producing process: under an acks mode, transactional, pipeline."""
+        self._modes: dict[str, str] = {}  # what each producer's counts are kept under: acks, or `txn`
         self.consumers: list[LiveConsumer] = []
+        self.killed: list[Killed] = []
+        """The processes killed at the stop bound."""
         self._stopped = False
 
     def __enter__(self) -> Workload:
@@ -282,76 +288,77 @@ class Workload:
     def _client_config(self, **overrides: Any) -> dict[str, Any]:
         return client_config(self.cluster.bootstrap_servers, self.cluster.kafka_version, **overrides)
 
+    def _process_config(self, **overrides: Any) -> dict[str, Any]:
+        """A workload process's client settings: JSON values only (the process adds its logger)."""
+        return {k: v for k, v in self._client_config(**overrides).items() if k != "logger"}
+
+    def _producing(self, spec: ProcessSpec, mode: str) -> WorkloadProcess:
+        process = WorkloadProcess(spec, self._sinks, self.rundir)
+        self.producers.append(process)
+        self._modes[spec.process] = mode
+        return process
+
     def start(self) -> None:
         if self.spec.transactions is not None and not self.cluster.kafka_version.at_least(0, 11):
             release = ".".join(map(str, self.cluster.kafka_version.parts))
             raise ConfigError(
                 f"workload.transactions: Kafka {release} has no transactions (0.11 and later, KIP-98)"
             )
-        self._writes = self.rundir.writer(WRITES)
         self._reads = self.rundir.writer(READS)
-        self._client_log = self.rundir.writer(CLIENT)
+        self._sinks = {"writes": self.rundir.writer(WRITES), "client": self.rundir.writer(CLIENT)}
         producer_config = self.spec.effective_producer_config()
+        origin_ns = self.clock.origin_ns
         self.cluster.group_ids = self.spec.coordinated_groups()
         for acks in self.spec.acks:
             for n in range(self.spec.producers_per_mode):
-                process = f"p-{acks}-{n}"
-                logger = ClientLog(process, self._client_log, self.clock)
-                self.producers.append(
-                    ProducerProcess(
-                        process,
-                        topic_name(acks),
-                        self.spec.partitions,
-                        acks,
-                        self._client_config(**{**PRODUCER_DEBUG, **producer_config, "logger": logger}),
-                        self._writes,
-                        self.clock,
-                        self.spec.rate_per_s,
-                        self.spec.message_size,
-                    )
+                spec = ProducerSpec(
+                    process=f"p-{acks}-{n}",
+                    origin_ns=origin_ns,
+                    config=self._process_config(**{**PRODUCER_DEBUG, **producer_config}),
+                    topic=topic_name(acks),
+                    partitions=self.spec.partitions,
+                    acks=acks,
+                    rate_per_s=self.spec.rate_per_s,
+                    message_size=self.spec.message_size,
                 )
+                self._producing(spec, acks)
         if (txn := self.spec.transactions) is not None:
-            self._transactions = self.rundir.writer(TRANSACTIONS)
+            self._sinks["transactions"] = self.rundir.writer(TRANSACTIONS)
             self.cluster.transactional_ids = self.spec.transactional_ids()
-            transactional: list[TransactionalProducerProcess] = []
+            config = self._process_config(**{**TXN_PRODUCER_DEBUG, **producer_config})
+            transactional: list[WorkloadProcess] = []
             for process, transactional_id in zip(
                 self.spec.txn_processes(), self.spec.transactional_ids(), strict=True
             ):
-                logger = ClientLog(process, self._client_log, self.clock)
-                config = self._client_config(**{**TXN_PRODUCER_DEBUG, **producer_config, "logger": logger})
-                transactional.append(
-                    PipelineProcess(
-                        process,
-                        transactional_id,
-                        self.spec.txn_topics(),
-                        PIPELINE_OUTPUT,
-                        self.spec.partitions,
-                        txn,
-                        config,
-                        self._client_config(),
-                        self._writes,
-                        self._transactions,
-                        self.clock,
-                        self.seed,
+                spec_of: ProcessSpec = (
+                    PipelineSpec(
+                        process=process,
+                        origin_ns=origin_ns,
+                        config=config,
+                        transactional_id=transactional_id,
+                        inputs=self.spec.txn_topics(),
+                        output=PIPELINE_OUTPUT,
+                        partitions=self.spec.partitions,
+                        transactions=txn,
+                        consumer_config=self._process_config(),
+                        seed=self.seed,
                     )
                     if process.startswith("pipe-")
-                    else TransactionalProducerProcess(
-                        process,
-                        transactional_id,
-                        self.spec.txn_topics(),
-                        self.spec.partitions,
-                        txn,
-                        config,
-                        self._writes,
-                        self._transactions,
-                        self.clock,
-                        self.seed,
-                        self.spec.rate_per_s,
-                        self.spec.message_size,
+                    else TransactionalProducerSpec(
+                        process=process,
+                        origin_ns=origin_ns,
+                        config=config,
+                        transactional_id=transactional_id,
+                        topics=self.spec.txn_topics(),
+                        partitions=self.spec.partitions,
+                        transactions=txn,
+                        seed=self.seed,
+                        rate_per_s=self.spec.rate_per_s,
+                        message_size=self.spec.message_size,
                     )
                 )
+                transactional.append(self._producing(spec_of, "txn"))
             self.cluster.transactional_producers = transactional
-            self.producers += transactional
         partitions = self.spec.read_partitions()
         reader_config = self._client_config(**self.spec.consumer_overrides())
         for n in range(self.spec.live_consumers):
@@ -359,9 +366,9 @@ class Workload:
                 LiveConsumer(f"c-live-{n}", partitions, reader_config, self._reads, self.clock)
             )
         if self.spec.groups:
-            self._consumes = self.rundir.writer(CONSUMES)
+            self._sinks["consumes"] = self.rundir.writer(CONSUMES)
             self.groups = ConsumerGroups(
-                self.spec.groups, self._client_config(), self._consumes, self.clock, self.rundir
+                self.spec.groups, self._client_config(), self._sinks, self.clock, self.rundir
             )
             self.cluster.groups = self.groups
             self.groups.start()
@@ -370,53 +377,56 @@ class Workload:
         for producer in self.producers:
             producer.start()
 
+    @property
+    def processes(self) -> list[WorkloadProcess]:
+        """Every workload process: the producing ones, then the group members."""
+        members = list(self.groups.members.values()) if self.groups is not None else []
+        return [*self.producers, *members]
+
     def stop(self) -> None:
-        """Stop producing, wait for every in-flight write's completion, stop live consumers.
+        """Stop every process within the stop bound (each finishes its unit of work and waits for
+        its writes in flight; one still running at the bound is killed), and the live consumers;
+        record the bound and the killed in run.json.
 
         Once only, and shielded: every step is taken even when one is interrupted or fails, and the
         first such exception is re-raised after the last step."""
         if self._stopped:
             return
         self._stopped = True
-        _every_step(
-            [producer.stop for producer in self.producers]
-            + [functools.partial(producer.join, producer.stop_timeout_s) for producer in self.producers]
-            + [consumer.stop for consumer in self.consumers]
-            + ([self.groups.stop] if self.groups is not None else [])
-        )
-        for name, error in [(p.process, p.error) for p in self.producers] + [
-            (c.process, c.error) for c in self.consumers
-        ]:
-            if error is not None:
-                raise HarnessError(f"{name} failed: {error!r}") from error
-        if stuck := [p for p in self.producers if p.running]:
-            # A client call that outlives its own timeout (librdkafka's send_offsets_to_transaction
-            # after a group coordinator kill: docs/FINDINGS.md): what it did is left unknown.
-            log.warning(
-                "%s did not stop: the history misses their last completions",
-                ", ".join(p.process for p in stuck),
-            )
-            for producer in stuck:
-                producer.serve_client()
-                log.warning("%s is stuck in:\n%s", producer.process, producer.stack())
+
+        def stop_processes() -> None:
+            self.killed = stop_all(self.processes, self.spec.stop_bound_s)
+
+        _every_step([stop_processes] + [consumer.stop for consumer in self.consumers] + [self._record_stop])
+        for consumer in self.consumers:
+            if consumer.error is not None:
+                raise HarnessError(f"{consumer.process} failed: {consumer.error!r}") from consumer.error
+        for producer in self.producers:
+            if not producer.killed and producer.exit_code not in (0, None):
+                raise HarnessError(
+                    f"{producer.process} failed (exit status {producer.exit_code}): see {producer.log_name}"
+                )
+
+    def _record_stop(self) -> None:
+        """run.json's `workload`: the stop bound and who was killed at it (when there is a run.json)."""
+        if not self.rundir.path(RUN_JSON).exists():
+            return
+        recorded = {"stop_bound_s": self.spec.stop_bound_s, "killed": [k.recorded() for k in self.killed]}
+        self.rundir.write_run_json({**load_run_json(self.rundir.root), "workload": recorded})
 
     def final_read(self, timeout_s: float = 60.0) -> FinalReadResult:
         assert self._reads is not None, "start() first"
-        assert self._client_log is not None
-        logger = ClientLog(FINAL_READER, self._client_log, self.clock)
+        client_log = self._sinks["client"]
+        logger = ClientLog(FINAL_READER, client_log, self.clock)
         config = self._client_config(**FINAL_READ_DEBUG, **self.spec.consumer_overrides(), logger=logger)
         partitions = self.spec.read_partitions()
         return final_read(partitions, config, self._reads, self.clock, timeout_s, FINAL_READER)
 
     def close(self) -> None:
-        """Release the producers' clients and close the history files: each step taken even when
-        one is interrupted or fails (first exception re-raised after). Safe to call again."""
-        writers = (self._writes, self._reads, self._client_log, self._consumes, self._transactions)
-        _every_step(
-            [producer.close for producer in self.producers]
-            + ([self.groups.stop] if self.groups is not None else [])
-            + [writer.close for writer in writers if writer is not None]
-        )
+        """Kill what still runs and close the history files: each step taken even when one is
+        interrupted or fails (first exception re-raised after). Safe to call again."""
+        writers = [*self._sinks.values(), *([self._reads] if self._reads is not None else [])]
+        _every_step([process.close for process in self.processes] + [writer.close for writer in writers])
 
     def counts(self) -> dict[str, ModeCounts]:
         """Live counters per acks mode, and `txn` for the transactional producers (for progress
@@ -424,13 +434,13 @@ class Workload:
         result: dict[str, ModeCounts] = {}
         txn = ("txn",) if self.spec.transactions is not None else ()
         for acks in (*self.spec.acks, *txn):
-            mine: list[ProcessCounts] = [p.counts for p in self.producers if _mode(p) == acks]
+            mine: list[ProcessCounts] = [p.counts for p in self.producers if self._modes[p.process] == acks]
             result[acks] = ModeCounts(
                 sum(c.attempted for c in mine),
                 sum(c.acked for c in mine),
                 sum(c.failed for c in mine),
                 sum(c.indeterminate for c in mine),
-                [v for c in mine for v in list(c.latencies_ns)],
+                [v for c in mine for v in c.latencies_ns],
             )
         return result
 

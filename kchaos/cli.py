@@ -60,6 +60,7 @@ COMMAND_MODULES = {
     "scenarios": "run_cli",
     "replay": "replay_cli",
     "shrink": "replay_cli",
+    "findings": "findings_cli",
 }
 """Each command, by the module (kchaos/NAME.py) that registers it, in the order of `kchaos --help`."""
 

@@ -12,6 +12,7 @@ from harness import docker_env
 from harness.broker_config import ConfigValue
 from harness.cluster import ClusterSpec, KafkaCluster
 from harness.cluster_state import ClusterSnapshot
+from harness.lossy import mounts as lossy_mounts
 from kchaos import options
 from kchaos.console import make_console
 from kchaos.smoke import SMOKE_TOPIC, run_smoke
@@ -76,6 +77,9 @@ def up(
     metadata: str = typer.Option(None, help=options.METADATA_OPTION_HELP),
     controllers: int = typer.Option(1, help="KRaft: voters of the metadata quorum (1, 3 or 5)."),
     combined: bool = typer.Option(False, help="KRaft: the first brokers are the controllers too."),
+    disk: str = typer.Option(
+        "plain", help="lossy: each node's data on a lossy disk of its own (power-loss, disk faults)."
+    ),
     name: str = typer.Option("cluster", help="A word to put in the run id."),
 ) -> None:
     """Start a cluster that outlives this command; print its run id and addresses."""
@@ -88,6 +92,7 @@ def up(
         metadata=metadata,
         controllers=controllers,
         combined=combined,
+        disk=disk,
     )
     cluster = KafkaCluster(spec, run_id=new_run_id(name))
     cluster.start()
@@ -104,9 +109,12 @@ def up(
 def down(run_id: str = typer.Argument(..., help="Run id printed by `kchaos cluster up`.")) -> None:
     """Remove a cluster started by `kchaos cluster up`."""
     removed = docker_env.remove_labelled(run_id)
-    if not removed.containers and not removed.networks:
+    unmounted = lossy_mounts.remove_run(run_id)
+    if not removed.containers and not removed.networks and not unmounted:
         raise ConfigError(f"no cluster with run id {run_id!r} (see `kchaos cluster list`)")
     console.print(f"removed {len(removed.containers)} containers and {len(removed.networks)} networks")
+    if unmounted:
+        console.print(f"unmounted {len(unmounted)} lossy disks")
 
 
 @cluster_app.command("list")

@@ -16,6 +16,7 @@ from contract.errors import ClusterError, HarnessError
 from faults import host_kernel_capabilities
 from harness import docker_env
 from harness.images import LOCAL_BASE_IMAGE, KafkaDistribution, ensure_kafka_image
+from harness.lossy import mounts as lossy_mounts
 from kchaos import options
 from kchaos.console import make_console
 
@@ -140,6 +141,19 @@ def cleanup(
             f"left {len(left)} live runs: `kchaos cluster down RUN_ID` or `kchaos cleanup --all` removes them"
         )
     failures = [line for r in removed for line in r.failures]
+    # Lossy disks of runs Docker holds nothing of (a run killed while it started): those of --run,
+    # else only those whose daemons are gone (a live one may be a cluster still starting).
+    listed = {run.run_id for run in runs}
+    for leftover in lossy_mounts.leftover_runs():
+        if leftover not in listed and (
+            leftover == run_id or (run_id is None and not lossy_mounts.serving(leftover))
+        ):
+            try:
+                unmounted = lossy_mounts.remove_run(leftover)
+            except ClusterError as exc:
+                failures.append(str(exc))
+            else:
+                console.print(f"removed the lossy disks of {leftover}: {len(unmounted)} were mounted")
     if failures:
         raise ClusterError("; ".join(failures))
 

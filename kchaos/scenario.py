@@ -271,6 +271,7 @@ def parse_scenario(data: Any, source: str) -> Scenario:
             "combined",
             "features",
             "zookeeper_only",
+            "disk",
         ),
     )
     kafka = c.text("kafka", None)
@@ -288,6 +289,7 @@ def parse_scenario(data: Any, source: str) -> Scenario:
             combined=c.get("combined", bool, False),
             features=c.mapping("features"),
             zookeeper_only=c.text("zookeeper_only", "") or "",
+            disk=c.text("disk", "plain") or "plain",
         ),
         "cluster",
     )
@@ -374,6 +376,7 @@ def _transactions(value: Any) -> TransactionSpec | None:
         topics=t.integer("topics", 2, 1, MAX_TXN_TOPICS),
         records=(low, high),
         abort_rate=t.number("abort_rate", 0.1, 0.0, 1.0),
+        early_abort_rate=t.number("early_abort_rate", 0.1, 0.0, 1.0),
         transaction_timeout_ms=t.integer("transaction_timeout_ms", 10_000, 1000, 900_000),
         call_timeout_ms=t.integer("call_timeout_ms", 10_000, 100, 600_000),
         on_commit_timeout=t.text("on_commit_timeout", "retry"),

@@ -87,6 +87,8 @@ def scenario_data(scenario: Scenario) -> dict[str, Any]:
         cluster_data["features"] = dict(cluster.features)
     if cluster.zookeeper_only:
         cluster_data["zookeeper_only"] = cluster.zookeeper_only
+    if cluster.disk != "plain":
+        cluster_data["disk"] = cluster.disk
     plan = scenario.faults
     faults: dict[str, Any] = {"mode": plan.mode}
     if plan.mode == "schedule":
@@ -131,6 +133,7 @@ def _transactions_data(spec: TransactionSpec) -> dict[str, Any]:
         "topics": spec.topics,
         "records": list(spec.records),
         "abort_rate": spec.abort_rate,
+        "early_abort_rate": spec.early_abort_rate,
         "transaction_timeout_ms": spec.transaction_timeout_ms,
         "call_timeout_ms": spec.call_timeout_ms,
         "on_commit_timeout": spec.on_commit_timeout,

@@ -17,6 +17,7 @@ GUARANTEES: dict[str, str] = {g.id: f"{g.promise[0].upper()}{g.promise[1:]}." fo
 VERDICTS: dict[str, str] = {
     "held": "the promise was kept",
     "violated": "the configuration promised this and the run broke it",
+    "not-exercised": "promised, but the run gave it no case to break on, so it neither held nor broke",
     "not-promised": "this configuration does not promise it; counts are shown for information",
     "unknown": "the final read was incomplete, so this cannot be judged",
 }

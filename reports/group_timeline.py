@@ -8,8 +8,8 @@ moved, a rebalance, or a commit blocking the poll loop while the coordinator mov
 
 from __future__ import annotations
 
+from contract.checked_run import NS, GroupResult, Run
 from reports import svg
-from reports.load import NS, GroupResult, Run
 from reports.svg import Frame
 from reports.timeline import fault_bands
 

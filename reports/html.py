@@ -21,16 +21,28 @@ from contract.anomaly_kinds import (
     EXAMPLE_EVIDENCE,
     EXAMPLE_FIRST,
     GROUP_BY_ID,
-    GROUP_COUNTS,
+    GROUP_KINDS,
     KIND_IDS,
     RATE_BASE,
     kind,
 )
+from contract.checked_run import (
+    NOT_EXERCISED,
+    NS,
+    TRANSACTION_OUTCOME_COUNTS,
+    Anomalies,
+    GroupResult,
+    Guarantee,
+    Run,
+    TransactionCounts,
+)
 from contract.events import ERROR_CLASSES, FaultWindow
-from reports import explain, svg, timeline
+from reports import applicable_counts, explain, svg, timeline
 from reports.group_timeline import group_chart, lag_chart
-from reports.load import NS, TRANSACTION_COUNTS, Anomalies, Guarantee, Run, TransactionCounts
+from reports.guarantee_matrix import controls, guarantee_matrix
 
+RATE_BASE_WORDS = {"attempted": "attempted write", "acked": "acknowledged write", "failed": "failed write"}
+"""The per-acks-mode counts a scorecard rate is out of, in words (a rate out of any other is not shown)."""
 LINE_FIELDS = frozenset({"client_log", "truncations", "replicas"})
 """Example fields whose items are lines of text, shown one per line."""
 
@@ -115,9 +127,38 @@ def scorecard(run: Run) -> list[ScoreRow]:
     rows = []
     for mode in timeline.acks_modes(run):
         counts = run.result.acks.get(mode, dict.fromkeys(COUNT_KEYS, 0))
-        rates = {k: _rate(counts[k], counts[base]) for k, base in RATE_BASE.items()}
+        rates = {k: _rate(counts.get(k), counts.get(base)) for k, base in RATE_BASE.items()}
         rows.append(ScoreRow(mode, counts, rates))
     return rows
+
+
+def score_counts(run: Run) -> tuple[str, ...]:
+    """The scorecard's columns: the counts that apply to the run (`applicable_counts`)."""
+    judged = {g.id for g in run.result.guarantees}
+    return applicable_counts.topic_counts(judged, list(run.result.acks.values()))
+
+
+def group_score_counts(run: Run) -> tuple[str, ...]:
+    """The group scorecard's columns: the group counts that apply to the run's groups."""
+    groups = run.result.groups
+    judged = {g.id for group in groups for g in group.guarantees}
+    return applicable_counts.group_counts(judged, [group.counts for group in groups])
+
+
+def rates_help(shown: tuple[str, ...]) -> str:
+    """What the scorecard's rates are out of, in a sentence ("Rates: acked, failed and indeterminate
+    per attempted write; ..."), naming only the shown counts with a rate."""
+    by_base: dict[str, list[str]] = {}
+    for count in shown:
+        base = RATE_BASE.get(count)
+        if base in RATE_BASE_WORDS:
+            by_base.setdefault(base, []).append(count)
+    said = [f"{_and(counts)} per {RATE_BASE_WORDS[base]}" for base, counts in by_base.items()]
+    return "Rates: " + "; ".join(said) + "." if said else ""
+
+
+def _and(words: list[str]) -> str:
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} and {words[-1]}"
 
 
 def _item(value: Any) -> str:
@@ -170,13 +211,20 @@ def _anomaly_tables(found: tuple[Anomalies, ...], order: tuple[str, ...]) -> lis
     return groups
 
 
+def _promised_and_found(group: GroupResult) -> set[str]:
+    """The group's counts that found something against a promise of its own (a read_uncommitted
+    group polling uncommitted records, or an at-least-once one redelivering, breaks none)."""
+    promised = {g.id for g in group.guarantees if g.promised}
+    return {k.count for k in GROUP_KINDS if group.counts.get(k.count) and k.guarantee in promised}
+
+
 def consumer_groups(run: Run) -> list[dict[str, Any]]:
     """The consumer section: per group its scorecard row, guarantees and anomaly tables."""
     return [
         {
             "g": group,
             "mode": group.commit + (" (async)" if group.commit_async else ""),
-            "bad": {k for k in GROUP_COUNTS if k != "polled" and group.counts[k]},
+            "bad": _promised_and_found(group),
             "anomalies": _anomaly_tables(group.anomalies, tuple(GROUP_BY_ID)),
         }
         for group in run.result.groups
@@ -230,10 +278,6 @@ def fault_rows(run: Run) -> list[dict[str, Any]]:
     return [row(w) for w in run.faults]
 
 
-def _all_guarantees(run: Run) -> list[Guarantee]:
-    return [g for _, g in _placed_guarantees(run)]
-
-
 def _placed_guarantees(run: Run) -> list[tuple[str, Guarantee]]:
     """Every guarantee with where it was judged: its topic, or `group <name>`."""
     topics = [(g.topic, g) for g in run.result.guarantees]
@@ -242,6 +286,8 @@ def _placed_guarantees(run: Run) -> list[tuple[str, Guarantee]]:
 
 def render_report(run: Run) -> str:
     kinds = sorted({(fault_kind(w), w.description or explain.FAULT_FALLBACK) for w in run.faults})
+    placed = _placed_guarantees(run)
+    shown = score_counts(run)
     context = {
         "run": run,
         "info": run.info,
@@ -249,18 +295,21 @@ def render_report(run: Run) -> str:
         "config": config_rows(run),
         "topics": run.info.topics,
         "scorecard": scorecard(run),
-        "count_keys": COUNT_KEYS,
+        "count_keys": shown,
+        "rates_help": rates_help(shown),
         "anomaly_counts": ANOMALY_COUNTS,
         "count_help": COUNT_HELP,
         "guarantee_help": explain.GUARANTEES,
         "verdict_help": explain.VERDICTS,
-        "violated": [g for g in _all_guarantees(run) if g.promised and g.verdict != "held"],
+        "matrix": guarantee_matrix(run),
+        "controls": controls(run),
         # What broke, first in the verdict box: each promise that did not hold, where, and whose it was.
-        "broke": [(where, g) for where, g in _placed_guarantees(run) if g.promised and g.verdict != "held"],
+        "broke": [(where, g) for where, g in placed if g.broken],
+        "not_exercised": [(where, g) for where, g in placed if g.verdict == NOT_EXERCISED],
         "groups": consumer_groups(run),
-        "group_counts": GROUP_COUNTS,
+        "group_counts": group_score_counts(run),
         "transactions": transactions(run),
-        "transaction_counts": TRANSACTION_COUNTS,
+        "transaction_counts": TRANSACTION_OUTCOME_COUNTS,
         "anomalies": anomaly_groups(run),
         "faults": fault_rows(run),
         "fault_kinds": kinds,

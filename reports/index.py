@@ -21,12 +21,12 @@ from urllib.parse import quote
 from markupsafe import Markup
 
 from contract.anomaly_kinds import KINDS, trend_metrics
+from contract.checked_run import load_info, load_result
 from contract.errors import HarnessError, InputError
 from contract.expectation_outcomes import read_expectations
 from contract.history import REPORT, RESULT, RUN_JSON, WRITES, linked_below, write_atomic
-from reports import svg
+from reports import applicable_counts, svg
 from reports.html import environment
-from reports.load import load_info, load_result
 from reports.summary import build_summary
 from reports.timeline import ACKS_ORDER
 from reports.write import write_report
@@ -237,7 +237,7 @@ def _trends(runs: list[RunEntry]) -> list[Markup]:
     return trends
 
 
-VERDICT_ORDER = ("violated", "unknown", "held", "not-promised")
+VERDICT_ORDER = ("violated", "unknown", "not-exercised", "held", "not-promised")
 """A run's verdict on a guarantee is the worst of its topics' and groups', in this order."""
 
 
@@ -284,6 +284,31 @@ def release_table(runs: list[RunEntry]) -> dict[str, Any] | None:
     return {"versions": versions, "rows": cells, "verdicts": VERDICT_ORDER}
 
 
+def run_columns(runs: list[RunEntry]) -> dict[str, Any]:
+    """What a scenario's table of runs shows, of what applies to its runs: a column per acks mode
+    they wrote under, in it the charted counts (`TREND_METRICS`) that apply (`applicable_counts`),
+    and the groups' column when they ran consumer groups."""
+    summaries = [r.summary for r in runs if r.summary]
+    judged = {g["id"] for s in summaries for g in s["guarantees"]}
+    counted = [c for s in summaries for c in s["acks"].values()]
+    shown = set(applicable_counts.topic_counts(judged, counted))
+    return {
+        "modes": [m for m in ACKS_ORDER if any(_wrote(s, m) for s in summaries)],
+        "counts": [metric for metric, _ in TREND_METRICS if metric in shown],
+        "groups": any(s.get("groups") for s in summaries),
+    }
+
+
+def mode_cell(summary: dict[str, Any], mode: str, counts: list[str]) -> dict[str, Any] | None:
+    """A run's counts of one acks mode in its row, "3 / 1 / 0", and whether one found something (or
+    is unknown, its checker having failed); None when the run did not write under the mode."""
+    if not summary or not _wrote(summary, mode):
+        return None
+    values = [summary["acks"][mode].get(k, 0) for k in counts]
+    text = " / ".join("?" if v is None else f"{v:,}" for v in values)
+    return {"text": text, "bad": any(v != 0 for v in values)}
+
+
 def render_index(runs_dir: Path, entries: list[RunEntry]) -> str:
     groups: dict[str, list[RunEntry]] = defaultdict(list)
     for e in sorted(entries, key=lambda e: (e.started_at, e.name)):
@@ -292,14 +317,22 @@ def render_index(runs_dir: Path, entries: list[RunEntry]) -> str:
     for name in sorted(groups):
         runs = groups[name]
         trends = _trends(runs) if any(r.summary for r in runs) else []
-        scenarios.append({"name": name, "runs": runs, "trends": trends, "releases": release_table(runs)})
+        scenarios.append(
+            {
+                "name": name,
+                "runs": runs,
+                "trends": trends,
+                "releases": release_table(runs),
+                "columns": run_columns(runs),
+            }
+        )
     return (
         environment()
         .get_template("index.html.j2")
         .render(
             runs_dir=runs_dir.name or str(runs_dir),
             scenarios=scenarios,
-            acks_order=ACKS_ORDER,
+            mode_cell=mode_cell,
             total=len(entries),
             failing=sum(e.status == "fail" for e in entries),
             unreadable=sum(e.status == "error" for e in entries),

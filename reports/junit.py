@@ -2,9 +2,9 @@
 
 A violated guarantee is a <failure> carrying the checker's reason and anomaly evidence; a promised
 guarantee the checker could not judge (incomplete final read) is an <error>; a guarantee the
-configuration does not promise is <skipped>. An expectation (`expect[acks=all lost == 0]`) that
-failed is a <failure>, one that could not be judged an <error>. The document follows the Jenkins
-JUnit schema.
+configuration does not promise, or one the run did not exercise (no case to break it on), is
+<skipped>. An expectation (`expect[acks=all lost == 0]`) that failed is a <failure>, one that could
+not be judged an <error>. The document follows the Jenkins JUnit schema.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ import xml.etree.ElementTree as ET
 from datetime import datetime
 
 from contract.anomaly_kinds import BY_ID, GROUP_BY_ID
+from contract.checked_run import NOT_EXERCISED, Anomalies, Guarantee, Run
 from reports import explain
-from reports.load import Anomalies, Guarantee, Run
 
 MAX_EVIDENCE = 20
 
@@ -34,6 +34,12 @@ def evidence(g: Guarantee, anomalies: tuple[Anomalies, ...]) -> str:
             lines.append("... more in report/index.html and check/result.json")
         lines.append("")
     return "\n".join(lines).rstrip() + "\n"
+
+
+def not_exercised_message(g: Guarantee) -> str:
+    """Why a promised guarantee is a skipped test case: the run gave it nothing to break on."""
+    cases = f"not exercised: {g.exercised.count:,} {g.exercised.what}" if g.exercised else "not exercised"
+    return f"{cases} ({g.reason})" if g.reason else cases
 
 
 def render_junit(run: Run) -> str:
@@ -79,6 +85,9 @@ def render_junit(run: Run) -> str:
             counts["failures"] += 1
             node = ET.SubElement(case, "failure", message=g.reason or g.promise, type="violated")
             node.text = evidence(g, anomalies)
+        elif g.verdict == NOT_EXERCISED:
+            counts["skipped"] += 1
+            ET.SubElement(case, "skipped", message=not_exercised_message(g))
         elif g.verdict == "not-promised" or (g.verdict == "unknown" and not g.promised):
             counts["skipped"] += 1
             ET.SubElement(case, "skipped", message=g.reason or explain.VERDICTS[g.verdict])

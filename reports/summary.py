@@ -9,8 +9,8 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from contract.anomaly_kinds import KIND_IDS
+from contract.checked_run import GroupResult, Guarantee, Result, RunInfo, passed
 from contract.expectation_outcomes import ExpectationOutcome
-from reports.load import GroupResult, Guarantee, Result, RunInfo, passed
 
 SUMMARY_FORMAT = 1
 
@@ -27,7 +27,7 @@ def p99_by_acks(result: Result) -> dict[str, float]:
 
 
 def _broken(guarantees: Iterable[Guarantee]) -> set[str]:
-    return {g.id for g in guarantees if g.promised and g.verdict != "held"}
+    return {g.id for g in guarantees if g.broken}
 
 
 def _verdict(g: Guarantee) -> dict[str, Any]:
@@ -37,6 +37,8 @@ def _verdict(g: Guarantee) -> dict[str, Any]:
         "promised_by": g.promised_by,
         "verdict": g.verdict,
         "reason": g.reason,
+        # the cases it was judged over; null when result.json does not say
+        "exercised": None if g.exercised is None else {"count": g.exercised.count, "what": g.exercised.what},
     }
 
 

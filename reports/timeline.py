@@ -13,6 +13,7 @@ import math
 from collections import defaultdict
 from collections.abc import Callable
 
+from contract.checked_run import NS, ClusterSample, Run
 from contract.coordinators import (
     OFFSETS_TOPIC,
     TRANSACTION_STATE_TOPIC,
@@ -21,7 +22,6 @@ from contract.coordinators import (
 from contract.events import FaultWindow
 from contract.nodes import node_name
 from reports import svg
-from reports.load import NS, ClusterSample, Run
 from reports.svg import Frame
 
 ACKS_ORDER = ("all", "1", "0")

@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from contract.checked_run import load_run
 from contract.errors import InputError
 from contract.history import JUNIT, REPORT, RUN_JSON, SUMMARY, write_atomic
 from reports.html import render_report
 from reports.junit import render_junit
-from reports.load import load_run
 from reports.summary import build_summary
 
 

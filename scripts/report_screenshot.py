@@ -1,6 +1,6 @@
-"""A screenshot of a run's report for the README: the top of RUN/report/index.html, 1280x1600.
+"""A screenshot of a run's report for the README: the top of RUN/report/index.html, 1280 px wide.
 
-    .venv/bin/python scripts/report_screenshot.py [RUN_DIR] [--out docs/images/report.png]
+    .venv/bin/python scripts/report_screenshot.py [RUN_DIR] [--out docs/images/report.png] [--height 1600]
 
 RUN_DIR defaults to the newest run directory under runs/ (the one whose run.json changed last). The
 report is rendered first when RUN_DIR has none (`reports.write_report`, which needs check/result.json).
@@ -135,16 +135,17 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"the PNG (default: {DEFAULT_OUT})")
     parser.add_argument("--max-kb", type=int, default=MAX_KB, help="re-encode above this size (default: 400)")
+    parser.add_argument("--height", type=int, default=HEIGHT, help=f"pixels from the top (default: {HEIGHT})")
     args = parser.parse_args(argv)
     try:
         run_dir: Path = args.run_dir if args.run_dir is not None else newest_run(RUNS)
-        out = screenshot(report_page(run_dir), args.out)
+        out = screenshot(report_page(run_dir), args.out, height=args.height)
         note = shrink(out, args.max_kb)
     except (ScreenshotError, OSError, subprocess.SubprocessError) as error:
         print(f"report_screenshot: {error}", file=sys.stderr)
         return 2
     size_kb = out.stat().st_size / 1024
-    print(f"{out} ({WIDTH}x{HEIGHT}, {size_kb:.0f} KB) from {run_dir}")
+    print(f"{out} ({WIDTH}x{args.height}, {size_kb:.0f} KB) from {run_dir}")
     if note:
         print(f"report_screenshot: {note}", file=sys.stderr)
     return 0

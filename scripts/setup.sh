@@ -62,3 +62,8 @@ if archive=$(.venv/bin/kchaos spark-archive); then
 else
   log "Spark class archive could not be built (see above); checks will load Spark's classes instead"
 fi
+
+# 6. The Java workload program (clients/java) for the default kafka-clients release, built once per
+# source content into the cache (harness/java_client.py); other releases are built when asked for.
+java_client=$(.venv/bin/python -m harness.java_client) || exit 2
+log "Java client: $java_client"

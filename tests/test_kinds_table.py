@@ -136,3 +136,41 @@ def test_the_contract_names_every_kind_and_guarantee(doc: str) -> None:
     named = set(re.findall(r"`([a-z][a-z0-9-]*)`", text))
     wanted = {kind.id for kind in ALL_KINDS} if doc.endswith("HISTORY_FORMAT.md") else set(GUARANTEE_BY_ID)
     assert wanted - named == set(), f"{doc} does not name {sorted(wanted - named)}"
+
+
+def _markdown_table(text: str, header: str) -> list[list[str]]:
+    """The rows of the markdown table whose header line starts with `header`, as cells."""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(header))
+    rows = []
+    for line in lines[start + 2 :]:
+        if not line.startswith("|"):
+            break
+        rows.append([cell.strip() for cell in line.strip("|").split(" | ")])
+    return rows
+
+
+def test_the_reports_tables_are_the_kinds_table_row_for_row() -> None:
+    text = (ROOT / "docs/REPORT.md").read_text()
+    guarantees = _markdown_table(text, "| guarantee |")
+    assert [row[0] for row in guarantees] == [f"`{g.id}`" for g in GUARANTEES]
+    for (_, family, promise, decided), guarantee in zip(guarantees, GUARANTEES, strict=True):
+        assert (family, promise) == (guarantee.family, guarantee.promise), guarantee.id
+        assert decided == ", ".join(f"`{k.id}` (`{k.count}`)" for k in kinds_of(guarantee.id)), guarantee.id
+    kinds = _markdown_table(text, "| kind |")
+    assert [row[0] for row in kinds] == [f"`{kind.id}`" for kind in ALL_KINDS]
+    for (_, count, says), kind in zip(kinds, ALL_KINDS, strict=True):
+        assert count == f"`{kind.count}`" and says.startswith(kind.count_help), kind.id
+
+
+@pytest.mark.parametrize("doc", ["docs/REPORT.md", "docs/SCENARIOS.md", "docs/ARCHITECTURE.md", "README.md"])
+def test_no_doc_names_a_kind_or_guarantee_the_table_lacks(doc: str) -> None:
+    """A kind or guarantee renamed or removed leaves no stale name behind: every backticked name of
+    a kind's or guarantee's shape in these docs is in the table (or one of the few other names of
+    that shape they use)."""
+    text = (ROOT / doc).read_text()
+    shaped = set(
+        re.findall(r"`((?:no|per|replicas|epochs|committed|exactly|atomic|monotonic|commits)-[a-z-]+)`", text)
+    )
+    known = set(GUARANTEE_BY_ID) | {kind.id for kind in ALL_KINDS}
+    assert shaped - known == set(), f"{doc} names {sorted(shaped - known)}"

@@ -80,10 +80,16 @@ def located_errors(
     return errors
 
 
-def first_broken_write(spark: SparkSession, path: Path, problems: DataFrame) -> HistoryError:
+def first_broken_write(
+    spark: SparkSession, path: Path, problems: DataFrame, before: int | None
+) -> HistoryError | None:
     """The first line of writes.jsonl that breaks the one-invoke-at-most-one-completion rule, of the
     values in `problems` (`frames.write_problems`: value, reason): a completion with no invoke, or a
-    value's second invoke or second completion."""
+    value's second invoke or second completion; only lines `before` the one given count (None: all).
+
+    A line whose value is not a string (which `arrow_parse` names: `before` is its line) holds
+    another text here than in the conversion (Spark's JSON reader keeps a value's text as written,
+    `from_json` rewrites it): its value matches none of `problems`, and none is found for it."""
     with spark_errors("locating a broken write rule", str(path)):
         events = parse(_numbered(spark, path), WRITES_SOURCE).join(problems, "value")
         lines = events.groupBy("value", "reason").agg(
@@ -96,8 +102,11 @@ def first_broken_write(spark: SparkSession, path: Path, problems: DataFrame) -> 
             F.col("reason").contains("completed"), F.try_element_at("completions", F.lit(2))
         )
         line = F.coalesce(second, F.try_element_at("completions", F.lit(1))).alias("line")
-        first = (
-            lines.select("value", "reason", line).orderBy(F.col("line").asc_nulls_last()).limit(1).collect()
-        )
+        found = lines.select("value", "reason", line)
+        if before is not None:
+            found = found.where(F.col("line") < before)
+        first = found.orderBy(F.col("line").asc_nulls_last()).limit(1).collect()
+    if not first:
+        return None
     value, reason, number = first[0]["value"], first[0]["reason"], first[0]["line"]
     return HistoryError(f"{reason}: value {brief(value)}", str(path), None if number is None else int(number))

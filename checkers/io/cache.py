@@ -257,7 +257,10 @@ def _convert_into(
         )
         if source is WRITES_SOURCE and problems.get["count"]:
             broken = frames.write_problems(_read_parquet(spark, cache, _VALUES))
-            errors.append(first_broken_write(spark, path, broken))
+            first = first_broken_write(spark, path, broken, None if misread is None else misread.line)
+            errors += [] if first is None else [first]
+            if not errors:
+                raise AssertionError(f"{path}: a broken write rule that no line of it breaks")
         if errors:  # the first line wrong, whichever way; min keeps the first of equals
             raise min(errors, key=lambda error: error.line if error.line is not None else math.inf)
         counts[name] = int(summary["good"])

@@ -22,8 +22,14 @@ class Source:
 
     name: str
     schema: T.StructType
-    is_valid: Callable[[], Column]
+    validity: Callable[[], Column]
     describe: Callable[[str], str]
+
+    def is_valid(self) -> Column:
+        """True for a line that follows the format, false for any other: never null. (A null field
+        makes a condition on it null, `isin` too: a line whose `type` is null would be neither
+        valid nor bad, and go uncounted.)"""
+        return F.coalesce(self.validity(), F.lit(False))
 
 
 WRITES_SOURCE = Source(WRITES, frames.WRITE_SCHEMA, frames.write_event_is_valid, problems.describe_write)

@@ -222,31 +222,31 @@ def test_an_error_leaving_the_with_block_is_not_hidden_by_a_failing_close(engine
 
 
 # -- a second Ctrl-C while the workload stops ------------------------------------------------------------
-class FakeProducer:
-    interrupt_join_of = "p-all-0"
-    stop_timeout_s = 1.0
-    running = False
+class FakeProcess:
+    """A workload process's handle (`harness.workload_process.WorkloadProcess`) that starts nothing."""
 
-    def __init__(
-        self, process: str, topic: str, partitions: int, acks: str, config: Any, writer: Any, *_: Any
-    ) -> None:
-        self.process, self.acks, self.writer = process, acks, writer
+    killed = False
+    exit_code = 0
+
+    def __init__(self, spec: Any, sinks: Any, rundir: Any) -> None:
+        self.process, self.sinks = spec.process, sinks
         self.calls: list[str] = []
-        self.error = None
+
+    @property
+    def writer(self) -> Any:
+        return self.sinks["writes"]
 
     def start(self) -> None:
         self.calls.append("start")
 
-    def stop(self) -> None:
-        self.calls.append("stop")
-
-    def join(self, timeout_s: float) -> None:
-        self.calls.append("join")
-        if self.process == self.interrupt_join_of:
-            raise KeyboardInterrupt  # the second Ctrl-C, while waiting for in-flight writes
-
     def close(self) -> None:
         self.calls.append("close")
+
+
+def interrupted_stop(processes: Any, bound_s: float) -> Any:
+    for process in processes:
+        process.calls.append("stop")
+    raise KeyboardInterrupt  # the second Ctrl-C, while waiting for the processes to stop
 
 
 class FakeConsumer:
@@ -263,7 +263,8 @@ class FakeConsumer:
 
 @pytest.fixture
 def fake_clients(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setattr(workload, "ProducerProcess", FakeProducer)
+    monkeypatch.setattr(workload, "WorkloadProcess", FakeProcess)
+    monkeypatch.setattr(workload, "stop_all", interrupted_stop)
     monkeypatch.setattr(workload, "LiveConsumer", FakeConsumer)
     yield
 
@@ -282,23 +283,24 @@ def test_history_files_are_closed_when_an_interrupt_hits_stop(fake_clients: None
     ):  # type: ignore[arg-type]
         w.start()
         w.stop()
-    producers: list[FakeProducer] = w.producers  # type: ignore[assignment]
+    producers: list[FakeProcess] = w.producers  # type: ignore[assignment]
     consumers: list[FakeConsumer] = w.consumers  # type: ignore[assignment]
-    # Every step of stop ran although the first join was interrupted, then everything was closed.
-    assert [p.calls for p in producers] == [["start", "stop", "join", "close"]] * 2
+    # Every step of stop ran although waiting for the processes was interrupted, then everything
+    # was closed.
+    assert [p.calls for p in producers] == [["start", "stop", "close"]] * 2
     assert [c.calls for c in consumers] == [["start", "stop"]]
     assert_closed(producers[0].writer)
     assert_closed(consumers[0].writer)
-    w.stop()  # idempotent: nothing is stopped or joined twice
+    w.stop()  # idempotent: nothing is stopped twice
     w.close()
-    assert [p.calls for p in producers] == [["start", "stop", "join", "close", "close"]] * 2
+    assert [p.calls for p in producers] == [["start", "stop", "close", "close"]] * 2
 
 
 def test_an_interrupt_in_close_still_closes_every_history_file(fake_clients: None, tmp_path: Any) -> None:
     cluster = SimpleNamespace(bootstrap_servers="127.0.0.1:9092", kafka_version=KafkaVersion.parse("0.9.0.1"))
     w = workload.Workload(cluster, workload.WorkloadSpec(acks=("all",)), RunDir(tmp_path), RunClock())  # type: ignore[arg-type]
     w.start()
-    producer: FakeProducer = w.producers[0]  # type: ignore[assignment]
+    producer: FakeProcess = w.producers[0]  # type: ignore[assignment]
     producer.close = lambda: (_ for _ in ()).throw(KeyboardInterrupt())  # type: ignore[method-assign]
     with pytest.raises(KeyboardInterrupt):
         w.close()

@@ -1,9 +1,9 @@
-"""Group members as processes, without a cluster: their verbs, their `stop` events, and that none
-outlives the harness. The members' client points at a closed loopback port, so it never joins."""
+"""Group members as workload processes, without a cluster: their verbs, their `stop` events, what
+the harness follows of their state, and that none outlives the harness. The members' client points
+at a closed loopback port, so it never joins."""
 
 from __future__ import annotations
 
-import io
 import json
 import os
 import signal
@@ -12,7 +12,6 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
-from typing import cast
 
 import pytest
 from confluent_kafka import KafkaError
@@ -56,20 +55,20 @@ def test_members_stop_cleanly_or_are_killed_and_say_which(tmp_path: Path) -> Non
     rundir = RunDir(tmp_path)
     spec = GroupSpec("g", ("chaos-acks-all",), members=2)
     with rundir.writer(CONSUMES) as writer:
-        groups = ConsumerGroups([spec], UNREACHABLE, writer, RunClock(), rundir)
+        groups = ConsumerGroups([spec], UNREACHABLE, {"consumes": writer}, RunClock(), rundir)
         groups.start()
         try:
             wait_until(lambda: started(tmp_path, 2), what="both members' start events", timeout_s=30)
             # no broker: running, never assigned
             assert groups.states() == {"g": [MemberState("g-0", True, None), MemberState("g-1", True, None)]}
             groups.member("g-0").kill()
-            groups.member("g-1").freeze()
+            groups.member("g-1").pause()
             assert groups.states("g") == {
                 "g": [MemberState("g-0", False, None), MemberState("g-1", False, None)]
             }
-            groups.member("g-1").stop()  # thawed first, then asked to stop
+            groups.member("g-1").stop(20)  # resumed first, then asked to stop
         finally:
-            groups.stop()
+            assert groups.stop() == []  # nothing left to kill
     stops = {e["process"]: e["reason"] for e in events(tmp_path) if e["type"] == "stop"}
     assert stops == {"g-0": "killed", "g-1": "closed"}
     assert (groups.member("g-0").exit_code, groups.member("g-1").exit_code) == (-signal.SIGKILL, 0)
@@ -91,16 +90,16 @@ def test_a_member_is_assigned_from_its_last_assign_until_a_revoke(tmp_path: Path
         b'{"type":"assign",\n',  # copied as it is, for the history's reader to name
     ]
     seen: list[int | None] = []
-
-    class Exited:
-        def wait(self) -> int:
-            return 0
-
     with rundir.writer(CONSUMES) as writer:
-        member = ConsumerGroups([spec], UNREACHABLE, writer, RunClock(), rundir).member("g-0")
-        for end in range(1, len(lines) + 1):
-            member._copy(cast(subprocess.Popen[bytes], Exited()), io.BytesIO(b"".join(lines[:end])))
+        member = ConsumerGroups([spec], UNREACHABLE, {"consumes": writer}, RunClock(), rundir).member("g-0")
+        for line in lines:  # as they arrive, one batch each
+            member._observe("consumes", line)
             seen.append(member.state.assigned)
+        # A batch of several lines leaves the state its last assign or revoke made.
+        member._observe("consumes", b"".join(lines[1:4]))
+        assert member.state.assigned == 2
+        member._observe("consumes", b"".join(lines[:3]) + b'{"type":"poll"}\n')
+        assert member.state.assigned is None and member.polled == 1
     assert seen == [None, 1, None, 2, -1, -1]  # -1: assigned, in a generation the member could not read
     assert not member.state.running  # never started
 
@@ -128,7 +127,7 @@ def test_members_do_not_outlive_a_harness_that_dies(tmp_path: Path) -> None:
         from contract.history import CONSUMES, RunClock, RunDir
         rundir = RunDir(Path({str(tmp_path)!r}))
         groups = ConsumerGroups([GroupSpec("g", ("chaos-acks-all",), members=1)], {UNREACHABLE_TEXT},
-                                rundir.writer(CONSUMES), RunClock(), rundir)
+                                {{"consumes": rundir.writer(CONSUMES)}}, RunClock(), rundir)
         groups.start()
         print(groups.members["g-0"]._child.pid, flush=True)
         sys.stdin.readline()

@@ -29,8 +29,11 @@ GOOD = b'{"a": 1}\n'
         (b'{"a": NaN}\n', ":2: NaN is not a JSON number"),
         (b'{"a": -Infinity}\n', ":2: -Infinity is not a JSON number"),
         (b'{"a": 1e999}\n', ":2: number 1e999 is out of range"),
-        (b'{"a": 9223372036854775808}\n', ":2: integer 9223372036854775808 does not fit 64 bits"),
-        (b'{"a": 1' + b"0" * 5000 + b"}\n", ":2: integer 100000000000000000000000… does not fit 64 bits"),
+        (b'{"a": 9223372036854775808}\n', ":2: field 'a': integer 9223372036854775808 does not fit 64 bits"),
+        (
+            b'{"a": [1' + b"0" * 5000 + b"]}\n",
+            ":2: field 'a[0]': integer 100000000000000000000000… does not fit 64 bits",
+        ),
         (b'{"a": ' + b"[" * 65 + b"]" * 65 + b"}\n", ":2: nested deeper than 64 levels"),
         (b'{"a": ' + b"[" * 100_000 + b"]" * 100_000 + b"}\n", ":2: nested deeper than 64 levels"),
         (b'{"a": "' + b"x" * MAX_LINE_BYTES + b'"}\n', ":2: line longer than 4 MiB"),

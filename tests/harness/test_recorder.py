@@ -1,6 +1,6 @@
 """The producer's recording (harness/recorder.py, harness/producer.py) against an in-process fake
 client: the exact history lines for every way a write can end, in order, each in the file as soon as
-it happened, the counters, stopping and pacing. The real client is exercised by
+it happened, the counts the conductor makes of them, stopping and pacing. The real client is exercised by
 tests/harness/test_workload.py on a real cluster; this pins the formatting and error paths, which a
 healthy cluster rarely reaches."""
 
@@ -22,9 +22,10 @@ import harness.producer
 from contract.events import write_event
 from contract.history import HistoryWriter, RunClock
 from harness.outcomes import classify
-from harness.producer import ProducerProcess, paced_wait_s
+from harness.producer import AcksProducer, paced_wait_s
 from harness.recorder import Recorder, WriteLines
 from harness.waiting import wait_until
+from harness.workload_process import ProcessCounts, WriteTally
 
 Callback = Callable[[KafkaError | None, Any], None]
 
@@ -80,24 +81,52 @@ class FakeProducer:
         return len(self.accepted)
 
 
+class Running:
+    """A role run in a thread of this test, as a workload process runs it in its main thread."""
+
+    def __init__(self, role: AcksProducer) -> None:
+        self.role = role
+        self.error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            self.role.run()
+        except BaseException as exc:  # the test asserts there was none
+            self.error = exc
+
+    def stop(self) -> None:
+        self.role.stop()
+        self.join()
+
+    def join(self) -> None:
+        self._thread.join(10)
+        assert not self._thread.is_alive() and self.error is None
+
+
+def counted(path: Path) -> ProcessCounts:
+    """What the conductor counts of a history file's write lines."""
+    tally = WriteTally()
+    tally.add(path.read_bytes() if path.exists() else b"")
+    return tally.counts()
+
+
 def stopped_after(
     client: FakeProducer,
     monkeypatch: pytest.MonkeyPatch,
     path: Path,
-    condition: Callable[[ProducerProcess], tuple[bool, str]],
+    condition: Callable[[ProcessCounts], tuple[bool, str]],
     what: str,
-) -> ProducerProcess:
-    """A producer process on `client`, recording to `path`, started, stopped once `condition` holds
-    and joined: it must have ended by itself, without an error."""
+) -> ProcessCounts:
+    """A producer role on `client`, recording to `path`, run, stopped once `condition` holds of the
+    file's counts: it must have ended by itself, without an error. Returns the final counts."""
     monkeypatch.setattr(harness.producer, "Producer", lambda config: client)
     with HistoryWriter(path) as writer:
-        producer = ProducerProcess("p-1-0", "t-1", 2, "1", {"retries": 0}, writer, RunClock())
-        producer.start()
-        wait_until(lambda: condition(producer), what=what, timeout_s=10, interval_s=0.01)
-        producer.stop()
-        producer.join(10)
-    assert not producer.running and producer.error is None
-    return producer
+        running = Running(AcksProducer("p-1-0", "t-1", 2, "1", {"retries": 0}, writer, RunClock()))
+        wait_until(lambda: condition(counted(path)), what=what, timeout_s=10, interval_s=0.01)
+        running.stop()
+    return counted(path)
 
 
 @pytest.mark.parametrize("process", ["p-all-0", 'odd "name" \\ é %d %%'])
@@ -110,12 +139,10 @@ def test_recorder_writes_the_format_s_write_events_for_every_outcome(
     )
     path = tmp_path / "writes.jsonl"
     with HistoryWriter(path) as writer:
-        producer = ProducerProcess(
+        producer = AcksProducer(
             process, "t-all", 3, "all", {"retries": 0}, writer, RunClock(), message_size=6, max_writes=10
         )
-        producer.start()
-        producer.join(10)
-    assert not producer.running and producer.error is None
+        producer.run()
 
     lines = path.read_bytes().splitlines()
     times = [json.loads(line)["time_ns"] for line in lines]
@@ -156,7 +183,7 @@ def test_recorder_writes_the_format_s_write_events_for_every_outcome(
         for event, time_ns in zip(expected, times, strict=True)
     ]
 
-    counts = producer.counts
+    counts = counted(path)
     assert (counts.attempted, counts.acked, counts.failed, counts.indeterminate) == (10, 7, 2, 1)
     assert len(counts.latencies_ns) == 7 and all(latency >= 0 for latency in counts.latencies_ns)
 
@@ -165,12 +192,7 @@ def test_recorder_payload_carries_value_and_padding(tmp_path: Path, monkeypatch:
     client = FakeProducer({})
     monkeypatch.setattr(harness.producer, "Producer", lambda config: client)
     with HistoryWriter(tmp_path / "writes.jsonl") as writer:
-        producer = ProducerProcess(
-            "p-1-0", "t-1", 2, "1", {}, writer, RunClock(), message_size=5, max_writes=3
-        )
-        producer.start()
-        producer.join(10)
-    assert producer.error is None
+        AcksProducer("p-1-0", "t-1", 2, "1", {}, writer, RunClock(), message_size=5, max_writes=3).run()
     assert client.sent == [
         (0, b"p-1-0:0|xxxx"),
         (1, b"p-1-0:1|xxxx"),
@@ -185,10 +207,9 @@ def test_recorder_propagates_a_bug_in_the_client_call(
     client.produce = lambda *args, **kwargs: 1 / 0  # type: ignore[method-assign]
     monkeypatch.setattr(harness.producer, "Producer", lambda config: client)
     with HistoryWriter(tmp_path / "writes.jsonl") as writer:
-        producer = ProducerProcess("p-1-0", "t-1", 2, "1", {}, writer, RunClock(), max_writes=3)
-        producer.start()
-        producer.join(10)
-    assert isinstance(producer.error, ZeroDivisionError)
+        producer = AcksProducer("p-1-0", "t-1", 2, "1", {}, writer, RunClock(), max_writes=3)
+        with pytest.raises(ZeroDivisionError):  # out of the process's main thread: a failed exit
+            producer.run()
     # The invoke was recorded before the call failed, and reached the file.
     assert [json.loads(line)["type"] for line in (tmp_path / "writes.jsonl").read_text().splitlines()] == [
         "invoke"
@@ -210,7 +231,8 @@ def test_each_event_is_in_the_file_as_soon_as_it_happened(tmp_path: Path) -> Non
         assert types() == ["invoke", "invoke", "ok"]
         second(KafkaError(KafkaError.NOT_ENOUGH_REPLICAS), None)
         assert types() == ["invoke", "invoke", "ok", "fail"]
-    assert (recorder.attempted, recorder.acked, recorder.failed, recorder.indeterminate) == (2, 1, 1, 0)
+    counts = counted(path)
+    assert (counts.attempted, counts.acked, counts.failed, counts.indeterminate) == (2, 1, 1, 0)
 
 
 def test_a_stopped_process_completes_every_write_it_invoked(
@@ -219,11 +241,8 @@ def test_a_stopped_process_completes_every_write_it_invoked(
     client = FakeProducer({})
     client.queue_full_once.clear()
     path = tmp_path / "writes.jsonl"
-    producer = stopped_after(
-        client, monkeypatch, path, lambda p: (p.counts.attempted >= 1000, str(p.counts)), "1000 writes"
-    )
-    counts = producer.counts
-    assert counts.completed == counts.attempted >= 1000
+    counts = stopped_after(client, monkeypatch, path, lambda c: (c.attempted >= 1000, str(c)), "1000 writes")
+    assert counts.acked + counts.failed + counts.indeterminate == counts.attempted >= 1000
     recorded = Counter(json.loads(line)["type"] for line in path.read_text().splitlines())
     # 5, 7 and 8 end in errors (see FakeProducer); everything else is ok.
     assert recorded == {"invoke": counts.attempted, "ok": counts.attempted - 3, "fail": 2, "info": 1}
@@ -236,12 +255,8 @@ def test_a_paced_process_spaces_its_writes_without_spinning(
     monkeypatch.setattr(harness.producer, "Producer", lambda config: client)
     path = tmp_path / "writes.jsonl"
     with HistoryWriter(path) as writer:
-        producer = ProducerProcess(
-            "p-1-0", "t-1", 2, "1", {}, writer, RunClock(), rate_per_s=2000, max_writes=40
-        )
-        producer.start()
-        producer.join(10)
-    assert producer.error is None and producer.counts.attempted == 40
+        AcksProducer("p-1-0", "t-1", 2, "1", {}, writer, RunClock(), rate_per_s=2000, max_writes=40).run()
+    assert counted(path).attempted == 40
     invoked = [e["time_ns"] for e in map(json.loads, path.read_text().splitlines()) if e["type"] == "invoke"]
     # Write k is not sent before k intervals (0.5 ms) after the loop started, which was after
     # the run clock's origin.
@@ -312,15 +327,13 @@ def test_a_write_waiting_on_a_full_queue_is_sent_when_room_comes_even_after_stop
     monkeypatch.setattr(harness.producer, "Producer", lambda config: client)
     path = tmp_path / "writes.jsonl"
     with HistoryWriter(path) as writer:
-        producer = ProducerProcess("p-1-0", "t-1", 2, "1", {"retries": 0}, writer, RunClock())
-        producer.start()
+        running = Running(AcksProducer("p-1-0", "t-1", 2, "1", {"retries": 0}, writer, RunClock()))
         wait_until(
             lambda: (len(full_polls) >= 3, f"{len(full_polls)} polls"), what="a full queue", timeout_s=10
         )
-        producer.stop()
+        running.role.stop()
         stopping.append(True)
-        producer.join(10)
-    assert not producer.running and producer.error is None
+        running.join()
     assert client.sent == [(0, b"p-1-0:0")]
     events = [json.loads(line) for line in path.read_text().splitlines()]
     assert [e["type"] for e in events] == ["invoke", "ok"]
@@ -339,19 +352,8 @@ def test_a_write_the_queue_never_takes_fails_unsent_once_the_client_had_time_to_
     monkeypatch.setattr(harness.producer, "Producer", lambda config: client)
     path = tmp_path / "writes.jsonl"
     with HistoryWriter(path) as writer:
-        producer = ProducerProcess(
-            "p-1-0",
-            "t-1",
-            2,
-            "1",
-            {"retries": 0, "message.timeout.ms": 300},
-            writer,
-            RunClock(),
-            max_writes=1,
-        )
-        producer.start()
-        producer.join(10)
-    assert not producer.running and producer.error is None
+        config = {"retries": 0, "message.timeout.ms": 300}
+        AcksProducer("p-1-0", "t-1", 2, "1", config, writer, RunClock(), max_writes=1).run()
     events = [json.loads(line) for line in path.read_text().splitlines()]
     assert [(e["type"], e.get("error")) for e in events] == [("invoke", None), ("fail", "_QUEUE_FULL")]
     assert len(client.poll_timeouts) >= 2  # it waited for room before giving up
@@ -378,35 +380,33 @@ def test_a_write_fails_definitely_only_when_no_attempt_can_have_appended_it(
     assert classify(code, retries, sent=sent) == completion
 
 
-def test_a_process_that_does_not_stop_says_where_it_is_stuck(
+def test_a_client_stuck_in_a_call_is_served_from_another_thread(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """What a workload process does on `stack`: its client's queued log lines come out although its
+    main thread is in a client call (confluent-kafka hands them over only on poll)."""
     release = threading.Event()
 
     logged: list[str] = []
     logger = logging.getLogger("test-stuck-client")
     logger.addHandler(CallbackHandler(lambda record: logged.append(record.getMessage())))
 
-    def stuck_in_a_client_call(self: ProducerProcess) -> None:
+    def stuck_in_a_client_call(self: AcksProducer) -> None:
         # A real client that logs (nothing listens on 127.0.0.1:1), then no poll: as in a client
         # call that outlives its own timeout.
         self._producer = Producer({"bootstrap.servers": "127.0.0.1:1", "logger": logger})
         release.wait(30)
 
-    monkeypatch.setattr(ProducerProcess, "_produce_loop", stuck_in_a_client_call)
+    monkeypatch.setattr(AcksProducer, "run", stuck_in_a_client_call)
     with HistoryWriter(tmp_path / "writes.jsonl") as writer:
-        producer = ProducerProcess("p-all-0", "t-all", 3, "all", {}, writer, RunClock())
-        assert producer.stack() == "(not running)"
-        producer.start()
+        producer = AcksProducer("p-all-0", "t-all", 3, "all", {}, writer, RunClock())
+        producer.serve_client()  # no client yet: nothing to serve
+        running = Running(producer)
         try:
-            where = "in stuck_in_a_client_call\n    release.wait(30)"
             wait_until(
-                lambda: (where in producer.stack(), producer.stack()),
-                what="the thread in the call",
-                timeout_s=10,
+                lambda: (producer._producer is not None, "no client yet"), what="the client", timeout_s=10
             )
-            assert producer.running and not logged  # librdkafka keeps its lines until a poll
-            # Served from this thread, the stuck client's lines come out.
+            assert not logged  # librdkafka keeps its lines until a poll
             wait_until(
                 lambda: (producer.serve_client() or any("127.0.0.1:1" in m for m in logged), logged),
                 what="the stuck client's log lines",
@@ -414,8 +414,7 @@ def test_a_process_that_does_not_stop_says_where_it_is_stuck(
             )
         finally:
             release.set()
-            producer.join(10)
-    assert not producer.running and producer.stack() == "(not running)"
+            running.join()
 
 
 class CallbackHandler(logging.Handler):

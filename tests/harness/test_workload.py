@@ -17,7 +17,7 @@ from harness import docker_env
 from harness.clients import client_config
 from harness.cluster import KafkaCluster
 from harness.outcomes import classify
-from harness.producer import ProducerProcess
+from harness.producer import AcksProducer
 from harness.waiting import wait_until
 from harness.workload import Workload, WorkloadSpec
 
@@ -82,11 +82,10 @@ def test_a_write_to_a_missing_topic_is_completed_per_the_error_table(
     path = tmp_path / "writes.jsonl"
     config = client_config(cluster.bootstrap_servers, cluster.kafka_version, **{"message.timeout.ms": 5000})
     with HistoryWriter(path) as writer:
-        producer = ProducerProcess(
+        producer = AcksProducer(
             "p-all-0", "no-such-topic", 1, "all", config, writer, RunClock(), max_writes=5
         )
-        producer.start()
-        producer.join(60)
+        producer.run()  # the role in this process: it returns once every write completed
     recorded = events(path)
     invokes = [e for e in recorded if e["type"] == "invoke"]
     completions = [e for e in recorded if e["type"] != "invoke"]

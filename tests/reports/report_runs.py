@@ -58,15 +58,15 @@ def series(
     return rows
 
 
-def cluster_samples(seconds: int) -> list[dict[str, Any]]:
-    """One sample per second: leader of chaos-acks-all/0 moves from 1 to 2 at 20 s, broker 1 is down
-    from 20 s to 30 s (ISR shrinks), with repeated identical samples in between."""
+def cluster_samples(seconds: int, topics: list[dict[str, Any]] = TOPICS) -> list[dict[str, Any]]:
+    """One sample per second: leader of each topic's partition 0 moves from 1 to 2 at 20 s, broker 1
+    is down from 20 s to 30 s (ISR shrinks), with repeated identical samples in between."""
     rows = []
     for t in range(seconds):
         down = 20 <= t < 30
         live = [2, 3] if down else [1, 2, 3]
         parts = []
-        for topic in TOPICS:
+        for topic in topics:
             for p in range(2):
                 leader = 2 if (down or t >= 30) and p == 0 else 1 + (p % 3) if not down else 2 + p % 2
                 isr = [b for b in (1, 2, 3) if b in live]
@@ -457,4 +457,233 @@ def add_transactions(root: Path) -> Path:
         },
     }
     (root / "check/result.json").write_text(json.dumps(out))
+    return root
+
+
+TXN_RUN_TOPICS = [
+    {"name": "chaos-acks-all", "partitions": 2, "replication_factor": 3, "acks": "all"},
+    *(
+        {
+            "name": name,
+            "partitions": 2,
+            "replication_factor": 3,
+            "acks": "all",
+            "producer": {"enable.idempotence": True, "transactional.id": prefix},
+            "transactions": {"records": [1, 10], "abort_rate": 0.1},
+            **extra,
+        }
+        for name, prefix, extra in (
+            ("chaos-txn-0", "kchaos-tx", {}),
+            ("chaos-txn-1", "kchaos-tx", {}),
+            (
+                "chaos-pipe-out",
+                "kchaos-pipe",
+                {"pipeline": {"group": "kchaos-pipe", "inputs": ["chaos-txn-0", "chaos-txn-1"]}},
+            ),
+        )
+    ),
+]
+"""The topics of a run like kchaos/scenarios/txn-pipeline.yaml: an idempotent topic, two written in
+transactions, and the exactly-once pipeline's output."""
+TXN_GROUPS = {"g-rc": "read_committed", "g-ru": "read_uncommitted"}
+"""Two groups reading the transactional topics; the read_uncommitted one is the control."""
+ABORTED_APPENDED = 148
+"""Appended records of aborted transactions on chaos-txn-0 (100) and chaos-txn-1 (48)."""
+CASES_ARE = {
+    "no-lost-acked-writes": "acknowledged writes",
+    "no-lost-reads": "records read by live consumers",
+    "no-phantom-writes": "writes that failed definitely",
+    "no-duplicates": "acknowledged writes",
+    "per-partition-order": "acknowledged writes",
+    "no-unexpected-values": "records read",
+    "epochs-advance": "samples of the cluster's epochs after a first",
+    "committed-transactions-durable": "records of committed transactions",
+    "no-aborted-reads": "appended records of aborted transactions",
+    "atomic-transactions": "committed transactions of two or more records",
+    "exactly-once-pipeline": "input records below the pipeline's committed offsets",
+    "no-consumer-skips": "records below the group's committed offsets",
+    "no-redeliveries": "records polled",
+    "monotonic-polls": "records polled",
+    "no-uncommitted-reads": "appended records of aborted transactions on its topics",
+    "commits-advance": "accepted commits",
+}
+"""What each guarantee's `exercised` counts, as docs/RESULT_FORMAT.md words it."""
+
+
+def judged(gid: str, topic: str, verdict: str, cases: int, promised: bool = True) -> dict[str, Any]:
+    """A guarantee row of a topic with the cases it was judged over."""
+    row = guarantee(gid, topic, "all", promised, verdict, f"why {gid} is {verdict} on {topic}")
+    return row | {"exercised": {"count": cases, "what": CASES_ARE[gid]}}
+
+
+def txn_group(name: str, isolation: str) -> dict[str, Any]:
+    """An after-process group over the transactional topics that held its promises."""
+    read_committed = isolation == "read_committed"
+    rows = [
+        ("no-consumer-skips", True, "held", 2800),
+        ("no-redeliveries", False, "not-promised", 3100),
+        ("monotonic-polls", True, "held", 3100),
+        ("commits-advance", True, "held", 58),
+        (
+            "no-uncommitted-reads",
+            read_committed,
+            "held" if read_committed else "not-promised",
+            ABORTED_APPENDED,
+        ),
+    ]
+    return {
+        "commit": "after-process",
+        "commit_async": False,
+        "members": 2,
+        "topics": ["chaos-txn-0", "chaos-txn-1"],
+        "polled": 3100,
+        "skipped": 0,
+        "redelivered": 12,
+        "poll_skips": 0,
+        "nonmonotonic": 0,
+        "commit_regressions": 0,
+        "uncommitted_read": 0 if read_committed else 57,
+        "aborted_appended": ABORTED_APPENDED,
+        "aborted_polled": 0 if read_committed else 57,
+        "commits": {"invoke": 60, "ok": 58, "fail": 1, "info": 1},
+        "anomalies": {k: {"count": 0, "examples": [], "examples_capped": False} for k in GROUP_BY_ID},
+        "guarantees": [
+            {
+                "id": gid,
+                "promise": f"promise of {gid}",
+                "promised": promised,
+                "promised_by": "the consumer's commit mode (after-process; librdkafka 2.16.0)",
+                "verdict": verdict,
+                "reason": f"isolation.level={isolation}; why {gid} is {verdict}",
+                "exercised": {"count": cases, "what": CASES_ARE[gid]},
+            }
+            for gid, promised, verdict, cases in rows
+        ],
+        "series": [
+            {
+                "t_s": t,
+                "polled": 50,
+                "commits_ok": 1,
+                "commits_failed": 0,
+                "assigns": int(t == 2),
+                "generation": 1,
+            }
+            for t in range(60)
+        ],
+    }
+
+
+def make_transaction_run(
+    root: Path, started_at: str = "2026-11-22T02:00:00Z", scenario: str = "txn-pipeline"
+) -> Path:
+    """A passing run of transactional producers, an exactly-once pipeline and two consumer groups
+    on Kafka 3.9.2, as the checker judges one: every guarantee held, but `no-phantom-writes` on the
+    idempotent topic was not exercised (no write failed definitely); the read_uncommitted group
+    polled 57 of the 148 appended records of aborted transactions (the control)."""
+    config = {"min.insync.replicas": "2", "unclean.leader.election.enable": "false"}
+    base_run(root, root.name, scenario, started_at, config)
+    run = json.loads((root / "run.json").read_text())
+    run["kafka"] = {"version": "3.9.2", "image": "kchaos/kafka:3.9.2"}
+    run["producer"] = {"enable.idempotence": "true"}
+    run["topics"] = TXN_RUN_TOPICS
+    run["groups"] = [
+        {
+            "name": name,
+            "topics": ["chaos-txn-0", "chaos-txn-1"],
+            "commit": "after-process",
+            "members": 2,
+            "config": {"isolation.level": isolation},
+        }
+        for name, isolation in TXN_GROUPS.items()
+    ]
+    (root / "run.json").write_text(json.dumps(run, indent=2), encoding="utf-8")
+    write_jsonl(root / "history/cluster.jsonl", cluster_samples(60, TXN_RUN_TOPICS))
+    write_jsonl(
+        root / "history/faults.jsonl",
+        [
+            fault_event(20 * S, 0, "kill", "start", ["kafka-1"], {}, KILL.describe()),
+            fault_event(30 * S, 0, "kill", "stop", ["kafka-1"], {}),
+        ],
+    )
+    acks = {
+        "all": counts(attempted=12000, acked=11890, failed=0, indeterminate=110),
+        "1": counts(),
+        "0": counts(),
+    }
+    rows: list[dict[str, Any]] = []
+    for name in ("chaos-acks-all", "chaos-txn-0", "chaos-txn-1", "chaos-pipe-out"):
+        transactional = name != "chaos-acks-all"
+        plain = [("no-lost-acked-writes", 2990), ("no-phantom-writes", 0)] if not transactional else []
+        txn = [
+            ("committed-transactions-durable", 2700),
+            ("no-aborted-reads", 100 if name == "chaos-txn-0" else 48),
+        ]
+        txn += [("atomic-transactions", 410)]
+        shared = [
+            ("no-lost-reads", 2600),
+            ("no-duplicates", 2990),
+            ("per-partition-order", 2990),
+            ("no-unexpected-values", 5800),
+            ("epochs-advance", 59),
+        ]
+        pipeline = [("exactly-once-pipeline", 2650)] if name == "chaos-pipe-out" else []
+        for gid, cases in [*plain, *(txn if transactional else []), *shared, *pipeline]:
+            rows.append(judged(gid, name, "held" if cases else "not-exercised", cases))
+    out = result(root.name, True, acks, rows, {}, series("all", 60, gap=range(21, 23)))
+    out["availability"]["latency"] = [r for r in out["availability"]["latency"] if r["acks"] == "all"]
+    out["topics"] = [
+        {
+            "topic": t["name"],
+            "acks": "all",
+            **counts(attempted=3000, acked=2990, indeterminate=10),
+            "complete": True,
+        }
+        for t in TXN_RUN_TOPICS
+    ]
+    out["groups"] = {name: txn_group(name, isolation) for name, isolation in TXN_GROUPS.items()}
+    out["transactions"] = [
+        *TRANSACTIONS,
+        *({**TRANSACTIONS[0], "transactional_id": f"kchaos-pipe-{n}"} for n in range(2)),
+    ]
+    (root / "check").mkdir(parents=True, exist_ok=True)
+    (root / "check/result.json").write_text(json.dumps(out), encoding="utf-8")
+    return root
+
+
+def make_plain_run(
+    root: Path, started_at: str = "2026-11-20T02:00:00Z", scenario: str = "leader-kill"
+) -> Path:
+    """The passing run of `make_passing` as the checker judges one of three plain topics: each
+    topic's guarantees with the cases they were judged over; acks=0 promises nothing of its writes,
+    and no write failed definitely, so `no-phantom-writes` was not exercised on acks=all and 1."""
+    make_passing(root, started_at, scenario)
+    rows = []
+    for topic in TOPICS:
+        name, acks, durable = topic["name"], topic["acks"], topic["acks"] == "all"
+        judged_here = [
+            judged("no-lost-acked-writes", name, "held" if durable else "not-promised", 1990, durable),
+            judged("no-lost-reads", name, "held", 1800),
+            judged("epochs-advance", name, "held", 59),
+            judged(
+                "no-phantom-writes", name, "not-exercised" if acks != "0" else "not-promised", 0, acks != "0"
+            ),
+            judged("no-duplicates", name, "not-promised", 1990, False),
+            judged("per-partition-order", name, "held" if durable else "not-promised", 1990, durable),
+            judged("no-unexpected-values", name, "held", 5400),
+        ]
+        rows += [row | {"acks": acks} for row in judged_here]
+    path = root / "check/result.json"
+    out = json.loads(path.read_text())
+    out["guarantees"] = rows
+    out["acks"] = {t["acks"]: counts(attempted=2000, acked=1990, failed=0, indeterminate=10) for t in TOPICS}
+    out["topics"] = [
+        {
+            "topic": t["name"],
+            "acks": t["acks"],
+            **counts(attempted=2000, acked=1990, failed=0, indeterminate=10),
+            "complete": True,
+        }
+        for t in TOPICS
+    ]
+    path.write_text(json.dumps(out), encoding="utf-8")
     return root

@@ -61,6 +61,17 @@ class Page:
     def text(self, tag: str) -> str:
         return "".join(t for el in self.find(tag) for t in el.text)
 
+    def per_scenario(self, tag: str, cls: str | None = None) -> dict[str, list[Element]]:
+        """The index page's elements `tag` (of class `cls`), by the scenario whose section holds them."""
+        found: dict[str, list[Element]] = {}
+        scenario = None
+        for el in self.elements:
+            if el.tag == "section" and "scenario" in el.classes:
+                scenario = el.attrs["data-scenario"]
+            elif scenario is not None and el.tag == tag and (cls is None or cls in el.classes):
+                found.setdefault(scenario, []).append(el)
+        return found
+
 
 def parse(html: str) -> Page:
     parser = _Parser()

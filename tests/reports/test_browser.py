@@ -10,6 +10,7 @@ import zlib
 from pathlib import Path
 
 import pytest
+from report_runs import make_failing, make_plain_run, make_transaction_run
 
 from contract.expectation_outcomes import ExpectationOutcome, write_expectations
 from reports import write_index, write_report
@@ -42,6 +43,25 @@ def root_tag(tmp_path: Path, page: Path) -> str:
     match = re.search(r"<html[^>]*>", dom)
     assert match, dom[:500]
     return match.group(0)
+
+
+MEASURE = (
+    "<script>var root = document.documentElement;"
+    'root.setAttribute("data-scroll-width", root.scrollWidth);'
+    'root.setAttribute("data-client-width", root.clientWidth);</script>'
+)
+"""Appended to a copy of a page: the document's width with its overflow, and the viewport's."""
+
+
+def widths(tmp_path: Path, page: Path, width: int = 1280) -> tuple[int, int]:
+    """(scrollWidth, clientWidth) of the page's document laid out in a `width` px wide window: a
+    horizontal scroll bar shows exactly when the first is larger."""
+    measured = page.with_name(f"measured-{page.name}")
+    measured.write_text(page.read_text(encoding="utf-8").replace("</body>", MEASURE + "</body>"))
+    dom = chromium(tmp_path, f"--window-size={width},1000", "--dump-dom", measured.as_uri())
+    root = re.search(r'<html[^>]* data-scroll-width="(\d+)" data-client-width="(\d+)"', dom)
+    assert root, dom[:500]
+    return int(root.group(1)), int(root.group(2))
 
 
 def png_size_and_pixels(path: Path) -> tuple[int, int, bytes]:
@@ -111,3 +131,26 @@ def test_the_verdict_box_names_what_broke_first(failing_run: Path, tmp_path: Pat
     verdicts = re.findall(r'<li data-verdict="(\w+)">expect', box)
     assert verdicts == sorted(verdicts, key=lambda v: v == "held")  # failed expectations first
     assert "promised by the consumer" in box[box.index('id="broke"') : box.index('id="expectations"')]
+
+
+@pytest.mark.parametrize("which", ["plain_run", "transaction_run", "failing_run"])
+def test_no_horizontal_scroll_at_1280_px(which: str, request: pytest.FixtureRequest, tmp_path: Path) -> None:
+    run: Path = request.getfixturevalue(which)
+    scroll, client = widths(tmp_path, write_report(run))
+    assert 1200 < client <= 1280 and scroll <= client, (which, scroll, client)
+
+
+def test_the_index_has_no_horizontal_scroll_at_1280_px(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    make_plain_run(runs / "20261120-030000-leader-kill-0001")
+    make_transaction_run(runs / "20261122-030000-txn-pipeline-0001")
+    make_failing(runs / "20261121-020000-leader-kill-0002")
+    scroll, client = widths(tmp_path, write_index(runs))
+    assert 1200 < client <= 1280 and scroll <= client, (scroll, client)
+
+
+def test_the_measure_sees_a_scroll_bar(passing_run: Path, tmp_path: Path) -> None:
+    page = write_report(passing_run)
+    page.write_text(page.read_text().replace("</body>", '<div style="width: 1500px">wide</div></body>'))
+    scroll, client = widths(tmp_path, page)
+    assert scroll >= 1500 > client

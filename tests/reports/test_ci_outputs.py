@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 import typer
 import xmlschema
-from report_runs import TRANSACTIONS, S, make_failing, make_passing
-from reportpage import parse
+from report_runs import TRANSACTIONS, S, make_failing, make_passing, make_plain_run, make_transaction_run
+from reportpage import Page, parse
 from typer.testing import CliRunner
 
 from contract.anomaly_kinds import COUNT_KEYS, GROUP_COUNTS, TOPIC_CASES
@@ -135,7 +135,10 @@ def test_summary_json(failing_run: Path) -> None:
             **{k: group.get(k, 0) for k in GROUP_COUNTS},  # a count newer than the result: 0
             "commits": group["commits"],
             "violated": ["no-consumer-skips"],
-            "guarantees": [{k: v for k, v in g.items() if k != "promise"} for g in group["guarantees"]],
+            "guarantees": [
+                {**{k: v for k, v in g.items() if k != "promise"}, "exercised": g.get("exercised")}
+                for g in group["guarantees"]
+            ],
             "heal_recovery_ms": None,  # checked before groups' heals were measured
             "heal_recovery_lower_bound": False,
         }
@@ -197,6 +200,17 @@ def test_a_run_and_a_directory_of_runs_mistaken_for_each_other_are_said(
     assert not (run / "index.html").exists()
 
 
+def run_cells(page: Page, cls: str) -> dict[str, str]:
+    """The text of each run's cell of class `cls` in the index's tables of runs, by run."""
+    cells, run = {}, ""
+    for el in page.elements:
+        if el.tag == "tr" and "run" in el.classes:
+            run = el.attrs["data-run-id"]
+        elif el.tag == "td" and cls in el.classes:
+            cells[run] = "".join(el.text).strip()
+    return cells
+
+
 def test_index_groups_runs_and_shows_trends(tmp_path: Path) -> None:
     runs = tmp_path / "runs"
     make_passing(runs / "n1-leader-kill", "2026-11-19T02:00:00Z")
@@ -240,9 +254,9 @@ def test_index_groups_runs_and_shows_trends(tmp_path: Path) -> None:
         if " records redelivered " in c.attrs["data-tip"]
     ]
     assert redelivered == ["n2-leader-kill (2026-11-20T02:00:00Z): group g-alo records redelivered 40"]
-    groups = ["".join(td.text).strip() for td in page.find("td", "groups")]
-    cells = dict(zip((r.attrs["data-run-id"] for r in page.find("tr", "run")), groups, strict=True))
+    cells = run_cells(page, "groups")
     assert cells["n2-leader-kill"] == "g-alo: 2 / 40" and cells["n1-leader-kill"] == ""
+    assert "n1-partition" not in cells  # a scenario without consumer groups has no groups column
     lost = [
         c.attrs["data-tip"] for c in page.find("circle", "acks-all") if " lost writes " in c.attrs["data-tip"]
     ]
@@ -334,3 +348,50 @@ def test_index_tables_a_scenarios_guarantees_by_kafka_release(tmp_path: Path) ->
         ("./n2-leader-kill/report/index.html", "n2-leader-kill: violated"),
         ("./n3-leader-kill/report/index.html", "n3-leader-kill: held"),
     ]
+
+
+def test_junit_not_exercised_is_skipped_saying_over_what(plain_run: Path) -> None:
+    root = junit(plain_run)  # valid against the schema
+    cases = {c.get("name"): c for c in root.findall("testsuite/testcase")}
+    skipped = cases["no-phantom-writes[chaos-acks-all]"].find("skipped")
+    assert skipped is not None and (skipped.get("message") or "").startswith(
+        "not exercised: 0 writes that failed definitely ("
+    )
+    assert cases["no-lost-acked-writes[chaos-acks-all]"].find("skipped") is None  # held: passed
+    assert root.get("failures") == "0" and root.get("errors") == "0"
+    summary = json.loads((plain_run / "report/summary.json").read_text())
+    assert summary["passed"] is True and summary["violated"] == []  # not exercised is not broken
+    (row,) = [
+        g for g in summary["guarantees"] if (g["id"], g["topic"]) == ("no-phantom-writes", "chaos-acks-1")
+    ]
+    assert row["exercised"] == {"count": 0, "what": "writes that failed definitely"}
+
+
+def test_index_shows_the_counts_and_columns_that_apply_to_each_scenario(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    make_plain_run(runs / "n1-leader-kill")
+    make_transaction_run(runs / "n1-txn-pipeline")
+    page = parse(write_index(runs).read_text(encoding="utf-8"))
+    heads = {
+        scenario: ["".join(th.text) for th in cells] for scenario, cells in page.per_scenario("th").items()
+    }
+    assert "acks=all lost / divergent / duplicated" in heads["leader-kill"]
+    assert "acks=0 lost / divergent / duplicated" in heads["leader-kill"]
+    assert not [h for h in heads["leader-kill"] if h.startswith("groups")]
+    # The transaction run wrote acks=all only, judged committed records, and ran consumer groups.
+    assert [h for h in heads["txn-pipeline"] if h.startswith("acks=")] == [
+        "acks=all lost / divergent / duplicated / lost_committed"
+    ]
+    assert "groups: skipped / redelivered" in heads["txn-pipeline"]
+    assert run_cells(page, "groups") == {"n1-txn-pipeline": "g-rc: 0 / 12, g-ru: 0 / 12"}
+
+
+def test_index_release_table_counts_runs_that_did_not_exercise_a_guarantee(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    make_passing(runs / "n1-leader-kill", "2026-11-19T02:00:00Z")  # held no-phantom-writes
+    _on_release(make_plain_run(runs / "n2-leader-kill", "2026-11-20T02:00:00Z"), "3.9.2")
+    page = parse(write_index(runs).read_text(encoding="utf-8"))
+    (cell,) = page.find("td", data_guarantee="no-phantom-writes", data_kafka="3.9.2")
+    start = page.elements.index(cell)
+    badge = next(el for el in page.elements[start:] if el.tag == "span" and "badge" in el.classes)
+    assert "v-not-exercised" in badge.classes and "".join(badge.text) == "not-exercised 1"  # not unknown

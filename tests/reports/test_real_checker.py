@@ -12,7 +12,7 @@ import pytest
 from report_runs import S, cluster_samples, write_jsonl
 from reportpage import parse
 
-from contract.anomaly_kinds import COUNT_KEYS, TOPIC_CASES
+from contract.anomaly_kinds import COUNT_KEYS, KINDS, TOPIC_CASES, TRANSACTION_KIND_COUNTS, WRITE_COUNTS
 from reports import write_report
 
 pytestmark = pytest.mark.spark
@@ -154,11 +154,11 @@ def test_report_of_a_really_checked_run(tmp_path: Path) -> None:
     page = parse(write_report(run_dir).read_text())
 
     assert page.find("html")[0].attrs["data-valid"] == str(result["valid"]).lower()
-    rows = [
-        (r.attrs["data-id"], r.attrs["data-topic"], r.attrs["data-verdict"])
-        for r in page.find("tr", "guarantee")
+    cells = [
+        (c.attrs["data-id"], c.attrs["data-where"], c.attrs["data-verdict"])
+        for c in page.find("details", "verdict-cell", data_family="topic")
     ]
-    assert rows == [(g["id"], g["topic"], g["verdict"]) for g in result["guarantees"]]
+    assert sorted(cells) == sorted((g["id"], g["topic"], g["verdict"]) for g in result["guarantees"])
     groups = {g.attrs["data-kind"]: int(g.attrs["data-count"]) for g in page.find("details", "anomaly-group")}
     assert groups == {k: a["count"] for k, a in result["anomalies"].items()}
     assert result["acks"]["1"]["lost"] == 2
@@ -171,13 +171,11 @@ def test_report_of_a_really_checked_run(tmp_path: Path) -> None:
     assert faults == [("kill", str(19 * S), str(24 * S))]
     before_groups = page.elements[: page.elements.index(page.find("section", id="consumer-groups")[0])]
     scores = {c.attrs["data-count"] for c in before_groups if c.tag == "td" and "data-count" in c.attrs}
-    assert scores == set(COUNT_KEYS)
-    assert set(result["acks"]["all"]) == {
-        *COUNT_KEYS,
-        *TOPIC_CASES,
-        "heal_recovery_ms",
-        "heal_recovery_lower_bound",
-    }
+    judged = {g["id"] for g in result["guarantees"]}
+    assert scores == {*WRITE_COUNTS, *(k.count for k in KINDS if k.per_acks and k.guarantee in judged)}
+    assert not scores & TRANSACTION_KIND_COUNTS  # a run without transactions: no transaction columns
+    heal = ("heal_recovery_ms", "heal_recovery_lower_bound")
+    assert set(result["acks"]["all"]) == {*COUNT_KEYS, *TOPIC_CASES, *heal}
 
 
 def test_the_consumer_section_shows_each_groups_counts_verdicts_and_examples(tmp_path: Path) -> None:
@@ -225,8 +223,8 @@ def test_the_consumer_section_shows_each_groups_counts_verdicts_and_examples(tmp
     }
     assert shown == {k: group[k] for k in shown} and set(shown) >= {"polled", "skipped", "redelivered"}
     verdicts = {
-        r.attrs["data-id"]: r.attrs["data-verdict"]
-        for r in page.find("tr", "group-guarantee", data_group="g-alo")
+        c.attrs["data-id"]: c.attrs["data-verdict"]
+        for c in page.find("details", "verdict-cell", data_family="group", data_where="g-alo")
     }
     assert verdicts == {g["id"]: g["verdict"] for g in group["guarantees"]}
     assert verdicts["no-consumer-skips"] == "violated"

@@ -11,11 +11,11 @@ import pytest
 from report_runs import HOSTILE, S, write_jsonl
 from reportpage import Page, parse
 
+from contract.checked_run import load_cluster, load_faults, load_run
 from contract.errors import HistoryError, InputError
 from faults import make_fault
 from reports import write_report
 from reports.explain import FAULT_FALLBACK
-from reports.load import load_cluster, load_faults, load_run
 
 
 def render(run_dir: Path) -> tuple[Page, str, dict[str, Any]]:
@@ -32,29 +32,22 @@ def test_verdict_and_guarantees_match_result(which: str, request: pytest.Fixture
     assert banner.attrs["data-valid"] == str(result["valid"]).lower()
     assert ("PASS" if result["valid"] else "FAIL") in "".join(banner.text)
     assert page.find(id="completeness")[0].attrs["data-complete"] == str(result["complete"]).lower()
-    rows = [
-        (r.attrs["data-id"], r.attrs["data-topic"], r.attrs["data-verdict"])
-        for r in page.find("tr", "guarantee")
+    cells = [
+        (c.attrs["data-id"], c.attrs["data-where"], c.attrs["data-verdict"])
+        for c in page.find("details", "verdict-cell", data_family="topic")
     ]
-    assert rows == [(g["id"], g["topic"], g["verdict"]) for g in result["guarantees"]]
+    assert sorted(cells) == sorted((g["id"], g["topic"], g["verdict"]) for g in result["guarantees"])
 
 
 @pytest.mark.parametrize("which", ["passing_run", "failing_run"])
 def test_scorecard_counts_match_result(which: str, request: pytest.FixtureRequest) -> None:
     page, _, result = render(request.getfixturevalue(which))
+    shown = [r.attrs["data-count"] for r in page.find("tr", "count-row")]
     for acks, counts in result["acks"].items():
-        row = page.find("tr", "score", data_acks=acks)
-        assert len(row) == 1
-        start = page.elements.index(row[0]) + 1
-        end = next(
-            (i for i in range(start, len(page.elements)) if page.elements[i].tag == "tr"), len(page.elements)
-        )
-        cells = {
-            c.attrs["data-count"]: int(c.attrs["data-value"])
-            for c in page.elements[start:end]
-            if c.tag == "td"
-        }
-        assert cells == counts
+        assert len(page.find("th", "score", data_acks=acks)) == 1
+        cells = {c.attrs["data-count"]: int(c.attrs["data-value"]) for c in page.find("td", data_acks=acks)}
+        assert cells == {k: counts[k] for k in shown}
+        assert all(v == 0 for k, v in counts.items() if k not in shown)  # what is left out found nothing
 
 
 def test_an_acks_mode_the_run_neither_declared_nor_wrote_under_has_no_scorecard_row(
@@ -68,7 +61,7 @@ def test_an_acks_mode_the_run_neither_declared_nor_wrote_under_has_no_scorecard_
     result["availability"]["series"] = [r for r in result["availability"]["series"] if r["acks"] == "all"]
     (passing_run / "check/result.json").write_text(json.dumps(result))
     page, _, _ = render(passing_run)
-    assert [r.attrs["data-acks"] for r in page.find("tr", "score")] == ["all"]
+    assert [h.attrs["data-acks"] for h in page.find("th", "score")] == ["all"]
 
 
 def test_fault_windows_match_faults_jsonl(failing_run: Path) -> None:

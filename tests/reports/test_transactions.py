@@ -104,12 +104,9 @@ def test_the_index_charts_lost_committed_records_only_for_scenarios_with_transac
     add_transactions(make_failing(runs / "n1-txn", scenario="txn-leader-kill"))
     make_passing(runs / "n1-leader-kill")
     page = parse(write_index(runs).read_text(encoding="utf-8"))
-    titles: dict[str, list[str]] = {}
-    scenario = ""
-    for el in page.elements:
-        if el.tag == "section" and "scenario" in el.classes:
-            scenario = el.attrs["data-scenario"]
-        elif el.tag == "svg" and "trend" in el.classes:
-            titles.setdefault(scenario, []).append(el.attrs["aria-label"])
+    titles = {
+        scenario: [svg.attrs["aria-label"] for svg in trends]
+        for scenario, trends in page.per_scenario("svg", "trend").items()
+    }
     assert "lost committed records" in titles["txn-leader-kill"]
     assert "lost writes" in titles["leader-kill"] and "lost committed records" not in titles["leader-kill"]

@@ -1,11 +1,11 @@
-"""Reading a run for the report: run.json, check/result.json, faults and cluster samples, into small
-frozen dataclasses.
+"""A checked run, typed: run.json, check/result.json (docs/RESULT_FORMAT.md), faults and cluster
+samples, read into small frozen dataclasses: the model of what the checkers write, as the reports
+and the app read it.
 
 Only the small files are read (never writes.jsonl / reads.jsonl): per-second series come from
-result.json. The renderers never touch raw JSON; every field they use is checked as it is read
-(`contract.history_fields.Fields` for result.json, `contract.history_readers` for
-run.json and the JSONL files, naming file, line and field). Unusable input raises HistoryError or
-InputError.
+result.json. Readers never touch raw JSON; every field they use is checked as it is read
+(`contract.history_fields.Fields` for result.json, `contract.history_readers` for run.json and the
+JSONL files, naming file, line and field). Unusable input raises HistoryError or InputError.
 """
 
 from __future__ import annotations
@@ -37,6 +37,19 @@ NS = 1_000_000_000
 MAX_T_S = MAX_RUN_NS // NS
 
 
+NOT_EXERCISED = "not-exercised"
+"""The verdict on a promise the run gave no case to judge on: neither kept nor broken."""
+
+
+@dataclass(frozen=True)
+class Exercised:
+    """How many cases a guarantee was judged over (result.json's `guarantees[].exercised`)."""
+
+    count: int
+    what: str
+    """The cases in words, plural: "appended records of aborted transactions"."""
+
+
 @dataclass(frozen=True)
 class Guarantee:
     id: str
@@ -47,6 +60,13 @@ class Guarantee:
     verdict: str
     reason: str
     promised_by: str
+    exercised: Exercised | None = None
+    """None: not recorded (results written before it was), so the number of cases is unknown."""
+
+    @property
+    def broken(self) -> bool:
+        """Promised, and not shown kept: violated or unknown (not exercised is neither)."""
+        return self.promised and self.verdict not in ("held", NOT_EXERCISED)
 
 
 @dataclass(frozen=True)
@@ -77,6 +97,13 @@ class GroupResult:
     heal_recovery: tuple[float, bool] | None = None
     """The longest time after a heal until the group polled every partition written to again, and
     whether it is a lower bound (result.json's `groups.<name>.heal_recovery_ms`); None: not judged."""
+    topics: tuple[str, ...] = ()
+    aborted_appended: int | None = None
+    """Appended records of aborted transactions on its topics (result.json's
+    `groups.<name>.aborted_appended`); None: not recorded."""
+    aborted_polled: int | None = None
+    """Of those, the distinct records its members polled (`groups.<name>.aborted_polled`): for a
+    read_uncommitted group, the control that they were there to be seen; None: not recorded."""
 
 
 @dataclass(frozen=True)
@@ -92,7 +119,7 @@ class GroupSecond:
     lag: int = 0
 
 
-TRANSACTION_COUNTS = (
+TRANSACTION_OUTCOME_COUNTS = (
     "begun",
     "committed",
     "aborted",
@@ -110,7 +137,7 @@ class TransactionCounts:
     """One transactional.id's row of result.json `transactions`."""
 
     transactional_id: str
-    counts: dict[str, int]  # by TRANSACTION_COUNTS
+    counts: dict[str, int]  # by TRANSACTION_OUTCOME_COUNTS
 
 
 @dataclass(frozen=True)
@@ -296,9 +323,18 @@ def _guarantees(fields: Fields) -> tuple[Guarantee, ...]:
             verdict=g.text("verdict", required=True) or "",
             reason=g.text("reason") or "",
             promised_by=g.text("promised_by") or "",
+            exercised=_exercised(g),
         )
         for g in fields.children("guarantees", required=True)
     )
+
+
+def _exercised(guarantee: Fields) -> Exercised | None:
+    if guarantee.obj.get("exercised") is None:
+        return None
+    exercised = guarantee.child("exercised")
+    count = exercised.integer("count", required=True) or 0
+    return Exercised(count, exercised.text("what", required=True) or "")
 
 
 def _anomalies(fields: Fields, kinds: tuple[str, ...]) -> tuple[Anomalies, ...]:
@@ -320,7 +356,7 @@ def _transactions(top: Fields) -> tuple[TransactionCounts, ...] | None:
     return tuple(
         TransactionCounts(
             t.text("transactional_id", required=True) or "",
-            {k: t.integer(k, required=True) or 0 for k in TRANSACTION_COUNTS},
+            {k: t.integer(k, required=True) or 0 for k in TRANSACTION_OUTCOME_COUNTS},
         )
         for t in top.children("transactions")
     )
@@ -362,6 +398,9 @@ def _groups(fields: Fields) -> tuple[GroupResult, ...]:
                 ),
                 recovery=tuple(_after_heal(r) for r in group.children("recovery")),
                 heal_recovery=_heal_recovery(group),
+                topics=tuple(str(t) for t in group.items("topics")),
+                aborted_appended=group.integer("aborted_appended"),
+                aborted_polled=group.integer("aborted_polled"),
             )
         )
     return tuple(groups)
@@ -418,6 +457,8 @@ class Topic:
     partitions: int | None
     replication_factor: int | None
     config: dict[str, str]
+    transactional: bool = False  # written in transactions (run.json's topic has `transactions`)
+    pipeline: bool = False  # a consume-transform-produce pipeline's output (it has `pipeline`)
 
 
 @dataclass(frozen=True)
@@ -437,6 +478,8 @@ class RunInfo:
     kafka_source: str = ""  # maven:<coordinates>, tarball:<path> or directory:<path>; "" when not recorded
     java: str = ""  # what `java -version` said in a running broker
     metadata: str = ""  # who held the metadata, in words ("ZooKeeper, 1 node"); "" when not recorded
+    isolation: dict[str, str] = field(default_factory=dict)
+    """Each consumer group's isolation.level (run.json's `groups[].config`; read_uncommitted unless set)."""
 
 
 @dataclass(frozen=True)
@@ -481,6 +524,8 @@ def load_info(root: Path) -> RunInfo:
             partitions=_opt_int(t.get("partitions")),
             replication_factor=_opt_int(t.get("replication_factor")),
             config=_str_dict(t.get("config")),
+            transactional=bool(t.get("transactions")),
+            pipeline=bool(t.get("pipeline")),
         )
         for t in run["topics"]
     )
@@ -500,6 +545,10 @@ def load_info(root: Path) -> RunInfo:
         kafka_source=str(kafka.get("source") or ""),
         java=str(kafka.get("java") or ""),
         metadata=_metadata_words(cluster),
+        isolation={
+            str(g["name"]): _str_dict(g.get("config")).get("isolation.level", "read_uncommitted")
+            for g in run.get("groups") or []
+        },
     )
 
 
@@ -524,7 +573,7 @@ def load_faults(root: Path) -> tuple[FaultWindow, ...]:
 
 
 def load_run(root: Path) -> Run:
-    """Everything the report needs from one run directory."""
+    """Everything a report needs from one checked run directory."""
     info = load_info(root)
     result = load_result(root)
     faults = load_faults(root)
