@@ -17,6 +17,7 @@ from checkers import availability
 from checkers.evidence import merged_windows
 from checkers.heals import Heal, duration_ms, heal_column, heal_times, judged, not_judged
 from checkers.io import History, partitions_of, topic_acks
+from checkers.registry import PerOwnerSecond
 from contract.events import FaultWindow
 from contract.history import ACKS_MODES
 
@@ -59,17 +60,18 @@ def availability_entry(
     history: History,
     intervals: list[FaultWindow],
     healed: list[Heal | None],
-    marked: Mapping[str, Mapping[tuple[str, int | None], int]],
+    marked: Mapping[str, PerOwnerSecond],
     rows: AvailabilityRows,
 ) -> dict[str, Any]:
     """result.json's `availability`, of `availability_rows(history, intervals, healed)`; `marked`
-    holds the `lost` and `divergent` counts per (topic, second of the ack) that each second of the
-    series is marked with."""
+    holds the counts of the charted kinds (`AnomalyKind.charted`: `lost`, `divergent`) per (topic,
+    second of the ack) that each second of the series is marked with."""
     acks = topic_acks(history.run)
-    marks: dict[tuple[str, int | None], dict[str, int]] = defaultdict(lambda: {"lost": 0, "divergent": 0})
+    unmarked = dict.fromkeys(marked, 0)
+    marks: dict[tuple[str, int | None], dict[str, int]] = defaultdict(lambda: dict(unmarked))
     for name, per_topic_second in marked.items():
         for (topic, t_s), n in per_topic_second.items():
-            marks[(acks[topic], t_s)][name] += n
+            marks[(acks[str(topic)], t_s)][name] += n  # a charted kind's rows all have a topic
     series = []
     for row in rows.series:
         series.append(
@@ -79,7 +81,7 @@ def availability_entry(
                 "acked": int(row["acked"]),
                 "failed": int(row["failed"]),
                 "indeterminate": int(row["indeterminate"]),
-                **marks.get((row["acks"], row["t_s"]), {"lost": 0, "divergent": 0}),
+                **marks.get((row["acks"], row["t_s"]), unmarked),
                 "latency_p50_ms": _round(row["latency_p50_ms"]),
                 "latency_p99_ms": _round(row["latency_p99_ms"]),
                 "latency_max_ms": _round(row["latency_max_ms"]),

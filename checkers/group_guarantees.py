@@ -17,10 +17,10 @@ before Kafka 2.1 detects one: an out-of-range fetch resets the position, KIP-320
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Mapping
 from typing import Any
 
-from checkers.guarantees import HELD, NOT_PROMISED, UNKNOWN, VIOLATED, parse_version, topic_config
+from checkers.guarantees import HELD, NOT_PROMISED, VIOLATED, parse_version, topic_config, with_cases
 from checkers.release_facts import fact
 from contract.anomaly_kinds import promise, violations
 
@@ -165,14 +165,8 @@ def _transactions_exist(version: object) -> bool:
     return fact("KIP-98").holds_in(parse_version(version))
 
 
-def judged_on_complete_reads(rows: list[dict[str, Any]], unread: Sequence[str]) -> list[dict[str, Any]]:
-    """A group's guarantee rows, `held` made `unknown` when some of its partitions (`unread`, as
-    "topic partition N") have an incomplete final read: its counts cover only completely read
-    partitions, so nothing found there is no evidence. A violation found stands."""
-    if not unread:
-        return rows
-    why = f"; the final read of {', '.join(unread)} is incomplete, so records there were not counted"
-    return [
-        {**row, "verdict": UNKNOWN, "reason": row["reason"] + why} if row["verdict"] == HELD else row
-        for row in rows
-    ]
+def exercised(rows: list[dict[str, Any]], counts: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """A group's guarantee rows, each with the cases it was judged over (`with_cases`); `counts` the
+    group's entry in result.json, with `aborted_appended` of its topics."""
+    cases = {**counts, "commits_ok": (counts.get("commits") or {}).get("ok", 0)}
+    return [with_cases(row, cases) for row in rows]

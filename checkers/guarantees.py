@@ -9,14 +9,16 @@ the cluster's `broker_config`, then the Kafka version's default. Producer settin
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from checkers.release_facts import fact, message_format
-from contract.anomaly_kinds import kind, promise, violations
+from contract.anomaly_kinds import GUARANTEE_BY_ID, kind, kinds_of, promise, violations
 
 HELD, VIOLATED, NOT_PROMISED, UNKNOWN = "held", "violated", "not-promised", "unknown"
+NOT_EXERCISED = "not-exercised"
+"""Promised, and nothing found, but the run gave it no case to break on: not evidence that it holds."""
 
 
 @dataclass(frozen=True)
@@ -137,12 +139,10 @@ def _idempotent_producer(config: TopicConfig) -> str:
     return f"the idempotent producer ({config.client} with Kafka {_version_text(config)} brokers)"
 
 
-def _judge(promised: bool, violations: int, judgeable: bool = True) -> str:
+def _judge(promised: bool, violations: int) -> str:
     if not promised:
         return NOT_PROMISED
-    if violations:
-        return VIOLATED
-    return HELD if judgeable else UNKNOWN
+    return VIOLATED if violations else HELD
 
 
 def _acks_are_durable(config: TopicConfig) -> bool:
@@ -199,10 +199,8 @@ def _no_lost(config: TopicConfig, counts: Mapping[str, Any]) -> dict[str, Any]:
         conditions.append((_survives_power_loss(config), _power_loss_text(config)))
     promised = _acks_are_durable(config)
     lost, divergent = int(counts["lost"]), int(counts["divergent"])
-    verdict = _judge(promised, violations("no-lost-acked-writes", counts), bool(counts["complete"]))
+    verdict = _judge(promised, violations("no-lost-acked-writes", counts))
     reason = ", ".join(text for _, text in conditions) + f"; {lost} lost, {divergent} divergent"
-    if verdict == UNKNOWN:
-        reason += "; the final read is incomplete, so loss cannot be judged"
     reason += _known_truncation(config, verdict)
     return _row(
         config,
@@ -247,7 +245,7 @@ def _no_lost_reads(config: TopicConfig, counts: Mapping[str, Any]) -> dict[str, 
     survives_power_loss = _survives_power_loss(config)
     promised = not config.unclean_leader_election and survives_power_loss
     read_lost = int(counts["read_lost"])
-    verdict = _judge(promised, violations("no-lost-reads", counts), bool(counts["complete"]))
+    verdict = _judge(promised, violations("no-lost-reads", counts))
     if config.unclean_leader_election:
         basis = "unclean leader election enabled: an out-of-sync replica may lead without it"
     elif not survives_power_loss:
@@ -257,8 +255,6 @@ def _no_lost_reads(config: TopicConfig, counts: Mapping[str, Any]) -> dict[str, 
     else:
         basis = "unclean leader election disabled: a record a consumer can read is on every in-sync replica"
     reason = f"{basis}; {read_lost} read then lost"
-    if verdict == UNKNOWN:
-        reason += "; the final read is incomplete, so loss cannot be judged"
     return _row(
         config,
         "no-lost-reads",
@@ -391,14 +387,12 @@ def _on_durable_transactions(
 ) -> dict[str, Any]:
     """A guarantee of transactions that rests on their records surviving: promised with transactions
     where acknowledged writes are promised to survive; `held` and `lossy` say why it is promised or
-    not, `found` what the counts found; judged only on a complete final read."""
+    not, `found` what the counts found."""
     missing = _transactions_text(config)
     promised = missing is None and _acks_are_durable(config)
-    verdict = _judge(promised, violations(gid, counts), bool(counts["complete"]))
+    verdict = _judge(promised, violations(gid, counts))
     basis = missing or (held if promised else f"{lossy} (see no-lost-acked-writes' conditions)")
     reason = f"{basis}; {found}"
-    if verdict == UNKNOWN:
-        reason += "; the final read is incomplete, so it cannot be judged"
     return _row(
         config,
         gid,
@@ -491,26 +485,60 @@ transaction's commit that it is to be read."""
 def derive_guarantees(
     run: Mapping[str, Any], topic_counts: Mapping[str, Mapping[str, Any]], faults: Collection[str] = ()
 ) -> list[dict[str, Any]]:
-    """One row per (topic, guarantee): promise, whether promised, verdict and reason.
+    """One row per (topic, guarantee): promise, whether promised, verdict, reason and cases.
 
-    `topic_counts[topic]` holds each anomaly kind's count (`contract.anomaly_kinds`), `complete`,
-    `replicas_read` (whether history/replicas.jsonl was there) and `replicas_not_read` (the brokers
-    whose replicas could not be read, as text; empty when all were). `faults` names the faults the
-    run applied (a power loss changes what is promised).
+    `topic_counts[topic]` holds each anomaly kind's count (`contract.anomaly_kinds`), its cases
+    (`Guarantee.cases`), `unread` (its partitions whose final read is incomplete, as "topic
+    partition N"), `replicas_read` (whether history/replicas.jsonl was there) and
+    `replicas_not_read` (the brokers whose replicas could not be read, as text; empty when all
+    were). `faults` names the faults the run applied (a power loss changes what is promised).
     """
     rows: list[dict[str, Any]] = []
     for topic in run["topics"]:
         config = topic_config(run, topic, faults)
         counts = topic_counts[config.topic]
         judges = TRANSACTIONAL_JUDGES if config.transactional else PLAIN_JUDGES
-        for judge in judges:
-            if judge is not _replicas_agree or counts["replicas_read"]:  # judged where replicas were read
-                rows.append(judge(config, counts))
+        judged = [
+            with_cases(judge(config, counts), counts)
+            for judge in judges
+            if judge is not _replicas_agree or counts["replicas_read"]  # judged where replicas were read
+        ]
+        rows += on_complete_reads(judged, counts["unread"])
         if config.pipeline:  # skips are judged over its inputs' complete partitions too
             inputs = [str(name) for name in (topic.get("pipeline") or {}).get("inputs") or []]
-            complete = counts["complete"] and all(topic_counts[name]["complete"] for name in inputs)
-            rows.append(_exactly_once(config, {**counts, "complete": complete}))
+            unread = [*counts["unread"], *(p for name in inputs for p in topic_counts[name]["unread"])]
+            rows += on_complete_reads([with_cases(_exactly_once(config, counts), counts)], unread)
     return rows
+
+
+def on_complete_reads(rows: list[dict[str, Any]], unread: Sequence[str]) -> list[dict[str, Any]]:
+    """Guarantee rows of one topic or group with `held` (or `not-exercised`) made `unknown` where
+    the guarantee rests on complete final reads (one of its kinds counts over completely read
+    partitions only: `AnomalyKind.complete_reads_only`) and some of its partitions (`unread`, as
+    "topic partition N") were not read to their end: nothing found there is no evidence. A
+    violation found stands. For topics and groups alike."""
+    if not unread:
+        return rows
+    why = f"; the final read of {', '.join(unread)} is incomplete, so records there were not counted"
+    return [
+        {**row, "verdict": UNKNOWN, "reason": row["reason"] + why}
+        if row["verdict"] in (HELD, NOT_EXERCISED)
+        and any(kind.complete_reads_only for kind in kinds_of(row["id"]))
+        else row
+        for row in rows
+    ]
+
+
+def with_cases(row: dict[str, Any], counts: Mapping[str, Any]) -> dict[str, Any]:
+    """A guarantee row with `exercised`, the count of the cases it was judged over (its table row's
+    `cases`, from `counts`), and `not-exercised` in place of `held` where there were none."""
+    guarantee = GUARANTEE_BY_ID[row["id"]]
+    cases = int(counts.get(guarantee.cases) or 0)
+    row = {**row, "exercised": {"count": cases, "what": guarantee.cases_are}}
+    if row["verdict"] == HELD and not cases:
+        why = f"{row['reason']}; not exercised: no {guarantee.cases_are}"
+        row |= {"verdict": NOT_EXERCISED, "reason": why}
+    return row
 
 
 def unjudged(guarantees: list[dict[str, Any]], failed: Mapping[str, str]) -> list[dict[str, Any]]:
@@ -532,5 +560,6 @@ def unjudged(guarantees: list[dict[str, Any]], failed: Mapping[str, str]) -> lis
 
 
 def is_valid(guarantees: list[dict[str, Any]], unexpected: int | None) -> bool:
-    """Every promised guarantee held, and no unexpected value was read."""
-    return unexpected == 0 and all(g["verdict"] == HELD for g in guarantees if g["promised"])
+    """Every promised guarantee held or was not exercised (it broke nowhere and nothing kept it from
+    being judged), and no unexpected value was read."""
+    return unexpected == 0 and all(g["verdict"] in (HELD, NOT_EXERCISED) for g in guarantees if g["promised"])

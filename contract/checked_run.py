@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from contract.anomaly_kinds import COUNT_KEYS, GROUP_BY_ID, GROUP_COUNTS, KIND_IDS
+from contract.anomaly_kinds import COUNT_KEYS, GROUP_BY_ID, GROUP_COUNTS, KIND_IDS, TOPIC_CASES
 from contract.coordinators import offsets_partitions
 from contract.errors import InputError
 from contract.events import FaultWindow, fault_windows
@@ -119,7 +119,7 @@ class GroupSecond:
     lag: int = 0
 
 
-TRANSACTION_COUNTS = (
+TRANSACTION_OUTCOME_COUNTS = (
     "begun",
     "committed",
     "aborted",
@@ -137,7 +137,7 @@ class TransactionCounts:
     """One transactional.id's row of result.json `transactions`."""
 
     transactional_id: str
-    counts: dict[str, int]  # by TRANSACTION_COUNTS
+    counts: dict[str, int]  # by TRANSACTION_OUTCOME_COUNTS
 
 
 @dataclass(frozen=True)
@@ -191,8 +191,9 @@ def passed(result: Result, expectations: Sequence[ExpectationOutcome]) -> bool:
 
 
 def _counts(fields: Fields) -> dict[str, int | None]:
-    """One acks mode's counts; null where that kind's checker failed (result.json's `errors`)."""
-    return {k: fields.integer(k) if k in fields.obj else 0 for k in COUNT_KEYS}
+    """One acks mode's counts and cases; null where that kind's checker failed (result.json's
+    `errors`); 0 for a count an older result does not hold."""
+    return {k: fields.integer(k) if k in fields.obj else 0 for k in (*COUNT_KEYS, *TOPIC_CASES)}
 
 
 def _series_row(r: Fields) -> SeriesRow:
@@ -355,7 +356,7 @@ def _transactions(top: Fields) -> tuple[TransactionCounts, ...] | None:
     return tuple(
         TransactionCounts(
             t.text("transactional_id", required=True) or "",
-            {k: t.integer(k, required=True) or 0 for k in TRANSACTION_COUNTS},
+            {k: t.integer(k, required=True) or 0 for k in TRANSACTION_OUTCOME_COUNTS},
         )
         for t in top.children("transactions")
     )

@@ -29,7 +29,7 @@ from contract.anomaly_kinds import (
 from contract.checked_run import (
     NOT_EXERCISED,
     NS,
-    TRANSACTION_COUNTS,
+    TRANSACTION_OUTCOME_COUNTS,
     Anomalies,
     GroupResult,
     Guarantee,
@@ -309,7 +309,7 @@ def render_report(run: Run) -> str:
         "groups": consumer_groups(run),
         "group_counts": group_score_counts(run),
         "transactions": transactions(run),
-        "transaction_counts": TRANSACTION_COUNTS,
+        "transaction_counts": TRANSACTION_OUTCOME_COUNTS,
         "anomalies": anomaly_groups(run),
         "faults": fault_rows(run),
         "fault_kinds": kinds,

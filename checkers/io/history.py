@@ -66,6 +66,9 @@ class History:
     `values` and `writes` then hold each transactional write's outcome for readers."""
     transaction_steps: DataFrame | None = None
     """transactions.jsonl (`TXN_SCHEMA`); None without the file."""
+    transactional_writes: DataFrame | None = None
+    """Each write of a transaction, appended or not and how its transaction ended
+    (`transactions.transactional_writes`); None without transactions.jsonl."""
 
 
 def load_history(
@@ -87,11 +90,12 @@ def load_history(
     }
     sides = _SideFiles(spark, run_dir, cached.cache)
     replica_values = _replica_values(sides, layout.replica_states is not None)
-    values, outcomes, steps = cached.values, None, None
+    values, outcomes, steps, transactional = cached.values, None, None, None
     if layout.transaction_steps is not None:
         with spark_errors("reading transactions.jsonl", str(run_dir / TRANSACTIONS)):
             steps = sides.lines(TRANSACTIONS)
             outcomes = transactions.transaction_outcomes(steps)
+        transactional = transactions.transactional_writes(values, outcomes)
         values = transactions.with_transaction_outcomes(values, outcomes)
         counts["transactions"] = layout.transaction_steps
     writes = frames.writes_of(values)
@@ -116,6 +120,7 @@ def load_history(
         _consumes(sides) if layout.consume_events is not None else None,
         outcomes,
         steps,
+        transactional,
     )
 
 

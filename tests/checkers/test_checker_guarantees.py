@@ -8,8 +8,10 @@ import pytest
 
 from checkers.guarantees import derive_guarantees, is_valid, parse_version, unjudged
 from checkers.release_facts import fact, message_format
+from contract.anomaly_kinds import GUARANTEES, KINDS, TOPIC_CASES
 
 CLEAN = {
+    **{kind.count: 0 for kind in KINDS},
     "lost": 0,
     "divergent": 0,
     "duplicated": 0,
@@ -19,9 +21,13 @@ CLEAN = {
     "read_lost": 0,
     "replica_divergent": 0,
     "epoch_regressions": 0,
-    "complete": True,
+    "unread": [],
     "replicas_read": True,
     "replicas_not_read": "",
+    # Every guarantee had cases to break on: what is judged here is the verdict over them.
+    "acked": 10,
+    "failed": 10,
+    **dict.fromkeys(TOPIC_CASES, 10),
 }
 
 
@@ -81,7 +87,12 @@ def test_loss_is_violated_when_promised_and_unknown_when_incomplete() -> None:
     run = run_with("2.8.1")
     assert judged(run, lost=1)["no-lost-acked-writes"] == (True, "violated")
     assert judged(run, divergent=1)["no-lost-acked-writes"] == (True, "violated")
-    assert judged(run, complete=False)["no-lost-acked-writes"] == (True, "unknown")
+    unread = {r["id"]: r for r in derive_guarantees(run, {"t": CLEAN | {"unread": ["t partition 0"]}})}
+    assert unread["no-lost-acked-writes"]["verdict"] == "unknown"
+    assert unread["no-lost-acked-writes"]["reason"].endswith(
+        "; the final read of t partition 0 is incomplete, so records there were not counted"
+    )
+    assert unread["no-phantom-writes"]["verdict"] == "held"  # it does not rest on the final read
 
 
 def test_the_reason_names_every_condition_and_the_counts() -> None:
@@ -202,7 +213,7 @@ def test_reads_are_kept_unless_unclean_election_and_losses_name_kip_101_before_0
         False,
         "not-promised",
     )
-    assert judged(run_with(broker=clean), complete=False)["no-lost-reads"] == (True, "unknown")
+    assert judged(run_with(broker=clean), unread=["t partition 0"])["no-lost-reads"] == (True, "unknown")
     rows = {
         r["id"]: r
         for r in derive_guarantees(run_with(broker=clean), {"t": CLEAN | {"read_lost": 2, "lost": 1}})
@@ -335,3 +346,38 @@ def test_a_power_loss_takes_the_durability_promise_with_or_without_eligible_lead
     lost = rows["no-lost-acked-writes"]
     assert (lost["promised"], rows["no-lost-reads"]["promised"]) == (False, False)
     assert ("Eligible Leader Replicas (KIP-966, 4.0) do not keep them" in lost["reason"]) == elr
+
+
+@pytest.mark.parametrize("guarantee", [g for g in GUARANTEES if g.family == "topic"], ids=lambda g: g.id)
+def test_a_promised_guarantee_over_no_cases_is_not_exercised_never_held(guarantee: Any) -> None:
+    run = run_with("3.9.2", producer={"enable.idempotence": True})
+    run["topics"][0] |= {"transactions": {"records": [1, 10], "abort_rate": 0.1}, "pipeline": {"inputs": []}}
+    if guarantee.id in ("no-lost-acked-writes", "no-phantom-writes"):  # judged on plain topics only
+        run["topics"][0] = {
+            k: v for k, v in run["topics"][0].items() if k not in ("transactions", "pipeline")
+        }
+    rows = {r["id"]: r for r in derive_guarantees(run, {"t": CLEAN | {guarantee.cases: 0}})}
+    row = rows[guarantee.id]
+    assert row["promised"], row["reason"]
+    assert row["verdict"] == "not-exercised"
+    assert row["exercised"] == {"count": 0, "what": guarantee.cases_are}
+    assert row["reason"].endswith(f"; not exercised: no {guarantee.cases_are}")
+    # the same guarantee over cases holds, and says over how many
+    held = {r["id"]: r for r in derive_guarantees(run, {"t": CLEAN | {guarantee.cases: 7}})}[guarantee.id]
+    assert (held["verdict"], held["exercised"]["count"]) == ("held", 7)
+
+
+def test_not_exercised_leaves_a_run_valid_and_a_violation_or_an_unknown_stays() -> None:
+    rows = derive_guarantees(run_with("3.9.2"), {"t": CLEAN | {"failed": 0}})
+    verdicts = {r["id"]: r["verdict"] for r in rows}
+    assert verdicts["no-phantom-writes"] == "not-exercised"
+    assert is_valid(rows, 0)  # nothing broke, and nothing kept it from being judged
+    # cases do not hide a violation, nor an incomplete read
+    lost = {
+        r["id"]: r["verdict"]
+        for r in derive_guarantees(run_with("3.9.2"), {"t": CLEAN | {"acked": 0, "lost": 1}})
+    }
+    assert lost["no-lost-acked-writes"] == "violated"
+    unread = derive_guarantees(run_with("3.9.2"), {"t": CLEAN | {"acked": 0, "unread": ["t partition 0"]}})
+    assert {r["id"]: r["verdict"] for r in unread}["no-lost-acked-writes"] == "unknown"
+    assert not is_valid(unread, 0)
