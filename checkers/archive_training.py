@@ -9,8 +9,8 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
+from checkers.check import check_run
 from checkers.class_archive import BUILD_TIMEOUT_S
-from checkers.judge import check_run
 from checkers.session import stop_spark
 from checkers.synthetic import ANOMALIES, generate
 

@@ -19,7 +19,7 @@ from typing import Any
 from pyspark.sql import Column, DataFrame, Row, Window
 from pyspark.sql import functions as F
 
-from checkers import groups as g
+from checkers import group_anomalies as g
 from checkers import transactions
 from checkers.evidence import ClusterTimeline, active_fault_names
 from checkers.group_guarantees import group_guarantees

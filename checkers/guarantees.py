@@ -139,7 +139,7 @@ def _idempotent_producer(config: TopicConfig) -> str:
     return f"the idempotent producer ({config.client} with Kafka {_version_text(config)} brokers)"
 
 
-def _judge(promised: bool, violations: int) -> str:
+def _verdict(promised: bool, violations: int) -> str:
     if not promised:
         return NOT_PROMISED
     return VIOLATED if violations else HELD
@@ -199,7 +199,7 @@ def _no_lost(config: TopicConfig, counts: Mapping[str, Any]) -> dict[str, Any]:
         conditions.append((_survives_power_loss(config), _power_loss_text(config)))
     promised = _acks_are_durable(config)
     lost, divergent = int(counts["lost"]), int(counts["divergent"])
-    verdict = _judge(promised, violations("no-lost-acked-writes", counts))
+    verdict = _verdict(promised, violations("no-lost-acked-writes", counts))
     reason = ", ".join(text for _, text in conditions) + f"; {lost} lost, {divergent} divergent"
     reason += _known_truncation(config, verdict)
     return _row(
@@ -245,7 +245,7 @@ def _no_lost_reads(config: TopicConfig, counts: Mapping[str, Any]) -> dict[str, 
     survives_power_loss = _survives_power_loss(config)
     promised = not config.unclean_leader_election and survives_power_loss
     read_lost = int(counts["read_lost"])
-    verdict = _judge(promised, violations("no-lost-reads", counts))
+    verdict = _verdict(promised, violations("no-lost-reads", counts))
     if config.unclean_leader_election:
         basis = "unclean leader election enabled: an out-of-sync replica may lead without it"
     elif not survives_power_loss:
@@ -267,7 +267,7 @@ def _no_lost_reads(config: TopicConfig, counts: Mapping[str, Any]) -> dict[str, 
 
 def _replicas_agree(config: TopicConfig, counts: Mapping[str, Any]) -> dict[str, Any]:
     diverged = int(counts["replica_divergent"] or 0)
-    verdict = _judge(True, violations("replicas-agree", counts))
+    verdict = _verdict(True, violations("replicas-agree", counts))
     basis = "replicas copy their leader's log and truncate to it after a leader change"
     reason = f"{basis}; {diverged} offsets differ"
     if counts["replicas_not_read"]:
@@ -288,7 +288,7 @@ def _epochs_advance(config: TopicConfig, counts: Mapping[str, Any]) -> dict[str,
         config,
         "epochs-advance",
         True,
-        _judge(True, violations("epochs-advance", counts)),
+        _verdict(True, violations("epochs-advance", counts)),
         f"always promised: leaders and controllers are fenced by their epochs; {regressions} went backwards",
         _brokers(config),
     )
@@ -304,7 +304,7 @@ def _no_phantom(config: TopicConfig, counts: Mapping[str, Any]) -> dict[str, Any
         config,
         "no-phantom-writes",
         promised,
-        _judge(promised, violations("no-phantom-writes", counts)),
+        _verdict(promised, violations("no-phantom-writes", counts)),
         f"{basis}; {phantom} phantom",
         _brokers(config),
     )
@@ -320,7 +320,7 @@ def _no_duplicates(config: TopicConfig, counts: Mapping[str, Any]) -> dict[str, 
         config,
         "no-duplicates",
         config.idempotent,
-        _judge(config.idempotent, violations("no-duplicates", counts)),
+        _verdict(config.idempotent, violations("no-duplicates", counts)),
         f"{basis}; {duplicated} duplicated",
         _idempotent_producer(config),
     )
@@ -352,7 +352,7 @@ def _order(config: TopicConfig, counts: Mapping[str, Any]) -> dict[str, Any]:
         config,
         "per-partition-order",
         promised,
-        _judge(promised, violations("per-partition-order", counts)),
+        _verdict(promised, violations("per-partition-order", counts)),
         f"{basis}; {reordered} reordered",
         _idempotent_producer(config) if config.idempotent else f"the producer client ({config.client})",
     )
@@ -364,7 +364,7 @@ def _no_unexpected(config: TopicConfig, counts: Mapping[str, Any]) -> dict[str, 
         config,
         "no-unexpected-values",
         True,
-        _judge(True, violations("no-unexpected-values", counts)),
+        _verdict(True, violations("no-unexpected-values", counts)),
         f"always promised; {unexpected} unexpected",
         f"the brokers and the client together (Kafka {_version_text(config)}, {config.client})",
     )
@@ -390,7 +390,7 @@ def _on_durable_transactions(
     not, `found` what the counts found."""
     missing = _transactions_text(config)
     promised = missing is None and _acks_are_durable(config)
-    verdict = _judge(promised, violations(gid, counts))
+    verdict = _verdict(promised, violations(gid, counts))
     basis = missing or (held if promised else f"{lossy} (see no-lost-acked-writes' conditions)")
     reason = f"{basis}; {found}"
     return _row(
@@ -426,7 +426,7 @@ def _no_aborted_reads(config: TopicConfig, counts: Mapping[str, Any]) -> dict[st
         config,
         "no-aborted-reads",
         promised,
-        _judge(promised, violations("no-aborted-reads", counts)),
+        _verdict(promised, violations("no-aborted-reads", counts)),
         f"{basis}; {read} records of aborted transactions read",
         _transaction_coordinator(config),
     )

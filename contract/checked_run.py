@@ -51,7 +51,10 @@ class Exercised:
 
 
 @dataclass(frozen=True)
-class Guarantee:
+class Verdict:
+    """One guarantee's verdict as result.json holds it: a row of its `guarantees`, or of a group's
+    (`topic` and `acks` empty), apart from the guarantee itself (`contract.anomaly_kinds.Guarantee`)."""
+
     id: str
     topic: str
     acks: str
@@ -88,7 +91,7 @@ class GroupResult:
     members: int | None
     counts: dict[str, int]
     commits: dict[str, int]
-    guarantees: tuple[Guarantee, ...]
+    guarantees: tuple[Verdict, ...]
     anomalies: tuple[Anomalies, ...]
     series: tuple[GroupSecond, ...] = ()
     recovery: tuple[dict[str, Any], ...] = ()
@@ -164,7 +167,7 @@ class Result:
     """(topic, partition, why the final read did not finish it: None when run.json does not say)."""
     acks: dict[str, dict[str, int | None]]
     topics: tuple[dict[str, Any], ...]
-    guarantees: tuple[Guarantee, ...]
+    guarantees: tuple[Verdict, ...]
     anomalies: tuple[Anomalies, ...]
     series: tuple[SeriesRow, ...]
     latency: tuple[dict[str, Any], ...]
@@ -312,9 +315,9 @@ def load_result(root: Path) -> Result:
     )
 
 
-def _guarantees(fields: Fields) -> tuple[Guarantee, ...]:
+def _guarantees(fields: Fields) -> tuple[Verdict, ...]:
     return tuple(
-        Guarantee(
+        Verdict(
             id=g.text("id", required=True) or "",
             topic=g.text("topic") or "",
             acks=g.text("acks") or "",

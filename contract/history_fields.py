@@ -162,7 +162,7 @@ def check_types(fields: Fields, table: tuple[Field, ...]) -> None:
                     entry.integer("offset", -_BOUNDS["long"], _BOUNDS["long"] - 1)
 
 
-def check_run(run: dict[str, Any], path: Path) -> None:
+def validate_run_json(run: dict[str, Any], path: Path) -> None:
     """run.json beyond its format number: every field a reader uses; topics' acks become strings."""
     top = Fields(run, path)
     topics = top.children("topics", required=True)

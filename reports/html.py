@@ -32,9 +32,9 @@ from contract.checked_run import (
     TRANSACTION_OUTCOME_COUNTS,
     Anomalies,
     GroupResult,
-    Guarantee,
     Run,
     TransactionCounts,
+    Verdict,
 )
 from contract.events import ERROR_CLASSES, FaultWindow
 from reports import applicable_counts, explain, svg, timeline
@@ -278,7 +278,7 @@ def fault_rows(run: Run) -> list[dict[str, Any]]:
     return [row(w) for w in run.faults]
 
 
-def _placed_guarantees(run: Run) -> list[tuple[str, Guarantee]]:
+def _placed_guarantees(run: Run) -> list[tuple[str, Verdict]]:
     """Every guarantee with where it was judged: its topic, or `group <name>`."""
     topics = [(g.topic, g) for g in run.result.guarantees]
     return topics + [(f"group {group.name}", g) for group in run.result.groups for g in group.guarantees]
