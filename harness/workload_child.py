@@ -16,7 +16,7 @@ import os
 import sys
 import threading
 import traceback
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 
 from contract.errors import ConfigError
@@ -80,7 +80,7 @@ def _note(text: str) -> None:
     os.write(2, f"{text}\n".encode(errors="replace"))
 
 
-def obey(role: Role, commands: Any) -> None:
+def obey(role: Role, commands: Iterable[bytes]) -> None:
     """Carry out the commands read from `commands` (lines of bytes) until they end."""
     for line in commands:
         command = line.strip()
