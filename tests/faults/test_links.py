@@ -63,10 +63,9 @@ def test_slow_leader_raises_acks_all_latency_and_heal_restores_it(cluster: Kafka
     finally:
         fault.heal(cluster)
     # Two followers fetch 64 KB each through a 2 Mbit/s link: about 0.5 s more per write. Judged by
-    # the rise, not a multiple alone: on a loaded machine the baseline itself can be seconds.
-    assert slowed > 2 * baseline and slowed - baseline > 0.2, (
-        f"median latency {baseline:.3f} s before, {slowed:.3f} s slowed"
-    )
+    # the rise alone: on a loaded machine the baseline itself can be seconds, and no multiple of it
+    # is what the link adds.
+    assert slowed - baseline > 0.2, f"median latency {baseline:.3f} s before, {slowed:.3f} s slowed"
     assert "tbf" not in _qdisc(cluster, leader)
     assert _acks_all_latency(cluster) < (baseline + slowed) / 2
 
@@ -86,19 +85,21 @@ def test_slow_with_netem_delay_and_jitter(cluster: KafkaCluster) -> None:
 
 
 def test_lossy_drops_a_share_of_connection_attempts(cluster: KafkaCluster) -> None:
-    fault = make_fault("lossy", {"target": "kafka-1", "probability": 0.5})
+    fault = make_fault("lossy", {"target": "kafka-1", "probability": 0.3})
     fault.start(cluster, random.Random(1))
     target, source = cluster.node("kafka-1"), cluster.node("kafka-2")
     try:
-        # 30 fresh connects from another broker, each given 1 s: a connect needs the SYN in and the
-        # SYN-ACK out of the lossy node, so about a quarter to a half get through in time.
+        # 30 fresh connects from another broker, each given 1 s (no retransmission comes that soon):
+        # a connect needs the SYN in and the SYN-ACK out of the lossy node, so each gets through with
+        # probability 0.7 * 0.7 = 0.49. The bounds below fail by chance about once in 4 million runs
+        # (none through: 0.51^30; fewer than 3 lost: about 2.5e-7).
         script = f"for i in $(seq 30); do nc -z -w 1 {target.ip} 9092 && echo ok || echo lost; done"
         _, output = source.exec(["bash", "-c", script], timeout_s=90)
         _, counters = target.exec(["iptables", "-L", "-v", "-x", "-n"], timeout_s=10)  # our chain among all
     finally:
         fault.heal(cluster)
     ok, lost = output.count("ok\n"), output.count("lost\n")
-    assert ok + lost == 30 and 0 < ok < 30 and lost >= 5, f"{ok} connects got through, {lost} were lost"
+    assert ok + lost == 30 and ok > 0 and lost >= 3, f"{ok} connects got through, {lost} were lost"
     dropped = int(next(line for line in counters.splitlines() if "statistic" in line).split()[0])
     assert dropped > 0
     assert not leftover_rules(target)

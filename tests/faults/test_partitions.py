@@ -150,8 +150,10 @@ def test_isolated_leader_is_replaced_but_still_acks_acks1_writes(
 ) -> None:
     # A long replica lag keeps the old leader from trying to shrink its ISR through the ZooKeeper it
     # cannot reach (which would block its writes) during the test: we want the split brain visible.
+    # Longer than the waits below together (90 s for the new leader, 30 s for the writes), however
+    # slow the machine: the old leader cannot begin to shrink while it is still being asked.
     cluster = cluster_factory(
-        brokers=3, broker_config={"min.insync.replicas": 2, "replica.lag.time.max.ms": 60000}
+        brokers=3, broker_config={"min.insync.replicas": 2, "replica.lag.time.max.ms": 300_000}
     )
     old = make_topic(cluster).leader
     wait_leading(cluster, old)  # isolated mid-way through becoming leader, it never acked (seen in CI)
