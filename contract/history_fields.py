@@ -16,7 +16,15 @@ from pathlib import Path
 from typing import Any
 
 from contract.errors import HistoryError
-from contract.events import CONSUME_FIELDS, ERROR_CLASSES, TXN_FIELDS, TXN_PHASES, TXN_STEPS, Field
+from contract.events import (
+    ABORT_REASONS,
+    CONSUME_FIELDS,
+    ERROR_CLASSES,
+    TXN_FIELDS,
+    TXN_PHASES,
+    TXN_STEPS,
+    Field,
+)
 from contract.limits import MAX_DURATION_S, MAX_INT64, MAX_PARTITIONS, MAX_RUN_NS, brief
 
 ACKS_MODES = ("0", "1", "all")
@@ -186,6 +194,7 @@ def validate_run_json(run: dict[str, Any], path: Path) -> None:
         if transactions.obj:
             transactions.int_list("records", 1, MAX_INT64, 2)
             transactions.number("abort_rate", 0, 1)
+            transactions.number("early_abort_rate", 0, 1)
     for topic in topics:  # a pipeline's output names the topics it reads, declared before or after
         pipeline = topic.child("pipeline")
         if pipeline.obj:
@@ -220,6 +229,11 @@ def validate_run_json(run: dict[str, Any], path: Path) -> None:
         partition.text("topic", required=True)
         partition.integer("partition", 0, MAX_PARTITIONS, required=True)
         partition.text("why", longest=MAX_WHY)
+    workload = top.child("workload")  # the stop bound, and the processes killed at it
+    workload.number("stop_bound_s", 0, MAX_DURATION_S)
+    for killed in workload.children("killed"):
+        killed.text("process", required=True, longest=MAX_TOPIC_NAME)
+        killed.text("why", required=True, longest=MAX_WHY)
     _check_groups(top, names)
 
 
@@ -409,6 +423,13 @@ def check_transaction_line(event: dict[str, Any], path: Path, line: int, topics:
     fields.text("error", required=phase in ("fail", "info"))
     if event.get("error_class") is not None and event["error_class"] not in ERROR_CLASSES:
         raise fields.fail("error_class", f"{' or '.join(ERROR_CLASSES)} or null", event["error_class"])
+    if event.get("reason") is not None and (kind != "abort" or event["reason"] not in ABORT_REASONS):
+        expected = (
+            f"{' or '.join(ABORT_REASONS)} on an abort step"
+            if kind == "abort"
+            else "none but on an abort step"
+        )
+        raise fields.fail("reason", expected, event["reason"])
     if kind == "offsets":
         fields.text("group", required=True)
         for entry in fields.children("offsets", required=True):
