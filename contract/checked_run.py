@@ -483,6 +483,10 @@ class RunInfo:
     metadata: str = ""  # who held the metadata, in words ("ZooKeeper, 1 node"); "" when not recorded
     isolation: dict[str, str] = field(default_factory=dict)
     """Each consumer group's isolation.level (run.json's `groups[].config`; read_uncommitted unless set)."""
+    disk: str = ""
+    """Where the nodes' data lived: `plain` or `lossy` (run.json's `cluster.disk`; "" before it was kept)."""
+    killed: tuple[tuple[str, str], ...] = ()
+    """The workload processes killed at the stop bound, and why (run.json's `workload.killed`)."""
 
 
 @dataclass(frozen=True)
@@ -552,6 +556,10 @@ def load_info(root: Path) -> RunInfo:
             str(g["name"]): _str_dict(g.get("config")).get("isolation.level", "read_uncommitted")
             for g in run.get("groups") or []
         },
+        disk=str(cluster.get("disk") or ""),
+        killed=tuple(
+            (str(k["process"]), str(k["why"])) for k in _obj(run.get("workload")).get("killed") or []
+        ),
     )
 
 

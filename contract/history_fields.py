@@ -220,6 +220,9 @@ def validate_run_json(run: dict[str, Any], path: Path) -> None:
     if metadata is not None and metadata not in METADATA_MODES:
         raise cluster.fail("metadata", f"one of {', '.join(METADATA_MODES)}", metadata)
     cluster.integer("controllers", 0, MAX_NODES)
+    disk = cluster.text("disk")
+    if disk is not None and disk not in DISKS:
+        raise cluster.fail("disk", f"one of {', '.join(DISKS)}", disk)
     cluster.settings("broker_config")
     top.settings("producer")
     synced = top.child("synced")
@@ -239,6 +242,9 @@ def validate_run_json(run: dict[str, Any], path: Path) -> None:
 
 METADATA_MODES = ("zookeeper", "kraft")
 """Who holds a cluster's metadata: a ZooKeeper ensemble, or a KRaft quorum of controllers."""
+DISKS = ("plain", "lossy")
+"""Where the nodes' data directories live: in the container, or on a lossy disk of their own that
+drops what was not fsynced when it loses power (`harness.lossy`)."""
 COMMIT_MODES = ("after-process", "before-process", "auto")
 """after-process: commit what was processed (at least once); before-process: commit, and process
 only once the commit is ok (at most once); auto: the client's periodic auto-commit."""

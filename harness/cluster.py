@@ -21,7 +21,7 @@ from testcontainers.core.network import Network
 
 from contract.errors import ClusterError, ConfigError, Failures
 from contract.history import new_run_id
-from contract.history_fields import METADATA_MODES
+from contract.history_fields import DISKS, METADATA_MODES
 from contract.nodes import CONTROLLER_ID_BASE
 from harness import docker_env
 from harness.broker_config import (
@@ -54,8 +54,6 @@ ATTACHED = KafkaLaunch("", "")
 TIMED_OUT = 124
 """The exit code of `timeout`, which Node.exec runs a command under."""
 _FEATURE_NAME = re.compile(r"[a-z][a-z0-9._-]*")
-DISKS = ("plain", "lossy")
-"""Where the nodes' data directories live: in the container, or on the lossy disk (`harness.lossy`)."""
 _CONFIG_REJECTED = re.compile(
     r"Invalid value (?P<value>.*?) for configuration (?P<key>[\w.]+)(?::\s*(?P<why>.*))?"
 )

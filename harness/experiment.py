@@ -230,6 +230,7 @@ def run_metadata(spec: ExperimentSpec, run_id: str, cluster: KafkaCluster) -> di
                 else {}
             ),
             "broker_config": cluster.recorded_broker_config,
+            "disk": cluster.spec.disk,
         },
         "topics": spec.workload.topics(),
         **({"groups": [g.recorded() for g in spec.workload.groups]} if spec.workload.groups else {}),
