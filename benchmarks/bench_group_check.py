@@ -3,9 +3,9 @@
 Given a run directory with consumer groups (e.g. from `kchaos run consumer-crash`), it makes a copy
 without them (no consumes.jsonl, no `groups` in run.json) and, alternating the two side by side in
 this one run, times `kchaos check` in a new process with no Parquet cache (cold) --repeat times,
-then the group checks alone (`group_results`) on one warm Spark session. Prints medians and the
-ratio; the two copies' write and anomaly counts must be equal, and every check's group counts those
-of the single-process reference (side_files_reference.py).
+then the group checks alone (their kinds, activity and entries) on one warm Spark session. Prints
+medians and the ratio; the two copies' write and anomaly counts must be equal, and every check's
+group counts those of the single-process reference (side_files_reference.py).
 
     .venv/bin/python benchmarks/bench_group_check.py RUN_DIR --repeat 3
 """
@@ -23,9 +23,10 @@ from pathlib import Path
 
 from side_files_reference import checked_group_counts, final_offsets, python_group_counts
 
-from checkers.group_result import group_results
+from checkers.group_result import count_group_kinds, group_activity, group_results
 from checkers.heals import heals
 from checkers.io import load_history
+from checkers.registry import CheckInputs, registered
 from checkers.session import get_spark, kept_until_done
 from contract.history import CONSUMES, RESULT, RUN_JSON
 
@@ -91,7 +92,10 @@ def main() -> None:
         with kept_until_done(spark.sparkContext):
             history = load_history(spark, with_groups)
             started = time.monotonic()
-            group_results(history, history.faults, heals(history.faults))
+            inputs = CheckInputs.of(history)
+            activity = group_activity(history, inputs.groups, heals(history.faults))
+            found = count_group_kinds(registered("group"), inputs)
+            group_results(history, found, activity, history.faults)
             warm.append(time.monotonic() - started)
     median = {k: statistics.median(v) for k, v in cold.items()}
     print(f"{args.run_dir.name}: {lines} consumes.jsonl lines, {len(history.run.get('groups') or [])} groups")

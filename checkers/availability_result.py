@@ -15,8 +15,9 @@ from pyspark.sql import Row
 
 from checkers import availability
 from checkers.evidence import merged_windows
-from checkers.heals import Heal, duration_ms, heal_column, heal_times, judged, not_judged
+from checkers.heals import Heal, duration_ms, heal_column, heal_times, measured, unmeasured
 from checkers.io import History, partitions_of, topic_acks
+from checkers.registry import PerOwnerSecond
 from contract.events import FaultWindow
 from contract.history import ACKS_MODES
 
@@ -59,17 +60,18 @@ def availability_entry(
     history: History,
     intervals: list[FaultWindow],
     healed: list[Heal | None],
-    marked: Mapping[str, Mapping[tuple[str, int | None], int]],
+    marked: Mapping[str, PerOwnerSecond],
     rows: AvailabilityRows,
 ) -> dict[str, Any]:
     """result.json's `availability`, of `availability_rows(history, intervals, healed)`; `marked`
-    holds the `lost` and `divergent` counts per (topic, second of the ack) that each second of the
-    series is marked with."""
+    holds the counts of the charted kinds (`AnomalyKind.charted`: `lost`, `divergent`) per (topic,
+    second of the ack) that each second of the series is marked with."""
     acks = topic_acks(history.run)
-    marks: dict[tuple[str, int | None], dict[str, int]] = defaultdict(lambda: {"lost": 0, "divergent": 0})
+    unmarked = dict.fromkeys(marked, 0)
+    marks: dict[tuple[str, int | None], dict[str, int]] = defaultdict(lambda: dict(unmarked))
     for name, per_topic_second in marked.items():
         for (topic, t_s), n in per_topic_second.items():
-            marks[(acks[topic], t_s)][name] += n
+            marks[(acks[str(topic)], t_s)][name] += n  # a charted kind's rows all have a topic
     series = []
     for row in rows.series:
         series.append(
@@ -79,14 +81,14 @@ def availability_entry(
                 "acked": int(row["acked"]),
                 "failed": int(row["failed"]),
                 "indeterminate": int(row["indeterminate"]),
-                **marks.get((row["acks"], row["t_s"]), {"lost": 0, "divergent": 0}),
+                **marks.get((row["acks"], row["t_s"]), unmarked),
                 "latency_p50_ms": _round(row["latency_p50_ms"]),
                 "latency_p99_ms": _round(row["latency_p99_ms"]),
                 "latency_max_ms": _round(row["latency_max_ms"]),
             }
         )
-    measured = ("p50_ms", "p99_ms", "max_ms", "error_rate", "indeterminate_rate")
-    latency = [{**row.asDict(), **{k: _round(row[k]) for k in measured}} for row in rows.latency]
+    rounded = ("p50_ms", "p99_ms", "max_ms", "error_rate", "indeterminate_rate")
+    latency = [{**row.asDict(), **{k: _round(row[k]) for k in rounded}} for row in rows.latency]
     recovery = [
         recovery_of(
             index,
@@ -125,7 +127,7 @@ def recovery_of(
         "acks": mode,
         "first_ok_ns": first,
         "recovery_ms": duration_ms(first - interval.start_ns) if first is not None else None,
-        **not_judged(heal),
+        **unmeasured(heal),
     }
     if heal is None:
         return entry
@@ -140,6 +142,6 @@ def recovery_of(
     if not written:
         return entry
     column = heal_column(index)
-    return entry | judged(
+    return entry | measured(
         heal, [r[column] for r in written], [heal.observed_until(r["last_invoke_ns"]) for r in written]
     )

@@ -1,77 +1,70 @@
 """check/result.json's `groups`: per consumer group, its counts, commit outcomes, each anomaly kind's
 examples with their evidence, and the guarantees its commit mode promises (`checkers.group_guarantees`).
 
-consumes.jsonl is parsed once and kept (in one partition when small); one Spark job counts every
-kind and takes each kind's first examples (by time); beside it, one counts what each group did each
-second, which also gives its polls and commits.
+The group kinds' checkers (`checkers.registry`) are counted by `count_group_kinds`, which the
+check's runner calls beside the topic kinds: one Spark job counts every kind and takes each kind's
+first examples (by time); should it fail, each kind alone, so a checker that raises costs only its
+own kind. Beside it, `group_activity` counts what each group did each second, which also gives its
+polls and commits.
 """
 
 from __future__ import annotations
 
 import json
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from functools import reduce
 from typing import Any
 
 from pyspark.sql import Column, DataFrame, Row, Window
 from pyspark.sql import functions as F
-from pyspark.util import inheritable_thread_target
 
-from checkers import groups as g
-from checkers import kind_checkers  # noqa: F401  (the built-in checkers register themselves)
+from checkers import group_anomalies as g
+from checkers import transactions
 from checkers.evidence import ClusterTimeline, active_fault_names
 from checkers.group_guarantees import group_guarantees
 from checkers.heals import Heal, heal_times
 from checkers.io import History
-from checkers.registry import GroupInputs, registered_groups
-from checkers.session import kept
-from checkers.transactions import UNCOMMITTED_SCHEMA, no_rows, uncommitted_polls
-from contract.anomaly_kinds import GROUP_BY_ID, GROUP_KINDS
+from checkers.registry import (
+    Checker,
+    CheckInputs,
+    Found,
+    GroupInputs,
+    PerOwnerSecond,
+    anomalies_entry,
+    failed_kind,
+    registered,
+)
+from contract.anomaly_kinds import GROUP_KINDS
 from contract.coordinators import OFFSETS_TOPIC, group_offsets_partition, offsets_partitions
 from contract.events import FaultWindow
 from contract.history_fields import COMMIT_PHASES
 
 EXAMPLES = 10  # per kind and group
-ONE_PARTITION_EVENTS = 100_000
-"""Below this many consumes.jsonl events, the consumes are kept in one partition: Spark then knows
-every group, process and partition is in it, and their windows and aggregations need no shuffle.
-A further check of a real 45-s run (20,638 events) took 4.18 s instead of 4.65 s with two partitions
-(6 alternated, 12% less JVM CPU); with 206,380 events, 9.19 s instead of 8.75 s (4 alternated): one
-task sorting them all is then slower than two shuffled ones. The kinds' rows are then ranked in one
-task too (`_first_and_count`): 4.26 -> 4.06 s (7 alternated)."""
 _KEEP_NULLS = {"ignoreNullFields": "false"}
 
 
-def _anomalies(history: History, consumes: DataFrame) -> dict[str, DataFrame]:
-    """Each group kind's rows (its registered `GroupChecker`), over complete partitions."""
-    complete = history.complete_partitions
-    final = g.complete_only(
-        history.reads.where(F.col("phase") == "final").select(*g.POSITION, "value"), complete
+def _cases(groups: GroupInputs, history: History) -> dict[str, dict[str, int]]:
+    """Per group, what its guarantees are judged over beyond its polls: `committed_positions` (the
+    final read's records below its committed offsets) and, with transactions, `aborted_polled` (the
+    appended records of aborted transactions its members were handed: with read_uncommitted, the
+    control that shows they were there to be seen). One small job."""
+    below = g.below_committed(groups.final, groups.commits).select(
+        "group", F.lit("committed_positions").alias("case")
     )
-    polled = g.complete_only(g.polls(consumes), complete)
-    inputs = GroupInputs(
-        final=final,
-        polled=polled,
-        commits=g.complete_only(g.ok_commit_entries(consumes), complete),
-        pairs=g.complete_only(g.consecutive_polls(consumes), complete),
-        uncommitted=_uncommitted(history, polled),
-    )
-    return {checker.kind.id: checker.find(inputs) for checker in registered_groups()}
-
-
-def _uncommitted(history: History, polled: DataFrame) -> DataFrame:
-    """`transactions.uncommitted_polls` (none without transactions)."""
-    if history.transactions is None:
-        return no_rows(polled, UNCOMMITTED_SCHEMA)
-    return uncommitted_polls(polled, history.values, history.transactions)
-
-
-_TIME_COLUMN = {checker.kind.id: checker.time_column for checker in registered_groups()}
-"""Each kind's `GroupChecker.time_column`."""
-
-Found = dict[tuple[str, str], tuple[int, list[dict[str, Any]]]]
-"""(kind, group) -> how many rows, and the first EXAMPLES of them."""
+    if history.transactions is not None:
+        polled = transactions.uncommitted_polls(groups.polled, history.values, history.transactions)
+        aborted = (
+            polled.where(F.col("outcome") == "aborted")
+            .select("group", "value")
+            .distinct()
+            .select("group", F.lit("aborted_polled").alias("case"))
+        )
+        below = below.unionByName(aborted)
+    cases: dict[str, dict[str, int]] = {}
+    for row in below.groupBy("group", "case").count().collect():
+        cases.setdefault(row["group"], {})[row["case"]] = int(row["count"])
+    return cases
 
 
 def _position(frame: DataFrame) -> Column:
@@ -79,18 +72,20 @@ def _position(frame: DataFrame) -> Column:
     return F.concat_ws("/", *[F.col(c).cast("string") for c in g.POSITION if c in frame.columns])
 
 
-def _first_and_count(frames: dict[str, DataFrame], *, in_one_task: bool) -> Found:
-    """Every kind's count per group and first EXAMPLES by its time, in one job (each example carried
-    as JSON: the kinds' columns differ). `in_one_task`: the kinds' rows are gathered in one partition
-    and ranked there, without a shuffle (for small consumes: one task, not one per partition of every
-    kind, each deserializing the whole job)."""
+def _first_and_count(
+    frames: Mapping[str, DataFrame], time_columns: Mapping[str, str], *, in_one_task: bool
+) -> dict[str, Found]:
+    """Every kind's count per group and first EXAMPLES by its time (`time_columns`), in one job (each
+    example carried as JSON: the kinds' columns differ). `in_one_task`: the kinds' rows are gathered
+    in one partition and ranked there, without a shuffle (for small consumes: one task, not one per
+    partition of every kind, each deserializing the whole job)."""
     parts = [
         frame.select(
             F.lit(kind_id).alias("kind"),
             "group",
-            F.col(_TIME_COLUMN[kind_id]).cast("long").alias("t"),
+            F.col(time_columns[kind_id]).cast("long").alias("t"),
             _position(frame).alias("at"),
-            F.to_json(F.struct(*[c for c in frame.columns if c != "group"]), _KEEP_NULLS).alias("row"),
+            F.to_json(F.struct(*frame.columns), _KEEP_NULLS).alias("row"),
         )
         for kind_id, frame in frames.items()
     ]
@@ -101,10 +96,39 @@ def _first_and_count(frames: dict[str, DataFrame], *, in_one_task: bool) -> Foun
         .withColumn("total", F.count(F.lit(1)).over(window))
         .withColumn("rank", F.row_number().over(window.orderBy("t", "at")))
     )
-    found: Found = {}
+    counts: dict[str, PerOwnerSecond] = {kind_id: {} for kind_id in frames}
+    examples: dict[str, list[dict[str, Any]]] = {kind_id: [] for kind_id in frames}
     for row in sorted(ranked.where(F.col("rank") <= EXAMPLES).collect(), key=lambda r: r["rank"]):
-        examples = found.setdefault((row["kind"], row["group"]), (int(row["total"]), []))[1]
-        examples.append(json.loads(row["row"]))
+        counts[row["kind"]][(row["group"], None)] = int(row["total"])
+        examples[row["kind"]].append(json.loads(row["row"]))
+    return {kind_id: Found(counts[kind_id], examples[kind_id]) for kind_id in frames}
+
+
+def count_group_kinds(checkers: list[Checker], inputs: CheckInputs) -> dict[str, Found]:
+    """Each group kind's count per group (`Found`'s owner is the group) and first EXAMPLES per group,
+    in one Spark job; should it fail, each kind alone: a checker that raises costs its kind only."""
+    found: dict[str, Found] = {}
+    frames: dict[str, DataFrame] = {}
+    for checker in checkers:
+        try:
+            if checker.applies(inputs):
+                frames[checker.kind.id] = checker.find(inputs)
+            else:
+                found[checker.kind.id] = Found({}, [])
+        except Exception as exc:  # check-safe
+            found[checker.kind.id] = failed_kind(exc)
+    if not frames or inputs.groups is None:
+        return found
+    time_columns = {checker.kind.id: checker.time_column for checker in checkers}
+    small = inputs.groups.small
+    try:
+        return found | _first_and_count(frames, time_columns, in_one_task=small)
+    except Exception:  # one kind's job failed: each alone, to learn which
+        for kind_id, frame in frames.items():
+            try:
+                found |= _first_and_count({kind_id: frame}, time_columns, in_one_task=small)
+            except Exception as exc:  # check-safe
+                found[kind_id] = failed_kind(exc)
     return found
 
 
@@ -120,74 +144,91 @@ class GroupResults:
     """Each group's last event."""
 
 
-def group_results(history: History, faults: list[FaultWindow], healed: list[Heal | None]) -> GroupResults:
-    """result.json's `groups` for a history with consumes.jsonl (empty without); `healed`: each
-    fault's `heals.Heal`."""
+def group_results(
+    history: History,
+    found: Mapping[str, Found],
+    activity: GroupActivity | None,
+    faults: list[FaultWindow],
+    power_lost: Collection[str] = (),
+) -> GroupResults:
+    """result.json's `groups` (empty without groups): each group's counts and examples from the
+    group kinds' `found` (a kind whose checker failed is counted null, its error said), and what it
+    did (`group_activity`); `power_lost`: the topics that lost power on every replica of a
+    partition (`guarantees.lost_power_on_every_replica`)."""
     declared = history.run.get("groups") or []
-    if history.consumes is None or not declared:
+    if activity is None or not declared:
         return GroupResults({}, [], {})
-    small = history.event_counts.get("consumes", 0) < ONE_PARTITION_EVENTS
-    # parsed once, read by every query below
-    consumes = kept(history.consumes.coalesce(1) if small else history.consumes)
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="kchaos-group-activity") as pool:
-        # The activity does not depend on the anomalies: planned and run beside them, in this
-        # thread's scheduler pool (the groups are a check's longest part; its other parts leave
-        # cores idle).
-        measuring_activity = pool.submit(
-            inheritable_thread_target(consumes.sparkSession)(_activity), history, consumes, declared, healed
-        )
-        found = _first_and_count(_anomalies(history, consumes), in_one_task=small)
-        activity = measuring_activity.result()
+    time_columns = {checker.kind.id: checker.time_column for checker in registered("group")}
     results = {}
     for group in declared:
         name = group["name"]
-        mine = {kind_id: found.get((kind_id, name), (0, [])) for kind_id in GROUP_BY_ID}
-        counts = {kind.count: mine[kind.id][0] for kind in GROUP_KINDS}
         evidence = _GroupEvidence(history, name, faults)
+        anomalies: dict[str, dict[str, Any]] = {}
+        for kind in GROUP_KINDS:
+            kind_found = found[kind.id]
+            if kind_found.error:
+                anomalies[kind.id] = anomalies_entry(kind_found)
+                continue
+            count = kind_found.per_owner_second.get((name, None), 0)
+            examples = [
+                _example(row, time_columns[kind.id], evidence)
+                for row in kind_found.examples
+                if row.get("group") == name
+            ]
+            anomalies[kind.id] = {
+                "count": count,
+                "examples": examples,
+                "examples_capped": count > len(examples),
+            }
+        cases = activity.cases.get(name, {})
         entry: dict[str, Any] = {
             "commit": group["commit"],
             "commit_async": bool(group.get("commit_async")),
             "members": group.get("members"),
             "topics": group["topics"],
             "polled": activity.polled.get(name, 0),
-            **counts,
+            **{kind.count: anomalies[kind.id]["count"] for kind in GROUP_KINDS},
+            "committed_positions": cases.get("committed_positions", 0),
+            **(
+                {"aborted_polled": cases.get("aborted_polled", 0)} if history.transactions is not None else {}
+            ),
             "commits": activity.commits.get(name, dict.fromkeys(COMMIT_PHASES, 0)),
-            "anomalies": {
-                kind.id: {
-                    "count": mine[kind.id][0],
-                    "examples": [_example(row, kind.id, evidence) for row in mine[kind.id][1]],
-                    "examples_capped": mine[kind.id][0] > len(mine[kind.id][1]),
-                }
-                for kind in GROUP_KINDS
-            },
+            "anomalies": anomalies,
         }
-        entry["guarantees"] = group_guarantees(history.run, group, entry, {w.fault for w in faults})
+        counted = {k: v if v is not None else 0 for k, v in entry.items()}  # a failed kind adds nothing
+        entry["guarantees"] = group_guarantees(history.run, group, counted, power_lost)
         entry["series"] = activity.series[name]
         results[name] = entry
     return GroupResults(results, activity.polled_after_heals, activity.last_ns)
 
 
 @dataclass(frozen=True)
-class _Activity:
+class GroupActivity:
     """What each group did: `series`, a row for every second of the run; `polled`, its polls on
     complete partitions; `commits`, its commit events per phase; `last_ns`, its last event;
-    `polled_after_heals`, see `GroupResults`."""
+    `polled_after_heals`, see `GroupResults`; `cases`, what its guarantees are judged over beyond
+    its polls (`_cases`)."""
 
     series: dict[str, list[dict[str, Any]]]
     polled: dict[str, int]
     commits: dict[str, dict[str, int]]
     last_ns: dict[str, int]
     polled_after_heals: list[Row]
+    cases: dict[str, dict[str, int]]
 
 
-def _activity(
-    history: History, consumes: DataFrame, declared: list[dict[str, Any]], healed: list[Heal | None]
-) -> _Activity:
+def group_activity(
+    history: History, groups: GroupInputs | None, healed: list[Heal | None]
+) -> GroupActivity | None:
     """Per group, a row for every second of the run: what it did then (`groups.per_second`, zeros
     when nothing) and its commit lag (`groups.lag_changes`, carried over the seconds it did not
     change), in one job; its polls, commits and last event are those seconds' sums and maximum. A
     row per group and second with any change: few. Then, if a fault was healed, its first poll of
-    each partition after each heal."""
+    each partition after each heal, and its cases (`_cases`). None without groups. It does not
+    depend on the anomalies: the check runs it beside them."""
+    if groups is None:
+        return None
+    consumes, declared = groups.consumes, history.run.get("groups") or []
     topic_groups: dict[str, list[str]] = {}
     for group in declared:
         for topic in group["topics"]:
@@ -221,16 +262,16 @@ def _activity(
         series[group["name"]] = rows
     times = heal_times(healed)
     polled_after_heals = g.firsts_polled_after(consumes, times).collect() if times else []
-    return _Activity(series, polled, commits, last_ns, polled_after_heals)
+    return GroupActivity(series, polled, commits, last_ns, polled_after_heals, _cases(groups, history))
 
 
-def _example(row: dict[str, Any], kind_id: str, evidence: _GroupEvidence) -> dict[str, Any]:
-    """An example with what was going on at its time: the faults active, and the broker
-    coordinating the group (the leader of its offsets partition in the last cluster.jsonl sample
-    then; null when the offsets topic was not sampled)."""
-    time_ns = row.get(_TIME_COLUMN[kind_id])
+def _example(row: dict[str, Any], time_column: str, evidence: _GroupEvidence) -> dict[str, Any]:
+    """An example (without its group) with what was going on at its time: the faults active, and
+    the broker coordinating the group (the leader of its offsets partition in the last cluster.jsonl
+    sample then; null when the offsets topic was not sampled)."""
+    time_ns = row.get(time_column)
     return {
-        **row,
+        **{k: v for k, v in row.items() if k != "group"},
         "faults": active_fault_names(evidence.faults, time_ns),
         "coordinator": evidence.coordinator(time_ns),
     }

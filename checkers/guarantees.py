@@ -9,14 +9,17 @@ the cluster's `broker_config`, then the Kafka version's default. Producer settin
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from checkers.release_facts import fact, message_format
-from contract.anomaly_kinds import kind, promise, violations
+from contract.anomaly_kinds import GUARANTEE_BY_ID, kind, kinds_of, promise, violations
+from contract.events import FaultWindow
 
 HELD, VIOLATED, NOT_PROMISED, UNKNOWN = "held", "violated", "not-promised", "unknown"
+NOT_EXERCISED = "not-exercised"
+"""Promised, and nothing found, but the run gave it no case to break on: not evidence that it holds."""
 
 
 @dataclass(frozen=True)
@@ -36,7 +39,8 @@ class TopicConfig:
     """The producer's client library and version, as run.json names it: the topic's `client` (the
     client that wrote it), else the run's (runs made before clients were recorded per topic)."""
     power_loss: bool = False
-    """The run cut every replica's power at once (a `power-loss` fault)."""
+    """Some partition of the topic lost power on every replica at once (a `power-loss` fault whose
+    targets held all its replicas): what was acknowledged from page caches alone may be gone."""
     fsync_each: bool = False
     """Every message is flushed to disk before it is acknowledged (flush.messages=1)."""
     message_format: tuple[int, ...] | None = None
@@ -61,8 +65,10 @@ def _truthy(value: object) -> bool:
 
 
 def topic_config(
-    run: Mapping[str, Any], topic: Mapping[str, Any], faults: Collection[str] = ()
+    run: Mapping[str, Any], topic: Mapping[str, Any], power_lost: Collection[str] = ()
 ) -> TopicConfig:
+    """The settings of run.json's `topic`; `power_lost`, the topics some partition of which lost
+    power on every replica at once (`lost_power_on_every_replica`)."""
     version = parse_version((run.get("kafka") or {}).get("version"))
     broker = (run.get("cluster") or {}).get("broker_config") or {}
     overrides = topic.get("config") or {}
@@ -87,7 +93,7 @@ def topic_config(
         max_in_flight=int(producer.get("max.in.flight.requests.per.connection") or 5),
         version=version,
         client=_client_text(topic.get("client") or run.get("client")),
-        power_loss="power-loss" in faults,
+        power_loss=str(topic["name"]) in power_lost,
         fsync_each=str(flush).strip() == "1",
         message_format=message_format(fmt),
         eligible_leaders=_eligible_leaders(run, version),
@@ -138,12 +144,10 @@ def _idempotent_producer(config: TopicConfig) -> str:
     return f"the idempotent producer ({config.client} with Kafka {_version_text(config)} brokers)"
 
 
-def _judge(promised: bool, violations: int, judgeable: bool = True) -> str:
+def _verdict(promised: bool, violations: int) -> str:
     if not promised:
         return NOT_PROMISED
-    if violations:
-        return VIOLATED
-    return HELD if judgeable else UNKNOWN
+    return VIOLATED if violations else HELD
 
 
 def _acks_are_durable(config: TopicConfig) -> bool:
@@ -200,10 +204,8 @@ def _no_lost(config: TopicConfig, counts: Mapping[str, Any]) -> dict[str, Any]:
         conditions.append((_survives_power_loss(config), _power_loss_text(config)))
     promised = _acks_are_durable(config)
     lost, divergent = int(counts["lost"]), int(counts["divergent"])
-    verdict = _judge(promised, violations("no-lost-acked-writes", counts), bool(counts["complete"]))
+    verdict = _verdict(promised, violations("no-lost-acked-writes", counts))
     reason = ", ".join(text for _, text in conditions) + f"; {lost} lost, {divergent} divergent"
-    if verdict == UNKNOWN:
-        reason += "; the final read is incomplete, so loss cannot be judged"
     reason += _known_truncation(config, verdict)
     return _row(
         config,
@@ -248,7 +250,7 @@ def _no_lost_reads(config: TopicConfig, counts: Mapping[str, Any]) -> dict[str, 
     survives_power_loss = _survives_power_loss(config)
     promised = not config.unclean_leader_election and survives_power_loss
     read_lost = int(counts["read_lost"])
-    verdict = _judge(promised, violations("no-lost-reads", counts), bool(counts["complete"]))
+    verdict = _verdict(promised, violations("no-lost-reads", counts))
     if config.unclean_leader_election:
         basis = "unclean leader election enabled: an out-of-sync replica may lead without it"
     elif not survives_power_loss:
@@ -258,8 +260,6 @@ def _no_lost_reads(config: TopicConfig, counts: Mapping[str, Any]) -> dict[str, 
     else:
         basis = "unclean leader election disabled: a record a consumer can read is on every in-sync replica"
     reason = f"{basis}; {read_lost} read then lost"
-    if verdict == UNKNOWN:
-        reason += "; the final read is incomplete, so loss cannot be judged"
     return _row(
         config,
         "no-lost-reads",
@@ -272,7 +272,7 @@ def _no_lost_reads(config: TopicConfig, counts: Mapping[str, Any]) -> dict[str, 
 
 def _replicas_agree(config: TopicConfig, counts: Mapping[str, Any]) -> dict[str, Any]:
     diverged = int(counts["replica_divergent"] or 0)
-    verdict = _judge(True, violations("replicas-agree", counts))
+    verdict = _verdict(True, violations("replicas-agree", counts))
     basis = "replicas copy their leader's log and truncate to it after a leader change"
     reason = f"{basis}; {diverged} offsets differ"
     if counts["replicas_not_read"]:
@@ -293,7 +293,7 @@ def _epochs_advance(config: TopicConfig, counts: Mapping[str, Any]) -> dict[str,
         config,
         "epochs-advance",
         True,
-        _judge(True, violations("epochs-advance", counts)),
+        _verdict(True, violations("epochs-advance", counts)),
         f"always promised: leaders and controllers are fenced by their epochs; {regressions} went backwards",
         _brokers(config),
     )
@@ -309,7 +309,7 @@ def _no_phantom(config: TopicConfig, counts: Mapping[str, Any]) -> dict[str, Any
         config,
         "no-phantom-writes",
         promised,
-        _judge(promised, violations("no-phantom-writes", counts)),
+        _verdict(promised, violations("no-phantom-writes", counts)),
         f"{basis}; {phantom} phantom",
         _brokers(config),
     )
@@ -325,7 +325,7 @@ def _no_duplicates(config: TopicConfig, counts: Mapping[str, Any]) -> dict[str, 
         config,
         "no-duplicates",
         config.idempotent,
-        _judge(config.idempotent, violations("no-duplicates", counts)),
+        _verdict(config.idempotent, violations("no-duplicates", counts)),
         f"{basis}; {duplicated} duplicated",
         _idempotent_producer(config),
     )
@@ -357,7 +357,7 @@ def _order(config: TopicConfig, counts: Mapping[str, Any]) -> dict[str, Any]:
         config,
         "per-partition-order",
         promised,
-        _judge(promised, violations("per-partition-order", counts)),
+        _verdict(promised, violations("per-partition-order", counts)),
         f"{basis}; {reordered} reordered",
         _idempotent_producer(config) if config.idempotent else f"the producer client ({config.client})",
     )
@@ -369,7 +369,7 @@ def _no_unexpected(config: TopicConfig, counts: Mapping[str, Any]) -> dict[str, 
         config,
         "no-unexpected-values",
         True,
-        _judge(True, violations("no-unexpected-values", counts)),
+        _verdict(True, violations("no-unexpected-values", counts)),
         f"always promised; {unexpected} unexpected",
         f"the brokers and the client together (Kafka {_version_text(config)}, {config.client})",
     )
@@ -392,14 +392,12 @@ def _on_durable_transactions(
 ) -> dict[str, Any]:
     """A guarantee of transactions that rests on their records surviving: promised with transactions
     where acknowledged writes are promised to survive; `held` and `lossy` say why it is promised or
-    not, `found` what the counts found; judged only on a complete final read."""
+    not, `found` what the counts found."""
     missing = _transactions_text(config)
     promised = missing is None and _acks_are_durable(config)
-    verdict = _judge(promised, violations(gid, counts), bool(counts["complete"]))
+    verdict = _verdict(promised, violations(gid, counts))
     basis = missing or (held if promised else f"{lossy} (see no-lost-acked-writes' conditions)")
     reason = f"{basis}; {found}"
-    if verdict == UNKNOWN:
-        reason += "; the final read is incomplete, so it cannot be judged"
     return _row(
         config,
         gid,
@@ -433,7 +431,7 @@ def _no_aborted_reads(config: TopicConfig, counts: Mapping[str, Any]) -> dict[st
         config,
         "no-aborted-reads",
         promised,
-        _judge(promised, violations("no-aborted-reads", counts)),
+        _verdict(promised, violations("no-aborted-reads", counts)),
         f"{basis}; {read} records of aborted transactions read",
         _transaction_coordinator(config),
     )
@@ -489,29 +487,92 @@ TRANSACTIONAL_JUDGES = (
 transaction's commit that it is to be read."""
 
 
-def derive_guarantees(
-    run: Mapping[str, Any], topic_counts: Mapping[str, Mapping[str, Any]], faults: Collection[str] = ()
-) -> list[dict[str, Any]]:
-    """One row per (topic, guarantee): promise, whether promised, verdict and reason.
+POWER_LOSS = "power-loss"
 
-    `topic_counts[topic]` holds each anomaly kind's count (`contract.anomaly_kinds`), `complete`,
-    `replicas_read` (whether history/replicas.jsonl was there) and `replicas_not_read` (the brokers
-    whose replicas could not be read, as text; empty when all were). `faults` names the faults the
-    run applied (a power loss changes what is promised).
+
+def lost_power_on_every_replica(
+    run: Mapping[str, Any], faults: Iterable[FaultWindow], replicas: Iterable[Mapping[str, Any]] | None
+) -> frozenset[str]:
+    """The topics some partition of which lost power on every replica at once: a power loss whose
+    targets hold every broker that held the partition (replicas.jsonl's `replica` lines). One that
+    hit a leader or a follower alone leaves the others' copies, so Kafka's promise stands. Without
+    replicas.jsonl the replicas are not known, and any power loss of a broker counts (the promise is
+    withdrawn rather than a loss blamed on Kafka)."""
+    lost = [set(w.targets) for w in faults if w.fault == POWER_LOSS and "error" not in w.detail]
+    if not lost:
+        return frozenset()
+    topics = [str(t["name"]) for t in run.get("topics") or []]
+    if replicas is None:
+        return (
+            frozenset(topics) if any(t.startswith("kafka-") for down in lost for t in down) else frozenset()
+        )
+    held: dict[tuple[str, int], set[str]] = {}
+    for line in replicas:
+        if line.get("type") == "replica":
+            held.setdefault((str(line["topic"]), int(line["partition"])), set()).add(
+                f"kafka-{line['broker']}"
+            )
+    return frozenset(topic for (topic, _), brokers in held.items() if any(brokers <= down for down in lost))
+
+
+def derive_guarantees(
+    run: Mapping[str, Any], topic_counts: Mapping[str, Mapping[str, Any]], power_lost: Collection[str] = ()
+) -> list[dict[str, Any]]:
+    """One row per (topic, guarantee): promise, whether promised, verdict, reason and cases.
+
+    `topic_counts[topic]` holds each anomaly kind's count (`contract.anomaly_kinds`), its cases
+    (`Guarantee.cases`), `unread` (its partitions whose final read is incomplete, as "topic
+    partition N"), `replicas_read` (whether history/replicas.jsonl was there) and
+    `replicas_not_read` (the brokers whose replicas could not be read, as text; empty when all
+    were). `power_lost` names the topics that lost power on every replica of a partition at once
+    (`lost_power_on_every_replica`: it changes what is promised).
     """
     rows: list[dict[str, Any]] = []
     for topic in run["topics"]:
-        config = topic_config(run, topic, faults)
+        config = topic_config(run, topic, power_lost)
         counts = topic_counts[config.topic]
         judges = TRANSACTIONAL_JUDGES if config.transactional else PLAIN_JUDGES
-        for judge in judges:
-            if judge is not _replicas_agree or counts["replicas_read"]:  # judged where replicas were read
-                rows.append(judge(config, counts))
+        judged = [
+            with_cases(judge(config, counts), counts)
+            for judge in judges
+            if judge is not _replicas_agree or counts["replicas_read"]  # judged where replicas were read
+        ]
+        rows += on_complete_reads(judged, counts["unread"])
         if config.pipeline:  # skips are judged over its inputs' complete partitions too
             inputs = [str(name) for name in (topic.get("pipeline") or {}).get("inputs") or []]
-            complete = counts["complete"] and all(topic_counts[name]["complete"] for name in inputs)
-            rows.append(_exactly_once(config, {**counts, "complete": complete}))
+            unread = [*counts["unread"], *(p for name in inputs for p in topic_counts[name]["unread"])]
+            rows += on_complete_reads([with_cases(_exactly_once(config, counts), counts)], unread)
     return rows
+
+
+def on_complete_reads(rows: list[dict[str, Any]], unread: Sequence[str]) -> list[dict[str, Any]]:
+    """Guarantee rows of one topic or group with `held` (or `not-exercised`) made `unknown` where
+    the guarantee rests on complete final reads (one of its kinds counts over completely read
+    partitions only: `AnomalyKind.complete_reads_only`) and some of its partitions (`unread`, as
+    "topic partition N") were not read to their end: nothing found there is no evidence. A
+    violation found stands. For topics and groups alike."""
+    if not unread:
+        return rows
+    why = f"; the final read of {', '.join(unread)} is incomplete, so records there were not counted"
+    return [
+        {**row, "verdict": UNKNOWN, "reason": row["reason"] + why}
+        if row["verdict"] in (HELD, NOT_EXERCISED)
+        and any(kind.complete_reads_only for kind in kinds_of(row["id"]))
+        else row
+        for row in rows
+    ]
+
+
+def with_cases(row: dict[str, Any], counts: Mapping[str, Any]) -> dict[str, Any]:
+    """A guarantee row with `exercised`, the count of the cases it was judged over (its table row's
+    `cases`, from `counts`), and `not-exercised` in place of `held` where there were none."""
+    guarantee = GUARANTEE_BY_ID[row["id"]]
+    cases = int(counts.get(guarantee.cases) or 0)
+    row = {**row, "exercised": {"count": cases, "what": guarantee.cases_are}}
+    if row["verdict"] == HELD and not cases:
+        why = f"{row['reason']}; not exercised: no {guarantee.cases_are}"
+        row |= {"verdict": NOT_EXERCISED, "reason": why}
+    return row
 
 
 def unjudged(guarantees: list[dict[str, Any]], failed: Mapping[str, str]) -> list[dict[str, Any]]:
@@ -533,5 +594,6 @@ def unjudged(guarantees: list[dict[str, Any]], failed: Mapping[str, str]) -> lis
 
 
 def is_valid(guarantees: list[dict[str, Any]], unexpected: int | None) -> bool:
-    """Every promised guarantee held, and no unexpected value was read."""
-    return unexpected == 0 and all(g["verdict"] == HELD for g in guarantees if g["promised"])
+    """Every promised guarantee held or was not exercised (it broke nowhere and nothing kept it from
+    being judged), and no unexpected value was read."""
+    return unexpected == 0 and all(g["verdict"] in (HELD, NOT_EXERCISED) for g in guarantees if g["promised"])

@@ -1,5 +1,6 @@
-"""The checker of each anomaly kind: a topic's (`checkers.registry.Checker`, over
-`checkers.anomalies`' functions) or a consumer group's (`GroupChecker`, over `checkers.groups`')."""
+"""The checker of each anomaly kind (`checkers.registry.Checker`): a topic's, over the functions of
+`checkers.anomalies`, `checkers.transactions` and `checkers.replication`, or a consumer group's, over
+those of `checkers.group_anomalies`."""
 
 from __future__ import annotations
 
@@ -9,9 +10,9 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from checkers import anomalies, replication, transactions
-from checkers import groups as g
+from checkers import group_anomalies as g
 from checkers.io import History
-from checkers.registry import CheckInputs, GroupInputs, register, register_group
+from checkers.registry import CheckInputs, GroupInputs, register
 from contract.anomaly_kinds import kind
 
 
@@ -19,6 +20,7 @@ class _Unflagged:
     """For kinds found from the history alone: they start before the per-value flags are computed."""
 
     flags: tuple[str, ...] = ()
+    time_column = "complete_ns"
 
 
 class _Always(_Unflagged):
@@ -30,6 +32,7 @@ class _Flagged:
     """For kinds read off per-value flags (`anomalies.value_flags`)."""
 
     flags: tuple[str, ...]
+    time_column = "complete_ns"
 
     def applies(self, inputs: CheckInputs) -> bool:
         return any(flag in inputs.present for flag in self.flags)
@@ -159,15 +162,6 @@ class UnexpectedValues(_Flagged, _ReadDetails):
         return anomalies.unexpected_details(examples, reads)
 
 
-def _pipelines(inputs: CheckInputs) -> list[tuple[str, str]]:
-    """(output topic, group) of each consume-transform-produce pipeline run.json declares."""
-    return [
-        (str(t["name"]), str(t["pipeline"]["group"]))
-        for t in inputs.history.run["topics"]
-        if t.get("pipeline")
-    ]
-
-
 class _Pipelines(_Unflagged, _NoDetails):
     """For kinds of the exactly-once pipelines: judged where transactions.jsonl and a pipeline are,
     one frame of `rows` per pipeline, of `schema`."""
@@ -175,7 +169,8 @@ class _Pipelines(_Unflagged, _NoDetails):
     schema = transactions.PIPELINE_SCHEMA
 
     def applies(self, inputs: CheckInputs) -> bool:
-        return inputs.history.transaction_steps is not None and bool(_pipelines(inputs))
+        history = inputs.history
+        return history.transaction_steps is not None and bool(transactions.pipelines(history.run))
 
     def find(self, inputs: CheckInputs) -> DataFrame:
         history = inputs.history
@@ -184,7 +179,7 @@ class _Pipelines(_Unflagged, _NoDetails):
             return none
         found = [
             self.rows(history, history.transaction_steps, history.transactions, output, group)
-            for output, group in _pipelines(inputs)
+            for output, group in transactions.pipelines(inputs.history.run)
         ]
         return reduce(DataFrame.unionByName, found, none)
 
@@ -281,55 +276,75 @@ class EpochRegressions(_Unflagged, _NoDetails):
         return replication.epoch_regressions(inputs.history.epochs)
 
 
-@register_group
-class ConsumerSkips:
+class _OfGroups(_Unflagged, _NoDetails):
+    """For a consumer group's kinds: judged where the run has groups, over their inputs."""
+
+    example_values: tuple[str, ...] = ()
+
+    def applies(self, inputs: CheckInputs) -> bool:
+        return inputs.groups is not None
+
+    def find(self, inputs: CheckInputs) -> DataFrame:
+        assert inputs.groups is not None  # `applies` said so
+        return self.rows(inputs.groups, inputs.history)
+
+    def rows(self, groups: GroupInputs, history: History) -> DataFrame:
+        raise NotImplementedError
+
+
+@register
+class ConsumerSkips(_OfGroups):
     kind = kind("consumer-skip")
     time_column = "committed_ns"
 
-    def find(self, inputs: GroupInputs) -> DataFrame:
-        return g.skipped(inputs.final, inputs.polled, inputs.commits)
+    def rows(self, groups: GroupInputs, history: History) -> DataFrame:
+        return g.skipped(groups.final, groups.polled, groups.commits)
 
 
-@register_group
-class Redeliveries:
+@register
+class Redeliveries(_OfGroups):
     kind = kind("redelivery")
     time_column = "first_ns"
 
-    def find(self, inputs: GroupInputs) -> DataFrame:
-        return g.redelivered(inputs.polled)
+    def rows(self, groups: GroupInputs, history: History) -> DataFrame:
+        return g.redelivered(groups.polled)
 
 
-@register_group
-class PollSkips:
+@register
+class PollSkips(_OfGroups):
     kind = kind("poll-skip")
     time_column = "after_ns"
 
-    def find(self, inputs: GroupInputs) -> DataFrame:
-        return g.poll_skips(inputs.pairs, inputs.final)
+    def rows(self, groups: GroupInputs, history: History) -> DataFrame:
+        return g.poll_skips(groups.pairs, groups.final)
 
 
-@register_group
-class NonmonotonicPolls:
+@register
+class NonmonotonicPolls(_OfGroups):
     kind = kind("nonmonotonic-poll")
     time_column = "after_ns"
 
-    def find(self, inputs: GroupInputs) -> DataFrame:
-        return g.nonmonotonic(inputs.pairs)
+    def rows(self, groups: GroupInputs, history: History) -> DataFrame:
+        return g.nonmonotonic(groups.pairs)
 
 
-@register_group
-class CommitRegressions:
+@register
+class CommitRegressions(_OfGroups):
     kind = kind("commit-regression")
     time_column = "time_ns"
 
-    def find(self, inputs: GroupInputs) -> DataFrame:
-        return g.commit_regressions(inputs.commits)
+    def rows(self, groups: GroupInputs, history: History) -> DataFrame:
+        return g.commit_regressions(groups.commits)
 
 
-@register_group
-class UncommittedReads:
+@register
+class UncommittedReads(_OfGroups):
     kind = kind("uncommitted-read")
     time_column = "time_ns"
 
-    def find(self, inputs: GroupInputs) -> DataFrame:
-        return inputs.uncommitted
+    def applies(self, inputs: CheckInputs) -> bool:
+        return inputs.groups is not None and inputs.history.transactions is not None
+
+    def rows(self, groups: GroupInputs, history: History) -> DataFrame:
+        assert history.transactions is not None  # `applies` said so
+        return transactions.uncommitted_polls(groups.polled, history.values, history.transactions)

@@ -26,17 +26,32 @@ from checkers import (
     kind_checkers,  # noqa: F401  (the built-in checkers register themselves)
 )
 from checkers.availability_result import availability_entry, availability_rows
+from checkers.cases import TopicCases, topic_cases
 from checkers.evidence import ClientLog, ClusterTimeline, TruncationLog, active_fault_names
-from checkers.group_guarantees import judged_on_complete_reads
+from checkers.group_guarantees import exercised
 from checkers.group_recovery import with_recovery
-from checkers.group_result import group_results
-from checkers.guarantees import derive_guarantees, is_valid, unjudged
+from checkers.group_result import count_group_kinds, group_activity, group_results
+from checkers.guarantees import (
+    derive_guarantees,
+    is_valid,
+    lost_power_on_every_replica,
+    on_complete_reads,
+    unjudged,
+)
 from checkers.heals import heals, longest_heal_recovery
 from checkers.io import History, topic_acks
-from checkers.registry import Checker, CheckInputs, registered
+from checkers.registry import (
+    Checker,
+    CheckInputs,
+    Found,
+    PerOwnerSecond,
+    anomalies_entry,
+    failed_kind,
+    registered,
+)
 from checkers.session import kept, kept_until_done, submit_part
 from checkers.transactions import transaction_counts
-from contract.anomaly_kinds import COUNT_KEYS, KINDS, WRITE_COUNTS, unread_partitions
+from contract.anomaly_kinds import COUNT_KEYS, KINDS, TOPIC_CASES, WRITE_COUNTS, unread_partitions
 from contract.events import FaultWindow
 from contract.history import ACKS_MODES
 from contract.limits import MAX_RUN_NS
@@ -45,26 +60,6 @@ EXAMPLE_CAP = 50
 _EXAMPLE_ORDER = ("complete_ns", "topic", "partition", "offset", "value")
 _OFFSET_KEYS = ("offset", "ack_offset", "read_offset")
 """Where an example's write sits, for the truncations below it."""
-
-
-@dataclass(frozen=True)
-class Found:
-    """One anomaly kind: counts per (topic, second of the ack) and the capped examples, or the error
-    that stopped its checker."""
-
-    per_topic_second: dict[tuple[str, int | None], int]
-    examples: list[dict[str, Any]]
-    error: str | None = None
-
-    @property
-    def count(self) -> int:
-        return sum(self.per_topic_second.values())
-
-
-def _failed(exc: Exception) -> Found:
-    return Found(
-        {}, [], f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
-    )
 
 
 @dataclass(frozen=True)
@@ -84,7 +79,7 @@ class _Counted:
 
     checker: Checker
     rows: DataFrame
-    per_topic_second: dict[tuple[str, int | None], int]
+    per_owner_second: PerOwnerSecond
 
     @functools.cached_property
     def first(self) -> DataFrame:
@@ -99,7 +94,7 @@ def _counted_rows(rows: DataFrame) -> DataFrame:
     return rows.select("topic", second.cast("long").alias("t_s"))
 
 
-def _tally(rows: DataFrame) -> dict[tuple[str, int | None], int]:
+def _tally(rows: DataFrame) -> PerOwnerSecond:
     """A checker's rows counted per (topic, second of the ack)."""
     counted = _counted_rows(rows).groupBy("topic", "t_s").count().collect()
     return {(str(r["topic"]), r["t_s"]): int(r["count"]) for r in counted}
@@ -125,7 +120,7 @@ def _count_together(checkers: list[Checker], inputs: CheckInputs) -> dict[str, _
     if not rows:
         return outcomes
     per_kind = [_counted_rows(r).select(F.lit(k).alias("kind"), "*") for k, (_, r) in rows.items()]
-    counts: dict[str, dict[tuple[str, int | None], int]] = {kind_id: {} for kind_id in rows}
+    counts: dict[str, PerOwnerSecond] = {kind_id: {} for kind_id in rows}
     try:
         for r in reduce(DataFrame.unionByName, per_kind).groupBy("kind", "topic", "t_s").count().collect():
             counts[r["kind"]][(str(r["topic"]), r["t_s"])] = int(r["count"])
@@ -146,7 +141,7 @@ def _example_order(frame: DataFrame) -> list[Column]:
 
 def _examples(counted: _Counted, reads: DataFrame, evidence: Evidence) -> list[dict[str, Any]]:
     """The first EXAMPLE_CAP rows with their checker's details and the cluster's state at their ack."""
-    if not counted.per_topic_second:
+    if not counted.per_owner_second:
         return []
     # Limited as well: ordered by a top-K, not a global sort (which would cost a job to sample the rows).
     detailed = counted.checker.details(counted.first, reads)
@@ -197,29 +192,32 @@ def _example_reads(reads: DataFrame, counted: list[_Counted]) -> DataFrame:
 def _found(checker: Checker, inputs: CheckInputs, evidence: Evidence) -> Found:
     """A kind whose rows hold their evidence: counted and sampled in one go."""
     counted = _count(checker, inputs)
-    return Found(counted.per_topic_second, _examples(counted, inputs.history.reads, evidence))
+    return Found(counted.per_owner_second, _examples(counted, inputs.history.reads, evidence))
 
 
 def _safely(work: Callable[[], Found]) -> Found:
     try:
         return work()
     except Exception as exc:  # check-safe: the kind is unknown, the rest of the check stands
-        return _failed(exc)
+        return failed_kind(exc)
 
 
-def run_checkers(history: History, evidence: Evidence, pool: ThreadPoolExecutor) -> dict[str, Found]:
-    """Every registered checker, side by side. Those that read the history alone start first; the
-    others once the per-value flags are computed and kept, and are counted in one job
-    (`_count_together`). The kinds whose details read the reads, and the flagged kinds, are counted
-    first, then sampled from one shared scan of the reads of their examples; the others are counted
-    and sampled at once. A checker that raises costs its own kind only."""
+def run_checkers(inputs: CheckInputs, evidence: Evidence, pool: ThreadPoolExecutor) -> dict[str, Found]:
+    """Every registered checker, side by side, topic and group kinds alike. The group kinds are
+    counted in one job of their own (`group_result.count_group_kinds`). Of the topic kinds, those
+    that read the history alone start first; the others once the per-value flags are computed and
+    kept, and are counted in one job (`_count_together`). The kinds whose details read the reads,
+    and the flagged kinds, are counted first, then sampled from one shared scan of the reads of
+    their examples; the others are counted and sampled at once. A checker that raises costs its own
+    kind only."""
+    history = inputs.history
     context = history.reads.sparkSession.sparkContext
     found: dict[str, Found] = {}
     whole: dict[str, Future[Found]] = {}
     counting: dict[str, Future[_Counted]] = {}
 
-    inputs = CheckInputs.of(history)
-    for c in registered():
+    counting_groups = submit_part(pool, context, "groups", count_group_kinds, registered("group"), inputs)
+    for c in registered("topic"):
         if c.flags:
             continue
         if not c.applies(inputs):
@@ -230,7 +228,7 @@ def run_checkers(history: History, evidence: Evidence, pool: ThreadPoolExecutor)
             whole[c.kind.id] = submit_part(pool, context, c.kind.id, _found, c, inputs, evidence)
     inputs = dataclasses.replace(inputs, flags=kept(inputs.flags)).settled()
     together = []
-    for c in registered():
+    for c in registered("topic"):
         if c.flags and c.applies(inputs):
             together.append(c)
         elif c.flags:
@@ -241,13 +239,13 @@ def run_checkers(history: History, evidence: Evidence, pool: ThreadPoolExecutor)
         try:
             counted[kind_id] = counting_future.result()
         except Exception as exc:
-            found[kind_id] = _failed(exc)
+            found[kind_id] = failed_kind(exc)
     for kind_id, outcome in counting_flagged.result().items():
         if isinstance(outcome, Exception):
-            found[kind_id] = _failed(outcome)
+            found[kind_id] = failed_kind(outcome)
         else:
             counted[kind_id] = outcome
-    occurred = [c for c in counted.values() if c.per_topic_second]
+    occurred = [c for c in counted.values() if c.per_owner_second]
     reads = history.reads
     example_reads = kept(_example_reads(reads, occurred)) if occurred else reads
     if occurred:
@@ -258,22 +256,12 @@ def run_checkers(history: History, evidence: Evidence, pool: ThreadPoolExecutor)
     }
     for kind_id, sampling_future in sampling.items():
         try:
-            found[kind_id] = Found(counted[kind_id].per_topic_second, sampling_future.result())
+            found[kind_id] = Found(counted[kind_id].per_owner_second, sampling_future.result())
         except Exception as exc:  # check-safe, as in `_safely`
-            found[kind_id] = _failed(exc)
+            found[kind_id] = failed_kind(exc)
     for kind_id, whole_future in whole.items():
         found[kind_id] = _safely(whole_future.result)
-    return found
-
-
-def anomalies_entry(found: Found) -> dict[str, Any]:
-    if found.error:
-        return {"count": None, "examples": [], "examples_capped": False, "error": found.error}
-    return {
-        "count": found.count,
-        "examples": found.examples,
-        "examples_capped": found.count > len(found.examples),
-    }
+    return found | counting_groups.result()
 
 
 RESULT_FORMAT = 1
@@ -314,13 +302,15 @@ def _topic_rows(
     history: History,
     found: Mapping[str, Found],
     write_counts: dict[str, dict[str, int]],
+    cases: TopicCases,
     incomplete: list[Any],
 ) -> list[dict[str, Any]]:
-    """One row per topic: write counts, each kind's count (None where its checker failed), complete."""
+    """One row per topic: write counts, each kind's count (None where its checker failed), the cases
+    its guarantees are judged over, complete."""
     incomplete_topics = {p["topic"] for p in incomplete}
     rows = []
     for topic, mode in topic_acks(history.run).items():
-        row: dict[str, Any] = {"topic": topic, "acks": mode, **write_counts[topic]}
+        row: dict[str, Any] = {"topic": topic, "acks": mode, **write_counts[topic], **cases[topic]}
         for kind in KINDS:
             kind_found = found[kind.id]
             # A kind not tied to writes counts its cluster-wide rows (no topic) for every topic.
@@ -329,7 +319,7 @@ def _topic_rows(
                 if kind_found.error
                 else sum(
                     n
-                    for (t, _), n in kind_found.per_topic_second.items()
+                    for (t, _), n in kind_found.per_owner_second.items()
                     if t == topic or (t is None and not kind.per_acks)
                 )
             )
@@ -339,11 +329,12 @@ def _topic_rows(
 
 
 def _per_acks(topics: list[dict[str, Any]], recovery: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Per acks mode: the counts of its topics, and the longest recovery after a heal."""
-    per_acks: dict[str, dict[str, Any]] = {mode: dict.fromkeys(COUNT_KEYS, 0) for mode in ACKS_MODES}
+    """Per acks mode: the counts and cases of its topics, and the longest recovery after a heal."""
+    summed = (*COUNT_KEYS, *TOPIC_CASES)
+    per_acks: dict[str, dict[str, Any]] = {mode: dict.fromkeys(summed, 0) for mode in ACKS_MODES}
     for row in topics:
         counts = per_acks[row["acks"]]
-        for name in COUNT_KEYS:
+        for name in summed:
             total, more = counts[name], row[name]
             counts[name] = None if total is None or more is None else total + more
     for mode, counts in per_acks.items():
@@ -371,15 +362,21 @@ def build_result(history: History, checked_at: str, spark_info: dict[str, Any]) 
         ThreadPoolExecutor(max_workers=8, thread_name_prefix="kchaos-check") as pool,
     ):
         healed = heals(intervals)
+        inputs = CheckInputs.of(history)
         measuring_availability = submit_part(
             pool, context, "availability", availability_rows, history, intervals, healed
         )
-        measuring_groups = submit_part(pool, context, "groups", group_results, history, intervals, healed)
+        measuring_activity = submit_part(
+            pool, context, "group activity", group_activity, history, inputs.groups, healed
+        )
         counting_writes = submit_part(pool, context, "writes", _write_counts, history)
-        found = run_checkers(history, evidence, pool)
+        counting_cases = submit_part(pool, context, "cases", topic_cases, history)
+        found = run_checkers(inputs, evidence, pool)
         write_counts, written, unplaced = counting_writes.result()
+        cases = counting_cases.result()
         measured_availability = measuring_availability.result()
-        groups = measuring_groups.result()
+        power_lost = lost_power_on_every_replica(run, intervals, history.replica_states)
+        groups = group_results(history, found, measuring_activity.result(), intervals, power_lost)
     with_recovery(
         groups.entries,
         intervals,
@@ -390,11 +387,14 @@ def build_result(history: History, checked_at: str, spark_info: dict[str, Any]) 
         topic_acks(run),
     )
     incomplete = _incomplete_partitions(history, written, unplaced)
-    for group in groups.entries.values():
-        unread = unread_partitions(incomplete, group["topics"])
-        group["guarantees"] = judged_on_complete_reads(group["guarantees"], unread)
-    topics = _topic_rows(history, found, write_counts, incomplete)
     failed = {kind_id: f.error for kind_id, f in found.items() if f.error}
+    for group in groups.entries.values():
+        if history.transactions is not None:
+            group["aborted_appended"] = sum(cases[t]["aborted_appended"] for t in group["topics"])
+        unread = unread_partitions(incomplete, group["topics"])
+        judged = on_complete_reads(exercised(group["guarantees"], group), unread)
+        group["guarantees"] = unjudged(judged, failed)
+    topics = _topic_rows(history, found, write_counts, cases, incomplete)
     not_read = (run.get("replicas") or {}).get("not_read") or {}
     replicas = {
         "replicas_read": history.replica_states is not None,
@@ -403,16 +403,21 @@ def build_result(history: History, checked_at: str, spark_info: dict[str, Any]) 
     guarantees = unjudged(
         derive_guarantees(
             run,
-            {row["topic"]: {**{k: v or 0 for k, v in row.items()}, **replicas} for row in topics},
-            {interval.fault for interval in intervals},
+            {
+                row["topic"]: {
+                    **{k: v or 0 for k, v in row.items()},
+                    **replicas,
+                    "unread": unread_partitions(incomplete, [row["topic"]]),
+                }
+                for row in topics
+            },
+            power_lost,
         ),
-        {kind_id: error for kind_id, error in failed.items() if error},
+        failed,
     )
-    unexpected = None if "unexpected-value" in failed else found["unexpected-value"].count
-    marked = {
-        "lost": found["lost-write"].per_topic_second,
-        "divergent": found["divergent-offset"].per_topic_second,
-    }
+    (whole_run,) = (kind for kind in KINDS if kind.whole_run)
+    unexpected = None if whole_run.id in failed else found[whole_run.id].count
+    marked = {kind.count: found[kind.id].per_owner_second for kind in KINDS if kind.charted}
     availability = availability_entry(history, intervals, healed, marked, measured_availability)
     return {
         "result_format": RESULT_FORMAT,
@@ -428,7 +433,7 @@ def build_result(history: History, checked_at: str, spark_info: dict[str, Any]) 
         "unexpected": unexpected,
         "incomplete_partitions": incomplete,
         "acks": _per_acks(topics, availability["recovery"]),
-        "topics": [{k: v for k, v in row.items() if k != "unexpected"} for row in topics],
+        "topics": [{k: v for k, v in row.items() if k != whole_run.count} for row in topics],
         "guarantees": guarantees,
         "anomalies": {kind.id: anomalies_entry(found[kind.id]) for kind in KINDS},
         "errors": [{"kind": kind_id, "error": error} for kind_id, error in failed.items()],

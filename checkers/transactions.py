@@ -10,6 +10,9 @@ was appended: what a reader may see of it is its transaction's outcome.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
@@ -107,6 +110,18 @@ def with_transaction_outcomes(values: DataFrame, outcomes: DataFrame) -> DataFra
     return joined.withColumn("outcome", outcome).select(*values.columns)
 
 
+def transactional_writes(values: DataFrame, outcomes: DataFrame) -> DataFrame:
+    """Each write of a transaction, as its own completion left it and as its transaction ended:
+    `topic`, `partition`, `value`, `process`, `txn`, `appended` (its own `ok`: it is in the log) and
+    `outcome` (the transaction's; null for a transaction with no steps). `values` as read, before
+    `with_transaction_outcomes`."""
+    by_txn = F.broadcast(outcomes.select("process", "txn", "outcome"))
+    written = values.where(F.col("written") & F.col("txn").isNotNull()).select(
+        "topic", "partition", "value", "process", "txn", (F.col("outcome") == "ok").alias("appended")
+    )
+    return written.join(by_txn, ["process", "txn"], "left")
+
+
 TORN_COLUMNS = ["topic", "partition", "value", "process", "txn", "records", "found", "missing"]
 
 
@@ -148,6 +163,11 @@ def transaction_counts(outcomes: DataFrame) -> DataFrame:
             for name in ("fatal", "abortable", "retriable")
         ],
     )
+
+
+def pipelines(run: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """(output topic, group) of each consume-transform-produce pipeline run.json declares."""
+    return [(str(t["name"]), str(t["pipeline"]["group"])) for t in run["topics"] if t.get("pipeline")]
 
 
 PIPELINE_COLUMNS = [
@@ -193,16 +213,23 @@ def _outputs(values: DataFrame, output: str, *outcomes: str) -> DataFrame:
     ).select("partition", _input_value().alias("input"))
 
 
+def pipeline_inputs(reads: DataFrame, progress: DataFrame, group: str, complete: Partitions) -> DataFrame:
+    """The input records of the pipeline's group below its committed offsets, in the complete final
+    read of their partition: each processed, as the group's offsets say (reads' columns, and
+    `committed`)."""
+    return (
+        reads.where((F.col("type") == "record") & (F.col("phase") == "final") & on_partitions(complete))
+        .join(progress.where(F.col("group") == group).drop("group"), ["topic", "partition"])
+        .where(F.col("offset") < F.col("committed"))
+    )
+
+
 def pipeline_skips(
     values: DataFrame, reads: DataFrame, progress: DataFrame, output: str, group: str, complete: Partitions
 ) -> DataFrame:
     """Input records below the group's committed offsets (in the complete final read of their
     partition) with no committed output: processed, as the group's offsets say, yet not written."""
-    below = (
-        reads.where((F.col("type") == "record") & (F.col("phase") == "final") & on_partitions(complete))
-        .join(progress.where(F.col("group") == group).drop("group"), ["topic", "partition"])
-        .where(F.col("offset") < F.col("committed"))
-    )
+    below = pipeline_inputs(reads, progress, group, complete)
     # An output of a transaction whose outcome is unknown may be committed: not a skip.
     outputs = _outputs(values, output, "ok", "info").select(F.col("input").alias("value"))
     return below.join(outputs, "value", "left_anti").select(

@@ -27,6 +27,17 @@ class Guarantee:
     """What it promises, as result.json's `promise` says it."""
     when: str
     """When it is promised, in short (the verdict's `reason` says why for each run)."""
+    cases: str
+    """The count of the cases it is judged over, each one a chance to break it (a topic's or a
+    group's count in result.json): none, and a promised guarantee is `not-exercised`, never `held`."""
+    cases_are: str
+    """Those cases in words, after a number: "acknowledged writes"."""
+    headline: bool = False
+    """Said in `kchaos run`'s three-line summary when it held: a promise about acknowledged writes,
+    transactions or a group's records (the others only when none of these was judged)."""
+    transactional: bool = False
+    """A promise of transactions: judged only where a run has transactional producers, and said per
+    topic by name (a transactional topic's writes are its transactions')."""
 
 
 GUARANTEES: tuple[Guarantee, ...] = (
@@ -36,45 +47,87 @@ GUARANTEES: tuple[Guarantee, ...] = (
         "no acknowledged write is lost or overwritten",
         "acks=all, replication factor >= 3, min.insync.replicas >= 2, unclean election off, and a "
         "power loss of every replica only with flush.messages=1",
+        "acked",
+        "acknowledged writes",
+        headline=True,
     ),
     Guarantee(
         "no-lost-reads",
         "topic",
         "a record a consumer read is never lost",
         "unclean election off (a record a consumer can read is on every in-sync replica)",
+        "live_reads",
+        "records read by live consumers",
     ),
     Guarantee(
         "replicas-agree",
         "topic",
         "the replicas of a partition hold the same values below their ends",
         "always",
+        "replica_offsets",
+        "offsets held by two or more replicas",
     ),
-    Guarantee("epochs-advance", "topic", "leader and controller epochs never go backwards", "always"),
-    Guarantee("no-phantom-writes", "topic", "a write that failed definitely is never read", "acks=all or 1"),
+    Guarantee(
+        "epochs-advance",
+        "topic",
+        "leader and controller epochs never go backwards",
+        "always",
+        "epoch_samples",
+        "samples of the cluster's epochs after a first",
+    ),
+    Guarantee(
+        "no-phantom-writes",
+        "topic",
+        "a write that failed definitely is never read",
+        "acks=all or 1",
+        "failed",
+        "writes that failed definitely",
+    ),
     Guarantee(
         "no-duplicates",
         "topic",
         "no value appears at two offsets",
         "the idempotent producer (enable.idempotence, Kafka >= 0.11)",
+        "acked",
+        "acknowledged writes",
+        headline=True,
     ),
     Guarantee(
         "per-partition-order",
         "topic",
         "acknowledged writes of one producer to one partition keep their order",
         "acks=all or 1 on a durable topic, one request in flight or the idempotent producer",
+        "acked",
+        "acknowledged writes",
+        headline=True,
     ),
-    Guarantee("no-unexpected-values", "topic", "every value read was written by the workload", "always"),
+    Guarantee(
+        "no-unexpected-values",
+        "topic",
+        "every value read was written by the workload",
+        "always",
+        "reads",
+        "records read",
+    ),
     Guarantee(
         "committed-transactions-durable",
         "topic",
         "every record of a committed transaction is in the partition",
         "transactions (Kafka >= 0.11) on a topic whose acknowledged writes are promised to survive",
+        "acked",
+        "records of committed transactions",
+        headline=True,
+        transactional=True,
     ),
     Guarantee(
         "no-aborted-reads",
         "topic",
         "a read_committed reader never returns a record of an aborted transaction",
         "transactions (Kafka >= 0.11), read_committed readers",
+        "aborted_appended",
+        "appended records of aborted transactions",
+        headline=True,
+        transactional=True,
     ),
     Guarantee(
         "exactly-once-pipeline",
@@ -82,42 +135,64 @@ GUARANTEES: tuple[Guarantee, ...] = (
         "every input record below the pipeline's committed offsets has exactly one committed output",
         "a consume-transform-produce pipeline committing its input offsets in its transactions "
         "(Kafka >= 0.11) on a topic whose acknowledged writes are promised to survive",
+        "pipeline_inputs",
+        "input records below the pipeline's committed offsets",
+        headline=True,
+        transactional=True,
     ),
     Guarantee(
         "atomic-transactions",
         "topic",
         "a committed transaction is visible whole or not at all",
         "transactions (Kafka >= 0.11) on a topic whose acknowledged writes are promised to survive",
+        "committed_transactions",
+        "committed transactions of two or more records",
+        headline=True,
+        transactional=True,
     ),
     Guarantee(
         "no-consumer-skips",
         "group",
         "no record below the group's committed offset goes unprocessed",
         "at-least-once commit modes (after-process, auto)",
+        "committed_positions",
+        "records below the group's committed offsets",
+        headline=True,
     ),
     Guarantee(
         "no-redeliveries",
         "group",
         "no record is processed twice by the group",
         "the before-process commit mode",
+        "polled",
+        "records polled",
+        headline=True,
     ),
     Guarantee(
         "monotonic-polls",
         "group",
         "within a generation, a member's polls of a partition move forward",
         "always, on a durable topic",
+        "polled",
+        "records polled",
     ),
     Guarantee(
         "no-uncommitted-reads",
         "group",
         "a read_committed consumer is handed no record of a transaction not committed yet",
         "isolation.level=read_committed (Kafka >= 0.11)",
+        "aborted_appended",
+        "appended records of aborted transactions on its topics",
+        headline=True,
+        transactional=True,
     ),
     Guarantee(
         "commits-advance",
         "group",
         "an accepted commit is never lower than an earlier accepted one",
         "synchronous commits of the current generation",
+        "commits_ok",
+        "accepted commits",
     ),
 )
 GUARANTEE_BY_ID = {guarantee.id: guarantee for guarantee in GUARANTEES}
@@ -156,6 +231,13 @@ class AnomalyKind:
     """Counted per acks mode; False for kinds with no write behind them (unexpected values)."""
     truncated: bool = False
     """A write of this kind was cut out of a log: examples quote the brokers' truncations below it."""
+    complete_reads_only: bool = False
+    """Counted only over partitions whose final read was complete: on a topic or group with an
+    incomplete partition, its count is a lower bound of the truth. Every group kind is."""
+    charted: bool = False
+    """Counted per second of the ack in result.json's `availability.series` (the write chart)."""
+    whole_run: bool = False
+    """Also result.json's top-level count of the run, of which one is enough to make it invalid."""
 
 
 KINDS: tuple[AnomalyKind, ...] = (
@@ -172,6 +254,8 @@ KINDS: tuple[AnomalyKind, ...] = (
         trend="lost writes",
         truncated=True,
         example_fields=("ack_offset", "final_value"),
+        complete_reads_only=True,
+        charted=True,
     ),
     AnomalyKind(
         "divergent-offset",
@@ -186,6 +270,7 @@ KINDS: tuple[AnomalyKind, ...] = (
         trend="divergent writes",
         truncated=True,
         example_fields=("ack_offset", "final_value", "values"),
+        charted=True,
     ),
     AnomalyKind(
         "duplicate",
@@ -226,6 +311,7 @@ KINDS: tuple[AnomalyKind, ...] = (
         trend="lost committed records",
         truncated=True,
         example_fields=("txn", "ack_offset", "final_value"),
+        complete_reads_only=True,
     ),
     AnomalyKind(
         "aborted-read",
@@ -236,7 +322,7 @@ KINDS: tuple[AnomalyKind, ...] = (
         "records of aborted transactions that a read_committed reader returned",
         "no-aborted-reads",
         "records of aborted transactions read",
-        rate_base="failed",
+        rate_base="aborted_appended",
         example_fields=("txn", "error"),
     ),
     AnomalyKind(
@@ -249,6 +335,7 @@ KINDS: tuple[AnomalyKind, ...] = (
         "atomic-transactions",
         "committed transactions torn",
         example_fields=("txn", "records", "found", "missing"),
+        complete_reads_only=True,
     ),
     AnomalyKind(
         "pipeline-skip",
@@ -260,6 +347,7 @@ KINDS: tuple[AnomalyKind, ...] = (
         "exactly-once-pipeline",
         "input records skipped by the pipeline",
         example_fields=("input_topic", "input_partition", "input_offset", "outputs"),
+        complete_reads_only=True,
     ),
     AnomalyKind(
         "pipeline-duplicate",
@@ -295,6 +383,7 @@ KINDS: tuple[AnomalyKind, ...] = (
         "values read that no write invoked",
         per_acks=False,
         example_fields=("offsets",),
+        whole_run=True,
     ),
     AnomalyKind(
         "reordered",
@@ -325,6 +414,7 @@ KINDS: tuple[AnomalyKind, ...] = (
         rate_base="acked",
         truncated=True,
         example_fields=("outcome", "ack_offset", "read_offset", "final_value"),
+        complete_reads_only=True,
     ),
     AnomalyKind(
         "replica-divergence",
@@ -406,6 +496,7 @@ GROUP_KINDS: tuple[AnomalyKind, ...] = (
         "no-consumer-skips",
         "records skipped below the committed offset",
         family="group",
+        complete_reads_only=True,
         trend="records skipped by the group",
         per_acks=False,
         example_fields=("committed_ns",),
@@ -421,6 +512,7 @@ GROUP_KINDS: tuple[AnomalyKind, ...] = (
         "no-redeliveries",
         "records processed more than once",
         family="group",
+        complete_reads_only=True,
         trend="records redelivered",
         per_acks=False,
         example_fields=("first_ns",),
@@ -436,6 +528,7 @@ GROUP_KINDS: tuple[AnomalyKind, ...] = (
         "no-consumer-skips",
         "polls jumped over records",
         family="group",
+        complete_reads_only=True,
         per_acks=False,
         example_fields=("after_ns",),
     ),
@@ -449,6 +542,7 @@ GROUP_KINDS: tuple[AnomalyKind, ...] = (
         "monotonic-polls",
         "polls went back",
         family="group",
+        complete_reads_only=True,
         per_acks=False,
         example_fields=("after_ns",),
     ),
@@ -462,6 +556,7 @@ GROUP_KINDS: tuple[AnomalyKind, ...] = (
         "commits-advance",
         "accepted commits went back",
         family="group",
+        complete_reads_only=True,
         per_acks=False,
         example_fields=("time_ns",),
     ),
@@ -476,6 +571,7 @@ GROUP_KINDS: tuple[AnomalyKind, ...] = (
         "no-uncommitted-reads",
         "uncommitted records polled",
         family="group",
+        complete_reads_only=True,
         per_acks=False,
         example_fields=("time_ns", "txn", "outcome", "commit_ns"),
     ),
@@ -502,27 +598,31 @@ def trend_metrics(family: str) -> tuple[tuple[str, str], ...]:
     return tuple((k.count, k.trend) for k in ALL_KINDS if k.family == family and k.trend is not None)
 
 
-TRANSACTION_GUARANTEES = (
-    "committed-transactions-durable",
-    "no-aborted-reads",
-    "atomic-transactions",
-    "exactly-once-pipeline",
-    "no-uncommitted-reads",
-)
+TRANSACTION_GUARANTEES = tuple(g.id for g in GUARANTEES if g.transactional)
 """The guarantees of transactions: judged only where a run has transactional producers."""
-TRANSACTION_COUNTS = frozenset(kind.count for kind in ALL_KINDS if kind.guarantee in TRANSACTION_GUARANTEES)
+TRANSACTION_KIND_COUNTS = frozenset(
+    kind.count for kind in ALL_KINDS if kind.guarantee in TRANSACTION_GUARANTEES
+)
+"""The counts of the kinds that bear on transactions."""
 
 
 def counts_of_run(keys: Iterable[str], result: Mapping[str, Any]) -> list[str]:
     """`keys` (count names) but the transactions' counts of a result without transactions: what a
     one-line summary of it names."""
-    return [key for key in keys if key not in TRANSACTION_COUNTS or "transactions" in result]
+    return [key for key in keys if key not in TRANSACTION_KIND_COUNTS or "transactions" in result]
 
+
+TOPIC_CASES = tuple(
+    dict.fromkeys(g.cases for g in GUARANTEES if g.family == "topic" and g.cases not in WRITE_COUNTS)
+)
+"""The counts of a topic's cases that its write counts do not hold: topics[] in result.json."""
+GROUP_CASES = tuple(dict.fromkeys(g.cases for g in GUARANTEES if g.family == "group"))
+"""The counts of a group's cases (`polled` is a group count; `commits_ok` is its `commits.ok`)."""
 
 GROUP_COUNTS = ("polled", *(kind.count for kind in GROUP_KINDS))
 """The per-group counts of check/result.json's `groups`, and of expectations (`group=g skipped == 0`)."""
 FINAL_READ_COUNTS = frozenset(
-    {"lost", "read_lost", "lost_committed", "torn_transactions", "pipeline_skipped", *GROUP_COUNTS}
+    {*(kind.count for kind in ALL_KINDS if kind.complete_reads_only), *GROUP_COUNTS}
 )
 """The counts taken only over partitions whose final read was complete (docs/RESULT_FORMAT.md): on
 a topic or group with an incomplete partition, each is a lower bound of the truth."""

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from contract.anomaly_kinds import COUNT_KEYS, GROUP_BY_ID, GROUP_COUNTS, KIND_IDS
+from contract.anomaly_kinds import COUNT_KEYS, GROUP_BY_ID, GROUP_COUNTS, KIND_IDS, TOPIC_CASES
 from contract.coordinators import offsets_partitions
 from contract.errors import InputError
 from contract.events import FaultWindow, fault_windows
@@ -51,7 +51,10 @@ class Exercised:
 
 
 @dataclass(frozen=True)
-class Guarantee:
+class Verdict:
+    """One guarantee's verdict as result.json holds it: a row of its `guarantees`, or of a group's
+    (`topic` and `acks` empty), apart from the guarantee itself (`contract.anomaly_kinds.Guarantee`)."""
+
     id: str
     topic: str
     acks: str
@@ -88,7 +91,7 @@ class GroupResult:
     members: int | None
     counts: dict[str, int]
     commits: dict[str, int]
-    guarantees: tuple[Guarantee, ...]
+    guarantees: tuple[Verdict, ...]
     anomalies: tuple[Anomalies, ...]
     series: tuple[GroupSecond, ...] = ()
     recovery: tuple[dict[str, Any], ...] = ()
@@ -119,7 +122,7 @@ class GroupSecond:
     lag: int = 0
 
 
-TRANSACTION_COUNTS = (
+TRANSACTION_OUTCOME_COUNTS = (
     "begun",
     "committed",
     "aborted",
@@ -137,7 +140,7 @@ class TransactionCounts:
     """One transactional.id's row of result.json `transactions`."""
 
     transactional_id: str
-    counts: dict[str, int]  # by TRANSACTION_COUNTS
+    counts: dict[str, int]  # by TRANSACTION_OUTCOME_COUNTS
 
 
 @dataclass(frozen=True)
@@ -164,7 +167,7 @@ class Result:
     """(topic, partition, why the final read did not finish it: None when run.json does not say)."""
     acks: dict[str, dict[str, int | None]]
     topics: tuple[dict[str, Any], ...]
-    guarantees: tuple[Guarantee, ...]
+    guarantees: tuple[Verdict, ...]
     anomalies: tuple[Anomalies, ...]
     series: tuple[SeriesRow, ...]
     latency: tuple[dict[str, Any], ...]
@@ -191,8 +194,9 @@ def passed(result: Result, expectations: Sequence[ExpectationOutcome]) -> bool:
 
 
 def _counts(fields: Fields) -> dict[str, int | None]:
-    """One acks mode's counts; null where that kind's checker failed (result.json's `errors`)."""
-    return {k: fields.integer(k) if k in fields.obj else 0 for k in COUNT_KEYS}
+    """One acks mode's counts and cases; null where that kind's checker failed (result.json's
+    `errors`); 0 for a count an older result does not hold."""
+    return {k: fields.integer(k) if k in fields.obj else 0 for k in (*COUNT_KEYS, *TOPIC_CASES)}
 
 
 def _series_row(r: Fields) -> SeriesRow:
@@ -311,9 +315,9 @@ def load_result(root: Path) -> Result:
     )
 
 
-def _guarantees(fields: Fields) -> tuple[Guarantee, ...]:
+def _guarantees(fields: Fields) -> tuple[Verdict, ...]:
     return tuple(
-        Guarantee(
+        Verdict(
             id=g.text("id", required=True) or "",
             topic=g.text("topic") or "",
             acks=g.text("acks") or "",
@@ -355,7 +359,7 @@ def _transactions(top: Fields) -> tuple[TransactionCounts, ...] | None:
     return tuple(
         TransactionCounts(
             t.text("transactional_id", required=True) or "",
-            {k: t.integer(k, required=True) or 0 for k in TRANSACTION_COUNTS},
+            {k: t.integer(k, required=True) or 0 for k in TRANSACTION_OUTCOME_COUNTS},
         )
         for t in top.children("transactions")
     )
@@ -479,6 +483,10 @@ class RunInfo:
     metadata: str = ""  # who held the metadata, in words ("ZooKeeper, 1 node"); "" when not recorded
     isolation: dict[str, str] = field(default_factory=dict)
     """Each consumer group's isolation.level (run.json's `groups[].config`; read_uncommitted unless set)."""
+    disk: str = ""
+    """Where the nodes' data lived: `plain` or `lossy` (run.json's `cluster.disk`; "" before it was kept)."""
+    killed: tuple[tuple[str, str], ...] = ()
+    """The workload processes killed at the stop bound, and why (run.json's `workload.killed`)."""
 
 
 @dataclass(frozen=True)
@@ -548,6 +556,10 @@ def load_info(root: Path) -> RunInfo:
             str(g["name"]): _str_dict(g.get("config")).get("isolation.level", "read_uncommitted")
             for g in run.get("groups") or []
         },
+        disk=str(cluster.get("disk") or ""),
+        killed=tuple(
+            (str(k["process"]), str(k["why"])) for k in _obj(run.get("workload")).get("killed") or []
+        ),
     )
 
 

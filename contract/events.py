@@ -18,6 +18,9 @@ WRITE_TYPES = ("invoke", "ok", "fail", "info")
 TXN_STEPS = ("init", "begin", "offsets", "commit", "abort")
 TXN_PHASES = ("invoke", "ok", "fail", "info")
 ERROR_CLASSES = ("fatal", "abortable", "retriable")
+ABORT_REASONS = ("drawn", "drawn-early", "failure")
+"""Why an `abort` step was taken: drawn (once its records were acknowledged), drawn to end before
+they were sent, or forced by a failed step."""
 READ_TYPES = ("record", "end")
 READ_PHASES = ("live", "final")
 FAULT_PHASES = ("start", "stop")
@@ -88,6 +91,7 @@ TXN_FIELDS = (
     Field("producer_epoch", "int"),
     Field("group", "string"),
     Field("offsets", "offsets"),
+    Field("reason", "string"),
 )
 """transactions.jsonl's fields: a transactional producer's steps (docs/HISTORY_FORMAT.md)."""
 
@@ -304,15 +308,19 @@ def cluster_sample(
     controller_epoch: int | None,
     live_brokers: Sequence[int],
     partitions: Sequence[Mapping[str, Any]],
+    *,
+    controller_unknown: str | None = None,
 ) -> dict[str, Any]:
-    """One line of cluster.jsonl: controller, live brokers and `partition_state`s read from ZooKeeper."""
-    return {
+    """One line of cluster.jsonl: controller, live brokers and `partition_state`s read from ZooKeeper
+    or the KRaft quorum; `controller_unknown`, in KRaft, why no node could name the controller."""
+    sample = {
         "time_ns": time_ns,
         "controller": controller,
         "controller_epoch": controller_epoch,
         "live_brokers": list(live_brokers),
         "partitions": [dict(p) for p in partitions],
     }
+    return sample if controller_unknown is None else sample | {"controller_unknown": controller_unknown}
 
 
 @dataclass(frozen=True)

@@ -4,19 +4,23 @@ This module is the one place that knows file names and the format number; the ha
 through it, and `contract.history_readers` reads run.json and the small files by its names.
 
 Run directories travel (attached to tickets, downloaded from CI), so what is in one is data: every
-file kafka-chaos writes inside a run directory goes through `write_atomic`, `open_append` or
-`fresh_dir`, which refuse a symbolic link below the run directory (at the file, or at a directory on
-the way) with a HistoryError naming it, so a link can never make a write land outside it. (`fresh_dir`
-deletes what is at its name anyway: a link there is deleted as a link.)
+file kafka-chaos writes inside a run directory goes through `write_atomic`, `open_append`,
+`fresh_dir`, `publish_dir` or `discard_dir`, which refuse a symbolic link below the run directory
+(at the file, or at a directory on the way) with a HistoryError naming it, so a link can never make
+a write land outside it. (`fresh_dir` deletes what is at its name anyway: a link there is deleted as
+a link.)
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import logging
 import os
+import re
 import shutil
+import socket
 import stat
 import threading
 import time
@@ -283,6 +287,63 @@ def _replace_dir(root: Path, name: str, *, make: bool) -> Path:
         except OSError as exc:
             raise _write_error(target, exc) from None
     return target
+
+
+def publish_dir(root: Path, built: str, name: str) -> bool:
+    """Rename the directory ROOT/BUILT to ROOT/NAME, in one step: a reader sees NAME whole or not
+    at all. False, and BUILT left as it is, when a directory is at NAME already (another writer
+    published it first). Both lie in one directory; a link at NAME is refused, as `write_atomic`
+    refuses it."""
+    if PurePosixPath(built).parent != PurePosixPath(name).parent:
+        raise ValueError(f"{built!r} and {name!r} are not in one directory")
+    with _parent_dir(root, name) as (dir_fd, base):
+        _refuse_link(dir_fd, base, root / name)
+        try:
+            os.rename(PurePosixPath(built).name, base, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        except OSError as exc:
+            if exc.errno in (errno.ENOTEMPTY, errno.EEXIST):
+                return False
+            raise _write_error(root / name, exc) from None
+    return True
+
+
+_HOST = re.sub(r"[^A-Za-z0-9_.]", "_", socket.gethostname()) or "host"
+
+
+def private_name(parent: str, kind: str) -> str:
+    """A name under PARENT that no other process, here or on another host, will use:
+    `.KIND-<pid>-<random>-<host>` (`abandoned` reads it back)."""
+    return f"{parent}/.{kind}-{os.getpid()}-{os.urandom(4).hex()}-{_HOST}"
+
+
+def abandoned(name: str) -> bool:
+    """Whether NAME (the last part of a path) is a `private_name` of a process of this host that has
+    ended (killed while it built or deleted): one of a live process, or of another host, is not."""
+    parts = name.split("-", 3)
+    if len(parts) != 4 or not parts[0].startswith(".") or not parts[1].isdigit() or parts[3] != _HOST:
+        return False
+    try:
+        os.kill(int(parts[1]), 0)
+    except ProcessLookupError:
+        return True
+    except (PermissionError, OverflowError):  # a live process of another user, or no pid at all
+        return False
+    return False
+
+
+def discard_dir(root: Path, name: str) -> None:
+    """Delete ROOT/NAME, if there, where other processes may delete it at the same time: it is
+    first renamed to a `private_name` (one of them gets it, the others find nothing), then deleted
+    as `remove_dir` deletes it."""
+    private = private_name(str(PurePosixPath(name).parent), "discarded")
+    with _parent_dir(root, name) as (dir_fd, base):
+        try:
+            os.rename(base, PurePosixPath(private).name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            raise _write_error(root / name, exc) from None
+    remove_dir(root, private)
 
 
 def linked_below(root: Path, name: str) -> bool:

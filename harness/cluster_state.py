@@ -47,9 +47,12 @@ class PartitionState:
 @dataclass(frozen=True)
 class ClusterSnapshot:
     controller: int | None
+    """None: ZooKeeper names no controller (an election), or no KRaft node could say which."""
     controller_epoch: int | None
     live_brokers: tuple[int, ...]
     partitions: tuple[PartitionState, ...]
+    controller_unknown: str | None = None
+    """Why the controller is None in KRaft: what each node asked answered (None otherwise)."""
 
     def partition(self, topic: str, partition: int) -> PartitionState | None:
         return next((p for p in self.partitions if (p.topic, p.partition) == (topic, partition)), None)
@@ -57,7 +60,14 @@ class ClusterSnapshot:
     def to_event(self, time_ns: int) -> dict[str, Any]:
         """One line of history/cluster.jsonl."""
         partitions = [p.to_event() for p in self.partitions]
-        return cluster_sample(time_ns, self.controller, self.controller_epoch, self.live_brokers, partitions)
+        return cluster_sample(
+            time_ns,
+            self.controller,
+            self.controller_epoch,
+            self.live_brokers,
+            partitions,
+            controller_unknown=self.controller_unknown,
+        )
 
     def describe(self) -> str:
         parts = [f"controller={self.controller}", f"live_brokers={list(self.live_brokers)}"]

@@ -40,12 +40,14 @@ from harness import forensics
 from harness.cluster import ClusterSpec, KafkaCluster
 from harness.cluster_state import ClusterSampler
 from harness.consumer import FinalReadResult
-from harness.workload import Workload, WorkloadClients, WorkloadSpec, resolve_clients
+from harness.workload import Workload, WorkloadClients, WorkloadHandles, WorkloadSpec, resolve_clients
 
 log = logging.getLogger("kchaos")
 
-Chaos = Callable[[KafkaCluster, HistoryWriter, RunClock], AbstractContextManager[Any]]
-"""Builds the context manager that injects faults while the workload runs (and heals on exit)."""
+Chaos = Callable[[KafkaCluster, WorkloadHandles, HistoryWriter, RunClock], AbstractContextManager[Any]]
+"""Builds the context manager that injects faults while the workload runs (and heals on exit):
+given the cluster, the handles faults may reach of the running workload, the faults.jsonl writer
+and the run clock."""
 
 
 @dataclass
@@ -127,7 +129,8 @@ def run_experiment(
             ):
                 try:
                     workload.start()
-                    with chaos(cluster, fault_writer, clock) if chaos else contextlib.nullcontext():
+                    faulting = chaos(cluster, workload.handles, fault_writer, clock) if chaos else None
+                    with faulting or contextlib.nullcontext():
                         deadline = time.monotonic() + spec.duration_s
                         while (left := deadline - time.monotonic()) > 0:
                             time.sleep(min(1.0, left))
@@ -229,6 +232,7 @@ def run_metadata(
                 else {}
             ),
             "broker_config": cluster.recorded_broker_config,
+            "disk": cluster.spec.disk,
             **({"finalized_features": dict(clients.features)} if clients.features else {}),
         },
         **spec.workload.recorded(clients),

@@ -2,12 +2,15 @@
 
 The active controller and its epoch come from DescribeQuorum, asked of every controller (the answer
 of the newest epoch wins: a controller just woken from a pause may still answer as an old leader),
-else of the brokers, which forward it; partitions and live brokers from Metadata v8, asked of every
-broker; with `elr`, each partition's Eligible Leader Replicas from DescribeTopicPartitions (Kafka
-3.8+), asked of the first broker that answers, kept where its leader epoch is the merged one.
-A broker cut off or paused by a fault still answers from its own stale view, so the answers are
-merged: per partition the highest leader epoch wins (epochs only grow), and among equal epochs, and
-for the live brokers, what most brokers say. No read waits longer than `timeout_s` per node.
+else of the brokers, which forward it, else of every controller again with a longer wait (a
+controller slowed by a loaded machine: `QUORUM_RETRY_TIMEOUT_S`); when none could say, a snapshot
+says so (`ClusterSnapshot.controller_unknown`: what each node answered); partitions and live brokers
+from Metadata v8, asked of every broker; with `elr`, each partition's Eligible Leader Replicas from
+DescribeTopicPartitions (Kafka 3.8+), asked of the first broker that answers, kept where its leader
+epoch is the merged one. A broker cut off or paused by a fault still answers from its own stale
+view, so the answers are merged: per partition the highest leader epoch wins (epochs only grow), and
+among equal epochs, and for the live brokers, what most brokers say. No read waits longer than
+`timeout_s` per node (QUORUM_RETRY_TIMEOUT_S in the quorum's last round).
 """
 
 from __future__ import annotations
@@ -24,6 +27,10 @@ from harness.cluster_state import ClusterSnapshot, PartitionState
 from harness.kafka_protocol import EligibleLeaders, Metadata, PartitionMetadata, Quorum, Reader
 
 UNKNOWN_TOPIC = 3
+QUORUM_RETRY_TIMEOUT_S = 2.0
+"""How long each controller is given to describe the quorum once every node failed to in the
+reader's `timeout_s`: a sample stays bounded (a few seconds), and a controller that is merely slow
+is heard."""
 T = TypeVar("T")
 
 
@@ -82,11 +89,19 @@ class KRaftStateReader:
         self.brokers, self.controllers, self.timeout_s = list(brokers), list(controllers), timeout_s
         self.elr = elr
 
-    def _ask(self, node: Endpoint, message: bytes, parse: Callable[[Reader], T], *, flexible: bool) -> T:
-        """One request to `node`, its answer parsed; ClusterError when none comes in `timeout_s`."""
-        return parse(
-            kafka_protocol.exchange((node.ip, node.port), message, self.timeout_s, flexible=flexible)
-        )
+    def _ask(
+        self,
+        node: Endpoint,
+        message: bytes,
+        parse: Callable[[Reader], T],
+        *,
+        flexible: bool,
+        timeout_s: float | None = None,
+    ) -> T:
+        """One request to `node`, its answer parsed; ClusterError when none comes in `timeout_s`
+        (the reader's by default)."""
+        wait_s = self.timeout_s if timeout_s is None else timeout_s
+        return parse(kafka_protocol.exchange((node.ip, node.port), message, wait_s, flexible=flexible))
 
     def _metadata(self, topics: list[str] | None) -> list[Metadata]:
         answers, failures = [], []
@@ -100,24 +115,44 @@ class KRaftStateReader:
             raise ClusterError(f"no broker answered a Metadata request: {'; '.join(failures)}")
         return answers
 
-    def quorum(self) -> Quorum | None:
+    def quorum(self) -> Quorum:
         """The metadata quorum as its leader of the newest epoch describes it: every controller is
         asked, since a controller that was paused or cut off may still answer as the leader of an
-        older epoch; the brokers (which forward the request) only when no controller answers.
-        None when no node could say."""
-        for nodes in (self.controllers, self.brokers):
-            answers = [q for q in (self._describe_quorum(n) for n in nodes) if q is not None]
+        older epoch; the brokers (which forward the request) only when no controller answers; every
+        controller again, with QUORUM_RETRY_TIMEOUT_S to answer, when no broker could either.
+        ClusterError naming what each node answered when none could say."""
+        unanswered: list[str] = []
+        retry_s = max(self.timeout_s, QUORUM_RETRY_TIMEOUT_S)
+        rounds = [
+            (self.controllers, self.timeout_s),
+            (self.brokers, self.timeout_s),
+            (self.controllers, retry_s),
+        ]
+        for nodes, timeout_s in rounds:
+            answers = []
+            for node in nodes:
+                seen = self._describe_quorum(node, timeout_s)
+                if isinstance(seen, Quorum):
+                    answers.append(seen)
+                else:
+                    role = "controller" if nodes is self.controllers else "broker"
+                    unanswered.append(f"{role} {node.node_id} in {timeout_s:g} s: {seen}")
             if answers:
                 return max(answers, key=lambda q: q.leader_epoch)
-        return None
+        raise ClusterError(f"no node named the active controller ({'; '.join(unanswered) or 'no nodes'})")
 
-    def _describe_quorum(self, node: Endpoint) -> Quorum | None:
+    def _describe_quorum(self, node: Endpoint, timeout_s: float) -> Quorum | str:
+        """The quorum as `node` describes it, or why it could not."""
         try:
             request = kafka_protocol.describe_quorum_request()
-            quorum = self._ask(node, request, kafka_protocol.parse_describe_quorum, flexible=True)
-        except ClusterError:
-            return None
-        return quorum if quorum.error_code == 0 and quorum.leader >= 0 else None
+            quorum = self._ask(
+                node, request, kafka_protocol.parse_describe_quorum, flexible=True, timeout_s=timeout_s
+            )
+        except ClusterError as exc:
+            return str(exc)
+        if quorum.error_code:
+            return f"error code {quorum.error_code}"
+        return quorum if quorum.leader >= 0 else "no leader"
 
     def snapshot(self, topics: Iterable[str] | None = None) -> ClusterSnapshot:
         named = sorted(topics) if topics is not None else None
@@ -125,12 +160,17 @@ class KRaftStateReader:
         partitions = merge_partitions(answers)
         if self.elr and named:
             partitions = with_eligible_leaders(partitions, self._eligible_leaders(named))
-        quorum = self.quorum()
+        try:
+            quorum: Quorum | None = self.quorum()
+            unknown = None
+        except ClusterError as exc:  # the sample is still of the partitions and brokers it read
+            quorum, unknown = None, str(exc)
         return ClusterSnapshot(
             controller=quorum.leader if quorum else None,
             controller_epoch=quorum.leader_epoch if quorum else None,
             live_brokers=merge_brokers(answers),
             partitions=tuple(partitions),
+            controller_unknown=unknown,
         )
 
     def _eligible_leaders(self, topics: list[str]) -> list[EligibleLeaders]:

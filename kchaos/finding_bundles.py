@@ -3,9 +3,9 @@ repository (at most BUNDLE_BYTES), made from run directories by `kchaos findings
 
     docs/findings/<id>/
       finding.yaml                      what the finding is and which counts its tables show
-      runs/<run_id>/run.json            the run as recorded
-      runs/<run_id>/scenario.yaml       the scenario as it ran (`kchaos run` takes it again)
-      runs/<run_id>/check/result.json   the check's result, without its example lists and
+      evidence/<run_id>/run.json        the run as recorded
+      evidence/<run_id>/scenario.yaml   the scenario as it ran (`kchaos run` takes it again)
+      evidence/<run_id>/check/result.json  the check's result, without its example lists and
                                         per-second series (the counts and verdicts stay)
       quotes.jsonl                      the log lines the text quotes: {"run", "file", "line", "text"}
       counts.md                         generated: counts per run and seed, and how to reproduce them
@@ -18,11 +18,11 @@ finding.yaml (hand-written; every key but `counts`'s `of` and `releases` is chec
     whose: Kafka's (KIP-101)                                       # whose promise it was
     order: 10                                                      # its row among the findings
     counts:                                                        # what the result column says
-      - {say: "acks=all lost", count: acks.all.lost, of: acks.all.acked}
+      - {say: "acks=all lost", count: acks.all.lost, of: acks.all.acked}   # also: releases, scenarios
     client: false            # true: the client library's finding (the release column says so)
     summary: true            # false: not a row of FINDINGS' summary (a matrix column only)
     readme: double failover loses committed writes (KIP-101)      # README's row (absent: none)
-    matrix: {column: "`hw-truncation` (double failover)", order: 1, acks: all,
+    matrix: {column: "`hw-truncation` (double failover)", order: 1, acks: all, count: 0,
              verdicts: [no-lost-acked-writes, replicas-agree, per-partition-order]}
 
 Each bundled run is checked as a run directory of the current contract (`contract.checked_run`), and its
@@ -53,15 +53,16 @@ FINDINGS_SCENARIOS = "docs/findings"
 """Where the findings' own scenario files are, in the repository."""
 QUOTES = "quotes.jsonl"
 COUNTS = "counts.md"
-RUNS = "runs"
+RUNS = "evidence"
+"""Where a bundle keeps its runs (not `runs/`: the repository ignores every directory of that name)."""
 BUNDLE_BYTES = 1024 * 1024
 """A bundle's largest size: the repository keeps every finding's evidence."""
 QUOTE_CHARS = 2000
 """A quoted log line's longest text (the rest cut)."""
 _ID = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
 _KEYS = {"title", "section", "whose", "order", "counts", "client", "summary", "readme", "matrix"}
-_MATRIX_KEYS = {"column", "order", "acks", "verdicts"}
-_COUNT_KEYS = {"say", "count", "of", "releases"}
+_MATRIX_KEYS = {"column", "order", "acks", "verdicts", "count"}
+_COUNT_KEYS = {"say", "count", "of", "releases", "scenarios"}
 
 
 @dataclass(frozen=True)
@@ -72,6 +73,8 @@ class MatrixColumn:
     order: int
     acks: str
     verdicts: tuple[str, ...]
+    count: int
+    """Which of the finding's counts the column shows (an index into `counts`)."""
 
 
 @dataclass(frozen=True)
@@ -118,6 +121,12 @@ class BundledRun:
     def metadata(self) -> str:
         return str(self.run.get("cluster", {}).get("metadata") or "zookeeper")
 
+    def counted_by(self, spec: CountSpec) -> bool:
+        """Whether `spec` applies to this run (its release and scenario filters)."""
+        return (spec.releases is None or self.release in spec.releases) and (
+            spec.scenarios is None or self.scenario in spec.scenarios
+        )
+
     @property
     def client(self) -> str:
         client = self.run.get("client") or {}
@@ -135,10 +144,10 @@ class Bundle:
         """`spec`'s count (and what it is of) in each of this bundle's runs it applies to."""
         measured = []
         for run in self.runs:
-            if spec.releases is not None and run.release not in spec.releases:
+            if not run.counted_by(spec):
                 continue
-            count = pick(run.result, spec.count)
-            of = pick(run.result, spec.of) if spec.of is not None else None
+            count = pick(run.result, spec.count, run.run)
+            of = pick(run.result, spec.of, run.run) if spec.of is not None else None
             if count is None or (spec.of is not None and of is None):
                 where = f"{self.path / FINDING}: counts {spec.say!r}"
                 raise ConfigError(f"{where}: run {run.run_id}'s result.json has no such count")
@@ -197,13 +206,14 @@ def read_finding(path: Path) -> Finding:
         spec = _mapping(item, _COUNT_KEYS, at)
         count_path = _text(spec, "count", at) or ""
         of_path = _text(spec, "of", at, required=False)
-        releases = spec.get("releases")
+        releases, scenarios = spec.get("releases"), spec.get("scenarios")
         counts.append(
             CountSpec(
                 say=_text(spec, "say", at) or "",
                 count=parse_path(count_path, f"{at}.count"),
                 of=parse_path(of_path, f"{at}.of") if of_path is not None else None,
                 releases=_strings(releases, f"{at}.releases") if releases is not None else None,
+                scenarios=_strings(scenarios, f"{at}.scenarios") if scenarios is not None else None,
             )
         )
     matrix = None
@@ -215,7 +225,10 @@ def read_finding(path: Path) -> Finding:
             order=_integer(column, "order", at),
             acks=_text(column, "acks", at) or "",
             verdicts=_strings(column.get("verdicts"), f"{at}.verdicts"),
+            count=_integer(column, "count", at) if "count" in column else 0,
         )
+        if not 0 <= matrix.count < len(counts):
+            raise ConfigError(f"{at}: `count` {matrix.count} names none of the {len(counts)} counts")
     return Finding(
         title=_text(data, "title", where) or "",
         section=_text(data, "section", where) or "",
@@ -359,9 +372,9 @@ def bundle_runs(run_dirs: Sequence[Path], path: Path, quotes: Sequence[str]) -> 
         )
     read_finding(path / FINDING)
     quoted = [q for spec in quotes for q in quote_lines(spec, run_dirs)]
+    runs = [_read_run(run_dir) for run_dir in run_dirs]  # every run read before any is copied
     ids = []
-    for run_dir in run_dirs:
-        run = _read_run(run_dir)
+    for run_dir, run in zip(run_dirs, runs, strict=True):
         target = path / RUNS / run.run_id
         try:
             (target / "check").mkdir(parents=True, exist_ok=True)

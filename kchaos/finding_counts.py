@@ -1,10 +1,12 @@
 """A finding's numbers: counts picked from its runs' check/result.json, and the sentences that say
 them with the runs, seeds and releases they rest on (docs/findings/<id>/finding.yaml's `counts`).
 
-A count is a path into result.json: keys separated by dots, where `*` takes every value of an
-object or element of a list and `name[field=value]` the elements of list `name` whose `field` is
-`value`; what a path reaches is summed (`groups.*.skipped`, `transactions[*].fatal_errors`,
-`acks.all.lost`). A path that reaches nothing (a count a result of its time did not have) is None.
+A count is a path into result.json (or, starting with `run.`, into run.json): keys separated by
+dots, where `*` takes every value of an object or element of a list, `name[field=value]` the
+elements of list `name` whose `field` is `value`, and a last `#` the number of elements of what it
+reaches; the integers a path reaches are summed (`acks.all.lost`, `groups.*.skipped`,
+`transactions[*].fatal_errors`, `run.workload.killed.#`). A path that reaches none (a count a
+result of its time did not have) is None.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import Any
 
 from contract.errors import ConfigError
 
-_SEGMENT = re.compile(r"^(?P<key>[A-Za-z0-9_\-]+|\*)(?:\[(?P<select>\*|[A-Za-z0-9_]+=[^\]]+)\])?$")
+_SEGMENT = re.compile(r"^(?P<key>[A-Za-z0-9_\-]+|\*|#)(?:\[(?P<select>\*|[A-Za-z0-9_]+=[^\]]+)\])?$")
 
 
 @dataclass(frozen=True)
@@ -49,9 +51,14 @@ def parse_path(path: str, where: str) -> tuple[Step, ...]:
     return tuple(steps)
 
 
-def pick(result: Mapping[str, Any], steps: Sequence[Step]) -> int | None:
-    """The sum of the integers `steps` reach in `result`; None when they reach none."""
-    values = [v for v in _walk(result, steps) if isinstance(v, int) and not isinstance(v, bool)]
+def pick(
+    result: Mapping[str, Any], steps: Sequence[Step], run: Mapping[str, Any] | None = None
+) -> int | None:
+    """The sum of the integers `steps` reach in `result` (in `run` for a path starting `run.`);
+    None when they reach none."""
+    root = run if steps and steps[0] == Step("run") and run is not None else result
+    steps = steps[1:] if root is run else steps
+    values = [v for v in _walk(root, steps) if isinstance(v, int) and not isinstance(v, bool)]
     return sum(values) if values else None
 
 
@@ -60,6 +67,10 @@ def _walk(node: Any, steps: Sequence[Step]) -> Iterable[Any]:
         yield node
         return
     step, rest = steps[0], steps[1:]
+    if step.key == "#":
+        if isinstance(node, list | dict) and not rest:
+            yield len(node)
+        return
     if step.key == "*":
         children = node.values() if isinstance(node, dict) else node if isinstance(node, list) else []
     elif isinstance(node, dict) and step.key in node:
@@ -85,6 +96,8 @@ class CountSpec:
     of: tuple[Step, ...] | None
     releases: tuple[str, ...] | None
     """Only these releases' runs (None: every run)."""
+    scenarios: tuple[str, ...] | None = None
+    """Only the runs of these scenarios (as `BundledRun.scenario` says them; None: every run)."""
 
 
 @dataclass(frozen=True)
@@ -118,7 +131,7 @@ def seeds_text(seeds: Iterable[int]) -> str:
             j += 1
         first = ordered[i]
         if times[first] > 1:
-            parts.append(f"{first} ({_times(times[first])})")
+            parts.append(f"{first} ({times_text(times[first])})")
             i += 1
             continue
         if j - i >= 2:
@@ -130,7 +143,7 @@ def seeds_text(seeds: Iterable[int]) -> str:
     return f"{word} {', '.join(parts)}"
 
 
-def _times(n: int) -> str:
+def times_text(n: int) -> str:
     return {2: "twice", 3: "three times"}.get(n, f"{n} times")
 
 

@@ -29,6 +29,7 @@ from kchaos.finding_counts import (
     runs_text,
     seeds_text,
     sentence,
+    times_text,
     version_key,
 )
 
@@ -120,7 +121,7 @@ def _verdicts(runs: Sequence[BundledRun], guarantee: str, acks: str) -> str:
 def _matrix_cell(bundle: Bundle, runs: Sequence[BundledRun]) -> str:
     column = bundle.finding.matrix
     assert column is not None
-    spec = bundle.finding.counts[0]
+    spec = bundle.finding.counts[column.count]
     measured = [m for m in bundle.measured(spec) if m.release == runs[0].release]
     hits = [m for m in measured if m.count]
     total = sum(m.of or 0 for m in measured)
@@ -164,10 +165,11 @@ def runs_table(bundle: Bundle) -> str:
     for run in sorted(bundle.runs, key=lambda r: (version_key(r.release), r.seed, r.run_id)):
         counts = []
         for spec in specs:
-            if spec.releases is not None and run.release not in spec.releases:
+            if not run.counted_by(spec):
                 counts.append("")
                 continue
-            count, of = pick(run.result, spec.count), pick(run.result, spec.of) if spec.of else None
+            count = pick(run.result, spec.count, run.run)
+            of = pick(run.result, spec.of, run.run) if spec.of else None
             counts.append(number(count or 0) + (f" of {number(of)}" if of is not None else ""))
         broken = sorted(
             {
@@ -195,14 +197,14 @@ def _repeated_seeds(bundle: Bundle) -> str:
     by_seed: dict[tuple[str, int], list[Measured]] = {}
     for m in bundle.measured(spec):
         by_seed.setdefault((m.release, m.seed), []).append(m)
-    lines = [
-        f"\nSeed {seed} on {release}, run {len(ms)} times: {spec.say} "
-        + ", ".join(number(m.count) for m in ms)
-        + ("" if len({m.count for m in ms}) == 1 else " (one seed, different results)")
-        + ".\n"
-        for (release, seed), ms in sorted(by_seed.items(), key=lambda kv: (version_key(kv[0][0]), kv[0][1]))
-        if len(ms) > 1
-    ]
+    lines = []
+    for (release, seed), ms in sorted(by_seed.items(), key=lambda kv: (version_key(kv[0][0]), kv[0][1])):
+        if len(ms) < 2:
+            continue
+        counts = [number(m.count) for m in ms]
+        said = " and ".join([", ".join(counts[:-1]), counts[-1]])
+        differ = "" if len({m.count for m in ms}) == 1 else ": one seed, different results"
+        lines.append(f"\nSeed {seed} on {release}, run {times_text(len(ms))}: {spec.say} {said}{differ}.\n")
     return "".join(lines)
 
 
@@ -236,7 +238,7 @@ def counts_md(bundle: Bundle) -> str:
         f"{runs_text(len(bundle.runs))}, {seeds_text(r.seed for r in bundle.runs)}. ",
         f"Result: {result_text(bundle)}.\n\n",
         runs_table(bundle),
-        "\nReproduce (each run's own `runs/RUN/scenario.yaml` is the scenario exactly as it ran, "
+        "\nReproduce (each run's own `evidence/RUN/scenario.yaml` is the scenario exactly as it ran, "
         "fault timeline included):\n\n",
         reproduce_text(bundle),
     ]

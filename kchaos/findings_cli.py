@@ -99,7 +99,7 @@ def tables(
         ("release matrix", matrix_table(bundles)),
         ("README", readme_table(bundles)),
     ):
-        console.print(f"{title}:\n{table}", markup=False, highlight=False)
+        typer.echo(f"{title}:\n{table}")  # as it is: a console would wrap the table's lines
 
 
 def register(app: typer.Typer) -> None:

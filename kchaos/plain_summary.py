@@ -1,5 +1,6 @@
 """Three lines a newcomer understands at the end of `kchaos run`: what was broken, which promises
-held, which broke and why, and that a FAIL is Kafka's, not the tool's."""
+held, which broke and why, and that a FAIL is Kafka's, not the tool's; a fourth names the headline
+promises the run gave no case to break on."""
 
 from __future__ import annotations
 
@@ -7,29 +8,13 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from contract.anomaly_kinds import AnomalyKind, kinds_of
+from contract.anomaly_kinds import GUARANTEES, AnomalyKind, kinds_of
 from contract.events import FaultWindow
 from contract.limits import brief
 from kchaos.group_lines import each_group_guarantee
 
-_HEADLINE = (
-    "no-lost-acked-writes",
-    "per-partition-order",
-    "no-duplicates",
-    "no-consumer-skips",
-    "no-redeliveries",
-    "committed-transactions-durable",
-    "no-aborted-reads",
-    "atomic-transactions",
-    "exactly-once-pipeline",
-    "no-uncommitted-reads",
-)
-_BY_TOPIC = (
-    "committed-transactions-durable",
-    "no-aborted-reads",
-    "atomic-transactions",
-    "exactly-once-pipeline",
-)
+_HEADLINE = frozenset(g.id for g in GUARANTEES if g.headline)
+_BY_TOPIC = frozenset(g.id for g in GUARANTEES if g.transactional and g.family == "topic")
 """Guarantees of transactional topics: said per topic, not per acks mode."""
 _KAFKA = ("the brokers (", "the group coordinator (")
 """How the promises Kafka itself makes name who made them (`promised_by`)."""
@@ -61,12 +46,21 @@ def plain_summary(result: Mapping[str, Any], faults: Sequence[FaultWindow], exit
         if seen:
             outcome += " (not promised here, but seen: " + "; ".join(_phrase(result, g) for g in seen) + ")"
         outcome += "." if exit_code == 0 else "; the FAIL is a scenario expectation or an incomplete check."
+    idle = [g for g in guarantees if g.get("verdict") == "not-exercised" and g.get("id") in _HEADLINE]
+    untested = "Not exercised (no case to break on): " + "; ".join(_idle(g) for g in idle) + "."
     return [
         f"What happened: {_faults(faults)} while producers wrote under {writing or 'no acks mode'}"
         f"{_reading(result)}.",
         "Held: " + ("; ".join(_phrase(result, g) for g in held) or "no promise was judged held") + ".",
         outcome,
+        *([untested] if idle else []),
     ]
+
+
+def _idle(guarantee: Mapping[str, Any]) -> str:
+    """`chaos-txn-0: no aborted reads (0 appended records of aborted transactions)`."""
+    what = (guarantee.get("exercised") or {}).get("what") or "cases"
+    return f"{_label(guarantee)}: {guarantee.get('promise')} (0 {what})"
 
 
 def _guarantees(result: Mapping[str, Any]) -> list[Mapping[str, Any]]:
@@ -129,15 +123,19 @@ def _owner(result: Mapping[str, Any], guarantee: Mapping[str, Any]) -> Mapping[s
     return next((t for t in topics if t.get("topic") == guarantee.get("topic")), {})
 
 
+def _label(guarantee: Mapping[str, Any]) -> str:
+    """Whose guarantee: `group g`, a transactional topic's name, or `acks=all`."""
+    if "group" in guarantee:
+        return f"group {guarantee['group']}"
+    if guarantee.get("id") in _BY_TOPIC:
+        return str(guarantee.get("topic"))
+    return f"acks={guarantee.get('acks')}"
+
+
 def _phrase(result: Mapping[str, Any], guarantee: Mapping[str, Any]) -> str:
     """`acks=all: 0 of 10,117 acknowledged writes lost, 0 overwritten at their offset`, `group g: 3
     records processed more than once`, or the promise."""
-    if "group" in guarantee:
-        label = f"group {guarantee['group']}"
-    elif guarantee.get("id") in _BY_TOPIC:
-        label = str(guarantee.get("topic"))
-    else:
-        label = f"acks={guarantee.get('acks')}"
+    label = _label(guarantee)
     counts = _counts(result, guarantee)
     if not counts:
         return f"{label}: {guarantee.get('promise')}"

@@ -56,7 +56,13 @@ def _print_outcome(outcome: RunOutcome) -> None:
     table = Table(title=f"{outcome.scenario}: guarantees")
     for column in ("topic or group", "promise", "verdict", "reason"):
         table.add_column(column)
-    colour = {"held": "green", "violated": "red", "not-promised": "yellow", "unknown": "yellow"}
+    colour = {
+        "held": "green",
+        "violated": "red",
+        "not-promised": "yellow",
+        "unknown": "yellow",
+        "not-exercised": "blue",
+    }
     for whose, g in every_guarantee(result):
         verdict = g.get("verdict", "?")
         table.add_row(

@@ -15,7 +15,7 @@ import pytest
 from checkers import kind_checkers  # noqa: F401  (registers the topic kinds' checkers)
 from checkers.group_guarantees import group_guarantees
 from checkers.guarantees import derive_guarantees
-from checkers.registry import registered, registered_groups
+from checkers.registry import registered
 from contract.anomaly_kinds import (
     ALL_KINDS,
     ANOMALY_COUNTS,
@@ -47,16 +47,17 @@ def test_every_kind_bears_on_a_guarantee_of_its_family_and_every_guarantee_has_k
     assert len({kind.count for kind in ALL_KINDS}) == len(ALL_KINDS)
 
 
-def test_a_checker_is_registered_for_every_topic_kind_and_a_group_check_for_every_group_kind() -> None:
-    assert [checker.kind.id for checker in registered()] == list(KIND_IDS)
-    assert [checker.kind.id for checker in registered_groups()] == [kind.id for kind in GROUP_KINDS]
+def test_one_checker_is_registered_for_every_kind_of_either_family() -> None:
+    assert [checker.kind.id for checker in registered()] == [kind.id for kind in ALL_KINDS]
+    assert [checker.kind.id for checker in registered("topic")] == list(KIND_IDS)
+    assert [checker.kind.id for checker in registered("group")] == [kind.id for kind in GROUP_KINDS]
     assert ("polled", *(kind.count for kind in GROUP_KINDS)) == GROUP_COUNTS
 
 
 def _topic_counts(**violations: int) -> dict[str, Any]:
     counts: dict[str, Any] = {count: 0 for count in ("attempted", "acked", "failed", "indeterminate")}
     counts |= {kind.count: 0 for kind in KINDS}
-    return counts | {"complete": True, "replicas_read": True, "replicas_not_read": ""} | violations
+    return counts | {"unread": [], "replicas_read": True, "replicas_not_read": ""} | violations
 
 
 def test_topic_verdicts_are_the_guarantee_rows_and_count_their_kinds() -> None:
@@ -135,3 +136,41 @@ def test_the_contract_names_every_kind_and_guarantee(doc: str) -> None:
     named = set(re.findall(r"`([a-z][a-z0-9-]*)`", text))
     wanted = {kind.id for kind in ALL_KINDS} if doc.endswith("HISTORY_FORMAT.md") else set(GUARANTEE_BY_ID)
     assert wanted - named == set(), f"{doc} does not name {sorted(wanted - named)}"
+
+
+def _markdown_table(text: str, header: str) -> list[list[str]]:
+    """The rows of the markdown table whose header line starts with `header`, as cells."""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(header))
+    rows = []
+    for line in lines[start + 2 :]:
+        if not line.startswith("|"):
+            break
+        rows.append([cell.strip() for cell in line.strip("|").split(" | ")])
+    return rows
+
+
+def test_the_reports_tables_are_the_kinds_table_row_for_row() -> None:
+    text = (ROOT / "docs/REPORT.md").read_text()
+    guarantees = _markdown_table(text, "| guarantee |")
+    assert [row[0] for row in guarantees] == [f"`{g.id}`" for g in GUARANTEES]
+    for (_, family, promise, decided), guarantee in zip(guarantees, GUARANTEES, strict=True):
+        assert (family, promise) == (guarantee.family, guarantee.promise), guarantee.id
+        assert decided == ", ".join(f"`{k.id}` (`{k.count}`)" for k in kinds_of(guarantee.id)), guarantee.id
+    kinds = _markdown_table(text, "| kind |")
+    assert [row[0] for row in kinds] == [f"`{kind.id}`" for kind in ALL_KINDS]
+    for (_, count, says), kind in zip(kinds, ALL_KINDS, strict=True):
+        assert count == f"`{kind.count}`" and says.startswith(kind.count_help), kind.id
+
+
+@pytest.mark.parametrize("doc", ["docs/REPORT.md", "docs/SCENARIOS.md", "docs/ARCHITECTURE.md", "README.md"])
+def test_no_doc_names_a_kind_or_guarantee_the_table_lacks(doc: str) -> None:
+    """A kind or guarantee renamed or removed leaves no stale name behind: every backticked name of
+    a kind's or guarantee's shape in these docs is in the table (or one of the few other names of
+    that shape they use)."""
+    text = (ROOT / doc).read_text()
+    shaped = set(
+        re.findall(r"`((?:no|per|replicas|epochs|committed|exactly|atomic|monotonic|commits)-[a-z-]+)`", text)
+    )
+    known = set(GUARANTEE_BY_ID) | {kind.id for kind in ALL_KINDS}
+    assert shaped - known == set(), f"{doc} names {sorted(shaped - known)}"

@@ -8,7 +8,9 @@ names.jsonl, the process and error names the per-value table refers to, with the
 ends.jsonl, the reads' end events; and the side files (consumes.jsonl, replicas.jsonl,
 cluster.jsonl) as pyarrow parsed them, when it took them (else Spark parses them as the checks read
 them). A fingerprint of what the conversion read (a SHA-256 of each file's content, and run.json's
-topics) lets a re-check skip the conversion.
+topics) names the cache, RUN_DIR/check/parquet/<digest of the fingerprint>/, and lets a re-check
+skip the conversion. A check builds the cache in a directory of its own and publishes it whole
+(`checkers.io.published`): checks of one run directory at the same time never share a table.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from pyspark.sql import types as T
 from checkers import frames
 from checkers.io import arrow_parse
 from checkers.io.bad_lines import first_broken_write, located_errors
+from checkers.io.published import building, publish, remove_stale
 from checkers.io.sources import (
     CLUSTER_SCHEMA,
     CONSUME_SCHEMA,
@@ -101,6 +104,25 @@ class CachedHistory(NamedTuple):
     values: DataFrame
     reads: DataFrame
     complete_partitions: frames.Partitions
+    cache: Path
+    """The published cache the tables are read from (`parsed_table` finds the side files' there)."""
+
+
+class CacheDir(NamedTuple):
+    """A directory of cache tables, RUN_DIR/NAME: a check's own build, or the published cache."""
+
+    run_dir: Path
+    name: str
+
+    @property
+    def path(self) -> Path:
+        return self.run_dir / self.name
+
+    def write(self, file: str, text: str) -> None:
+        write_atomic(self.run_dir, f"{self.name}/{file}", text)
+
+    def fresh(self, table: str) -> None:
+        fresh_dir(self.run_dir, f"{self.name}/{table}")
 
 
 class ParsedFiles(NamedTuple):
@@ -113,17 +135,22 @@ class ParsedFiles(NamedTuple):
     """What pyarrow made of writes.jsonl and reads.jsonl (none when the cache is there): the files it
     parsed to Parquet are a conversion's to start from; a line it found Spark's parser would misread
     is named by the conversion, unless a line before it is wrong."""
+    cache: CacheDir
+    """The published cache, or this check's build of it, published by `cached_history`."""
+    published: str
+    """The name the cache of this fingerprint is published under (relative to the run directory)."""
 
 
 @contextmanager
 def parsed_files(run_dir: Path, run: dict[str, Any], digests: Mapping[str, str]) -> Iterator[ParsedFiles]:
     """Fingerprint writes.jsonl, reads.jsonl and the SIDE_FILES by the SHA-256 `digests` of their
-    content (`checkers.io.judged`: their content, not size and modification time, which an edit
-    can keep) and, unless the cache was made from
-    their present content (and run.json's topics), parse them with pyarrow into a fresh cache
-    directory: no Spark, so `kchaos check` does it while the JVM starts. pyarrow's parse of
-    writes.jsonl is deleted when the block ends; that of reads.jsonl is the read records table
-    (`_convert_into`), those of the side files are kept for the checks (`parsed_table`)."""
+    content (`checkers.io.scanned`: their content, not size and modification time, which an edit
+    can keep) and, unless a cache was published from their present content (and run.json's
+    topics), parse them with pyarrow into this check's build of it: no Spark, so `kchaos check`
+    does it while the JVM starts. The build is deleted as the block ends, unless `cached_history`
+    published it; pyarrow's parse of writes.jsonl is deleted before; that of reads.jsonl is the
+    read records table (`_convert_into`), those of the side files are kept for the checks
+    (`parsed_table`)."""
     fingerprint = {
         "cache_version": CACHE_VERSION,
         "sources": {
@@ -133,72 +160,83 @@ def parsed_files(run_dir: Path, run: dict[str, Any], digests: Mapping[str, str])
         },
         "topics": hashlib.sha256(json.dumps(topic_acks(run), sort_keys=True).encode()).hexdigest(),
     }
-    counts = _cached_counts(run_dir / CHECK_CACHE / _FINGERPRINT, fingerprint)
+    named = hashlib.sha256(json.dumps(fingerprint, sort_keys=True).encode()).hexdigest()[:16]
+    published = CacheDir(run_dir, f"{CHECK_CACHE}/{named}")
+    if (run_dir / CHECK_CACHE).is_symlink():
+        remove_dir(run_dir, CHECK_CACHE)  # deleted as a link: nothing it points at is touched
+    counts = _cached_counts(published.path, fingerprint)
     if counts is not None:
-        yield ParsedFiles(fingerprint, counts, {})
+        remove_stale(run_dir, CHECK_CACHE, published.name)
+        yield ParsedFiles(fingerprint, counts, {}, published, published.name)
         return
-    fresh_dir(run_dir, CHECK_CACHE)  # out with a stale cache, perhaps of another layout
-    try:
-        fresh_dir(run_dir, f"{CHECK_CACHE}/{_PARSED}")
-        fresh_dir(run_dir, f"{CHECK_CACHE}/{_RECORDS}")
+    with building(run_dir, CHECK_CACHE) as name:
+        build = CacheDir(run_dir, name)
+        build.fresh(_PARSED)
+        build.fresh(_RECORDS)
         parsed = {
-            s.name: arrow_parse.parquet_of(run_dir / s.name, s.schema, _arrow(run_dir, s), MOSTLY_UNIQUE)
+            s.name: arrow_parse.parquet_of(run_dir / s.name, s.schema, _arrow(build, s), MOSTLY_UNIQUE)
             for s in SOURCES
         }
         for name, (table, schema) in SIDE_FILES.items():
             if (run_dir / name).is_file():
-                fresh_dir(run_dir, f"{CHECK_CACHE}/{table}")
+                build.fresh(table)
                 side = arrow_parse.parquet_of(
-                    run_dir / name, schema, _side_parquet(run_dir, name), MOSTLY_UNIQUE
+                    run_dir / name, schema, _side_parquet(build.path, name), MOSTLY_UNIQUE
                 )
                 if side.misread is not None:
                     raise side.misread
-        yield ParsedFiles(fingerprint, None, parsed)
-    finally:
-        remove_dir(run_dir, f"{CHECK_CACHE}/{_PARSED}")
+        yield ParsedFiles(fingerprint, None, parsed, build, published.name)
 
 
-def _arrow(run_dir: Path, source: Source) -> Path:
+def _arrow(cache: CacheDir, source: Source) -> Path:
     """Where pyarrow's Parquet of `source` goes: reads.jsonl's is the read records table itself."""
     if source is READS_SOURCE:
-        return run_dir / CHECK_CACHE / _RECORDS / "part.parquet"
-    return run_dir / CHECK_CACHE / _PARSED / "writes.parquet"
+        return cache.path / _RECORDS / "part.parquet"
+    return cache.path / _PARSED / "writes.parquet"
 
 
-def _side_parquet(run_dir: Path, name: str) -> Path:
-    return run_dir / CHECK_CACHE / SIDE_FILES[name][0] / "part.parquet"
+def _side_parquet(cache: Path, name: str) -> Path:
+    return cache / SIDE_FILES[name][0] / "part.parquet"
 
 
-def parsed_table(run_dir: Path, name: str) -> Path | None:
-    """pyarrow's Parquet of the side file `name` (a key of SIDE_FILES, with its schema), made by
-    `parsed_files` from the file's present content (it is in the fingerprint); None when pyarrow
-    left the file to Spark."""
-    parquet = _side_parquet(run_dir, name)
+def parsed_table(cache: Path, name: str) -> Path | None:
+    """pyarrow's Parquet of the side file `name` (a key of SIDE_FILES, with its schema) in the
+    published `cache` (`CachedHistory.cache`), made by `parsed_files` from the file's present
+    content (it is in the fingerprint); None when pyarrow left the file to Spark."""
+    parquet = _side_parquet(cache, name)
     return parquet if parquet.is_file() else None
 
 
 def cached_history(
     spark: SparkSession, run_dir: Path, run: dict[str, Any], parsed: ParsedFiles
 ) -> CachedHistory:
-    """The run's cached tables, converting writes.jsonl and reads.jsonl first unless `parsed` found
-    the cache made from their present content."""
-    cache = run_dir / CHECK_CACHE
-    counts = parsed.cached_counts
+    """The run's cached tables, converting writes.jsonl and reads.jsonl first (into this check's
+    build, then published) unless `parsed` found the cache made from their present content."""
+    cache, counts = parsed.cache, parsed.cached_counts
     if counts is None:
         counts = _convert_into(spark, run_dir, run, parsed)
-        fingerprint_json = json.dumps({**parsed.fingerprint, "events": counts}, indent=2) + "\n"
-        write_atomic(run_dir, f"{CHECK_CACHE}/{_FINGERPRINT}", fingerprint_json)
-    with spark_errors("reading the Parquet cache", str(cache)):
-        values = frames.named(_read_parquet(spark, cache, _VALUES), _name_tables(spark, cache))
-        reads = _read_records(spark, cache)
-    complete = frames.complete_partitions(end for _, end in iter_jsonl(cache / _ENDS))
-    return CachedHistory(counts, values, reads, complete)
+        cache.write(_FINGERPRINT, json.dumps({**parsed.fingerprint, "events": counts}, indent=2) + "\n")
+        remove_dir(run_dir, f"{cache.name}/{_PARSED}")
+        made = counts
+
+        def whole(path: Path) -> bool:
+            return _cached_counts(path, parsed.fingerprint) == made
+
+        publish(run_dir, cache.name, parsed.published, whole)
+        remove_stale(run_dir, CHECK_CACHE, parsed.published)
+        cache = CacheDir(run_dir, parsed.published)
+    with spark_errors("reading the Parquet cache", str(cache.path)):
+        values = frames.named(_read_parquet(spark, cache.path, _VALUES), _name_tables(spark, cache.path))
+        reads = _read_records(spark, cache.path)
+    complete = frames.complete_partitions(end for _, end in iter_jsonl(cache.path / _ENDS))
+    return CachedHistory(counts, values, reads, complete, cache.path)
 
 
-def _cached_counts(fingerprint_path: Path, fingerprint: dict[str, Any]) -> dict[str, int] | None:
-    """The valid event counts the cache was made with, or None when it is missing or stale."""
+def _cached_counts(cache: Path, fingerprint: dict[str, Any]) -> dict[str, int] | None:
+    """The valid event counts the cache at `cache` was made with, or None when it is missing, not
+    whole or of another fingerprint (its fingerprint is written last)."""
     try:
-        cached = json.loads(fingerprint_path.read_text())
+        cached = json.loads((cache / _FINGERPRINT).read_text())
     except (OSError, json.JSONDecodeError):
         return None
     if not isinstance(cached, dict) or {k: v for k, v in cached.items() if k != "events"} != fingerprint:
@@ -221,24 +259,24 @@ def _convert_into(
     conversion fails), validated while the per-value table is written. Else Spark writes the records
     first, then the per-value table from them.
     """
-    cache = run_dir / CHECK_CACHE
+    build = parsed.cache
     taken_by_arrow = frozenset(name for name, source in parsed.sources.items() if source.taken)
     problems = Observation()
     history_dir = (run_dir / WRITES).parent
     with spark_errors("converting writes.jsonl and reads.jsonl to Parquet", str(history_dir)):
-        reads, reads_seen = _observed(spark, run_dir, READS_SOURCE, taken_by_arrow, run)
+        reads, reads_seen = _observed(spark, build, READS_SOURCE, taken_by_arrow, run)
         if READS_SOURCE.name in taken_by_arrow:
-            write_atomic(run_dir, f"{CHECK_CACHE}/{_RECORDS}{_SCHEMA_SUFFIX}", READS_SOURCE.schema.json())
+            build.write(f"{_RECORDS}{_SCHEMA_SUFFIX}", READS_SOURCE.schema.json())
             records = reads.where(F.col(_VALID))
         else:
             is_record = F.col(_VALID) & (F.col("type") == "record")
-            _write_parquet(run_dir, reads.where(is_record).select("type", *frames.RECORD_COLUMNS), _RECORDS)
-            records = _read_records(spark, cache)
-        writes, writes_seen = _observed(spark, run_dir, WRITES_SOURCE, taken_by_arrow, run)
+            _write_parquet(build, reads.where(is_record).select("type", *frames.RECORD_COLUMNS), _RECORDS)
+            records = _read_records(spark, build.path)
+        writes, writes_seen = _observed(spark, build, WRITES_SOURCE, taken_by_arrow, run)
         values = frames.value_table(writes.where(F.col(_VALID)), records, topic_acks(run))
         # Broken write rules are counted as the table is written; found only if there are any.
         values = values.observe(problems, F.count(frames.write_problem()).alias("count"))
-        _write_parquet(run_dir, values, _VALUES)
+        _write_parquet(build, values, _VALUES)
         summaries = {"reads": reads_seen.get, "writes": writes_seen.get}
     counts: dict[str, int] = {}
     for name, source in (("reads", READS_SOURCE), ("writes", WRITES_SOURCE)):
@@ -256,7 +294,7 @@ def _convert_into(
             beyond=bool(summary["beyond"]),
         )
         if source is WRITES_SOURCE and problems.get["count"]:
-            broken = frames.write_problems(_read_parquet(spark, cache, _VALUES))
+            broken = frames.write_problems(_read_parquet(spark, build.path, _VALUES))
             first = first_broken_write(spark, path, broken, None if misread is None else misread.line)
             errors += [] if first is None else [first]
             if not errors:
@@ -264,15 +302,15 @@ def _convert_into(
         if errors:  # the first line wrong, whichever way; min keeps the first of equals
             raise min(errors, key=lambda error: error.line if error.line is not None else math.inf)
         counts[name] = int(summary["good"])
-    _write_names(run_dir, {kind: summaries["writes"][kind] for kind in frames.NAME_KINDS}, run_dir / WRITES)
+    _write_names(build, {kind: summaries["writes"][kind] for kind in frames.NAME_KINDS}, run_dir / WRITES)
     ends = sorted(summaries["reads"]["ends"], key=lambda row: tuple(map(str, row)))
-    write_atomic(run_dir, f"{CHECK_CACHE}/{_ENDS}", _jsonl(end.asDict() for end in ends))
+    build.write(_ENDS, _jsonl(end.asDict() for end in ends))
     return counts
 
 
 def _observed(
     spark: SparkSession,
-    run_dir: Path,
+    build: CacheDir,
     source: Source,
     taken_by_arrow: frozenset[str],
     run: dict[str, Any],
@@ -284,9 +322,9 @@ def _observed(
     topic and a partition beyond its topic's count if any, and the process and error names (few)
     of the writes or the end events (one per partition read to its end: what completeness is
     decided on) of the reads."""
-    path = run_dir / source.name
+    path = build.run_dir / source.name
     if source.name in taken_by_arrow:
-        events = spark.read.schema(source.schema).parquet(uri(_arrow(run_dir, source)))
+        events = spark.read.schema(source.schema).parquet(uri(_arrow(build, source)))
         events = events.withColumn(frames.CORRUPT, F.lit(None).cast(T.StringType()))
     else:
         events = spark.read.schema(with_corrupt(source.schema)).json(uri(path), **JSON_OPTIONS)
@@ -308,7 +346,7 @@ def _observed(
     return observed, observation
 
 
-def _write_parquet(run_dir: Path, frame: DataFrame, name: str) -> None:
+def _write_parquet(build: CacheDir, frame: DataFrame, name: str) -> None:
     """Write `frame` as the Parquet table `name` of the cache, with its schema beside it.
 
     Only the columns whose values repeat are dictionary-encoded: a dictionary of mostly unique values
@@ -317,8 +355,8 @@ def _write_parquet(run_dir: Path, frame: DataFrame, name: str) -> None:
     the Spark job that would read it from a Parquet footer.
     """
     plain = {f"parquet.enable.dictionary#{c}": "false" for c in frame.columns if c in MOSTLY_UNIQUE}
-    frame.write.mode("overwrite").options(**plain).parquet(uri(run_dir / CHECK_CACHE / name))
-    write_atomic(run_dir, f"{CHECK_CACHE}/{name}{_SCHEMA_SUFFIX}", frame.schema.json())
+    frame.write.mode("overwrite").options(**plain).parquet(uri(build.path / name))
+    build.write(f"{name}{_SCHEMA_SUFFIX}", frame.schema.json())
 
 
 def _read_parquet(spark: SparkSession, cache: Path, name: str) -> DataFrame:
@@ -332,7 +370,7 @@ def _jsonl(rows: Iterable[dict[str, Any]]) -> str:
     return "".join(json.dumps(row) + "\n" for row in rows)
 
 
-def _write_names(run_dir: Path, names: dict[str, list[Row]], path: Path) -> None:
+def _write_names(build: CacheDir, names: dict[str, list[Row]], path: Path) -> None:
     """Store the names the per-value table refers to, with their ids (`frames.name_and_id`: Spark's
     hash of each name, observed as the table was written)."""
     by_id: dict[tuple[str, int], str] = {}
@@ -344,7 +382,7 @@ def _write_names(run_dir: Path, names: dict[str, list[Row]], path: Path) -> None
                     "two process or error names share an id (a 64-bit hash); rename one", str(path)
                 )
     stored = ({"kind": kind, "id": id_, "name": name} for (kind, id_), name in sorted(by_id.items()))
-    write_atomic(run_dir, f"{CHECK_CACHE}/{_NAMES}", _jsonl(stored))
+    build.write(_NAMES, _jsonl(stored))
 
 
 def _name_tables(spark: SparkSession, cache: Path) -> dict[str, frames.NameTable]:

@@ -14,8 +14,8 @@ from pyspark.sql import types as T
 
 from checkers import frames, transactions
 from checkers.io.cache import SIDE_FILES, ParsedFiles, cached_history, parsed_files, parsed_table
-from checkers.io.judged import judge
 from checkers.io.layout import Layout, check_layout
+from checkers.io.scanned import scan_run
 from checkers.io.sources import uri
 from checkers.session import empty_frame, spark_errors
 from contract.broker_logs import LogEvent
@@ -66,6 +66,9 @@ class History:
     `values` and `writes` then hold each transactional write's outcome for readers."""
     transaction_steps: DataFrame | None = None
     """transactions.jsonl (`TXN_SCHEMA`); None without the file."""
+    transactional_writes: DataFrame | None = None
+    """Each write of a transaction, appended or not and how its transaction ended
+    (`transactions.transactional_writes`); None without transactions.jsonl."""
 
 
 def load_history(
@@ -75,7 +78,7 @@ def load_history(
     JSONL to Parquet if needed (from `parsed`, when given: see `parsed_files`)."""
     layout = layout or check_layout(run_dir)
     if parsed is None:
-        with parsed_files(run_dir, layout.run, judge(run_dir).digests()) as parsed_now:
+        with parsed_files(run_dir, layout.run, scan_run(run_dir).digests()) as parsed_now:
             return load_history(spark, run_dir, layout, parsed_now)
     run, cluster = layout.run, layout.cluster
     cached = cached_history(spark, run_dir, run, parsed)
@@ -85,12 +88,14 @@ def load_history(
         "cluster": len(cluster),
         "client": len(layout.client_log),
     }
-    replica_values = _replica_values(spark, run_dir, layout.replica_states is not None)
-    values, outcomes, steps = cached.values, None, None
+    sides = _SideFiles(spark, run_dir, cached.cache)
+    replica_values = _replica_values(sides, layout.replica_states is not None)
+    values, outcomes, steps, transactional = cached.values, None, None, None
     if layout.transaction_steps is not None:
         with spark_errors("reading transactions.jsonl", str(run_dir / TRANSACTIONS)):
-            steps = _side_lines(spark, run_dir, TRANSACTIONS)
+            steps = sides.lines(TRANSACTIONS)
             outcomes = transactions.transaction_outcomes(steps)
+        transactional = transactions.transactional_writes(values, outcomes)
         values = transactions.with_transaction_outcomes(values, outcomes)
         counts["transactions"] = layout.transaction_steps
     writes = frames.writes_of(values)
@@ -108,13 +113,14 @@ def load_history(
         cluster,
         counts,
         layout.client_log,
-        _epochs(spark, run_dir),
+        _epochs(sides),
         replica_values,
         layout.replica_states,
         layout.broker_log,
-        _consumes(spark, run_dir) if layout.consume_events is not None else None,
+        _consumes(sides) if layout.consume_events is not None else None,
         outcomes,
         steps,
+        transactional,
     )
 
 
@@ -129,12 +135,12 @@ _REPLICA_VALUES_SCHEMA = T.StructType(
 )
 
 
-def _replica_values(spark: SparkSession, run_dir: Path, present: bool) -> DataFrame:
+def _replica_values(sides: _SideFiles, present: bool) -> DataFrame:
     """replicas.jsonl's values, one row per (broker, topic, partition, offset) (none without the
     file); validated line by line in `check_layout` before Spark reads it."""
     if not present:
-        return empty_frame(spark, _REPLICA_VALUES_SCHEMA)
-    lines = _side_lines(spark, run_dir, REPLICAS)
+        return empty_frame(sides.spark, _REPLICA_VALUES_SCHEMA)
+    lines = sides.lines(REPLICAS)
     held = lines.where(F.col("type") == "values").select(
         "broker", "topic", "partition", "offset", F.posexplode("values").alias("position", "value")
     )
@@ -153,12 +159,12 @@ _EPOCHS_SCHEMA = T.StructType(
 )
 
 
-def _epochs(spark: SparkSession, run_dir: Path) -> DataFrame:
+def _epochs(sides: _SideFiles) -> DataFrame:
     """cluster.jsonl's epochs, read by Spark from the file (validated in `check_layout`): one row per
     sample for the controller epoch and one per sampled partition with a leader epoch."""
-    if not (run_dir / CLUSTER).is_file():  # optional: no samples, no epochs
-        return empty_frame(spark, _EPOCHS_SCHEMA)
-    samples = _side_lines(spark, run_dir, CLUSTER)
+    if not (sides.run_dir / CLUSTER).is_file():  # optional: no samples, no epochs
+        return empty_frame(sides.spark, _EPOCHS_SCHEMA)
+    samples = sides.lines(CLUSTER)
     controller = samples.where(F.col("controller_epoch").isNotNull()).select(
         "time_ns",
         F.lit(None).cast("string").alias("topic"),
@@ -173,20 +179,28 @@ def _epochs(spark: SparkSession, run_dir: Path) -> DataFrame:
     return controller.unionByName(partitions)
 
 
-def _consumes(spark: SparkSession, run_dir: Path) -> DataFrame:
+def _consumes(sides: _SideFiles) -> DataFrame:
     """consumes.jsonl (validated in `check_layout`) with `seq`, each line's place in the file: a
     member's events are in its own order there, and times of two events may tie."""
-    with spark_errors("reading consumes.jsonl", str(run_dir / CONSUMES)):
-        lines = _side_lines(spark, run_dir, CONSUMES)
+    with spark_errors("reading consumes.jsonl", str(sides.run_dir / CONSUMES)):
+        lines = sides.lines(CONSUMES)
         return lines.withColumn("seq", F.monotonically_increasing_id())
 
 
-def _side_lines(spark: SparkSession, run_dir: Path, name: str) -> DataFrame:
-    """The side file `name` (`SIDE_FILES`) with its schema: pyarrow's parse, if it took the file
-    (`parsed_files`), else parsed by Spark."""
-    parquet, schema = parsed_table(run_dir, name), SIDE_FILES[name][1]
-    reader = spark.read.schema(schema)
-    return reader.parquet(uri(parquet)) if parquet else reader.json(uri(run_dir / name))
+@dataclass(frozen=True)
+class _SideFiles:
+    """The run's side files (`SIDE_FILES`) as Spark reads them, from the published `cache`."""
+
+    spark: SparkSession
+    run_dir: Path
+    cache: Path
+
+    def lines(self, name: str) -> DataFrame:
+        """The side file `name` with its schema: pyarrow's parse, if it took the file
+        (`parsed_files`), else parsed by Spark."""
+        parquet, schema = parsed_table(self.cache, name), SIDE_FILES[name][1]
+        reader = self.spark.read.schema(schema)
+        return reader.parquet(uri(parquet)) if parquet else reader.json(uri(self.run_dir / name))
 
 
 def discard_result(run_dir: Path) -> None:

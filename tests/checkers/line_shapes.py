@@ -183,6 +183,7 @@ SHAPES: dict[str, FileShape] = {
                 "time_ns": "int64",
                 "controller": "int32",
                 "controller_epoch": "int64",
+                "controller_unknown": "string",
                 "live_brokers": "int_list",
                 "partitions": "positions",
                 "partitions[0].topic": "string",

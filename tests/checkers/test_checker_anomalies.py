@@ -314,6 +314,7 @@ def test_a_clean_history_has_no_anomalies(spark: SparkSession) -> None:
         [record(500, "p:1", 0, phase="live"), record(900, "p:1", 0), record(901, "p:2", 1), *all_ends()],
     )
     found = {
-        checker.kind.id: anomalies_found(type(checker), writes, reads).count() for checker in registered()
+        checker.kind.id: anomalies_found(type(checker), writes, reads).count()
+        for checker in registered("topic")
     }
     assert found == dict.fromkeys(KIND_IDS, 0)

@@ -30,8 +30,8 @@ from checkers import anomalies
 from checkers.io import cache as checker_cache
 from checkers.kind_checkers import DivergentOffsets, PhantomWrites, ReorderedWrites, UnexpectedValues
 from checkers.registry import CheckInputs
-from checkers.synthetic import ANOMALIES, generate
-from contract.history import READS, RESULT, RUN_JSON, WRITES
+from contract.history import CHECK_CACHE, READS, RESULT, RUN_JSON, WRITES
+from contract.synthetic_history import ANOMALIES, generate
 
 pytestmark = pytest.mark.spark
 
@@ -64,16 +64,34 @@ def test_clean_run_is_valid_and_rechecks_from_the_parquet_cache(
         "reordered": 0,
         "read_lost": 0,
         "replica_divergent": 0,
+        # the cases its guarantees were judged over: two records read, by the final read only
+        "reads": 2,
+        "live_reads": 0,
+        "replica_offsets": 0,
+        "epoch_samples": 0,
+        "aborted_appended": 0,
+        "committed_transactions": 0,
+        "pipeline_inputs": 0,
         "heal_recovery_ms": None,  # its fault is never healed
         "heal_recovery_lower_bound": False,
     }
-    assert {g["verdict"] for g in result["guarantees"] if g["promised"]} == {"held"}
-    fingerprint = (run_dir / "check/parquet/fingerprint.json").stat().st_mtime_ns
-    assert not (run_dir / "check/parquet/_parsed").exists()  # pyarrow's parse is deleted once converted
+    verdicts = {(g["topic"], g["id"]): g["verdict"] for g in result["guarantees"] if g["promised"]}
+    assert set(verdicts.values()) == {"held", "not-exercised"}
+    assert verdicts[("t-all", "no-lost-acked-writes")] == "held"
+    assert verdicts[("t-all", "no-unexpected-values")] == "held"
+    # nothing to break them on: no live reader, no failed write, one cluster sample, t-1 not read
+    assert verdicts[("t-all", "no-lost-reads")] == "not-exercised"
+    assert verdicts[("t-all", "no-phantom-writes")] == "not-exercised"
+    assert verdicts[("t-all", "epochs-advance")] == "not-exercised"
+    assert verdicts[("t-1", "no-unexpected-values")] == "not-exercised"
+    (cache,) = (run_dir / CHECK_CACHE).iterdir()  # the one cache, named by its fingerprint
+    fingerprint = (cache / "fingerprint.json").stat().st_mtime_ns
+    assert not (cache / "_parsed").exists()  # pyarrow's parse is deleted once converted
     code, text = kchaos_check(capfd, run_dir, "--json")
     assert code == 0
     assert json.loads(text)["valid"] is True
-    assert (run_dir / "check/parquet/fingerprint.json").stat().st_mtime_ns == fingerprint
+    assert [p.name for p in (run_dir / CHECK_CACHE).iterdir()] == [cache.name]
+    assert (cache / "fingerprint.json").stat().st_mtime_ns == fingerprint
 
 
 def test_a_history_pyarrow_takes_checks_as_the_same_history_spark_parses(
@@ -95,7 +113,8 @@ def test_a_history_pyarrow_takes_checks_as_the_same_history_spark_parses(
         code, text = kchaos_check(capfd, run_dir)
         assert code == 1, text
         results[name] = json.loads((run_dir / RESULT).read_text())
-        records_schemas[name] = (run_dir / "check/parquet/read_records.schema.json").read_text()
+        (cache,) = (run_dir / CHECK_CACHE).iterdir()
+        records_schemas[name] = (cache / "read_records.schema.json").read_text()
     assert '"time_ns"' in records_schemas["arrow"] and '"time_ns"' not in records_schemas["spark"]
     arrow, spark_parsed = results["arrow"], results["spark"]
     assert sum(kind["count"] for kind in arrow["anomalies"].values()) > 0 and arrow["complete"]

@@ -6,10 +6,19 @@ from typing import Any
 
 import pytest
 
-from checkers.guarantees import derive_guarantees, is_valid, parse_version, unjudged
+from checkers.guarantees import (
+    derive_guarantees,
+    is_valid,
+    lost_power_on_every_replica,
+    parse_version,
+    unjudged,
+)
 from checkers.release_facts import fact, message_format
+from contract.anomaly_kinds import GUARANTEES, KINDS, TOPIC_CASES
+from contract.events import FaultWindow
 
 CLEAN = {
+    **{kind.count: 0 for kind in KINDS},
     "lost": 0,
     "divergent": 0,
     "duplicated": 0,
@@ -19,9 +28,13 @@ CLEAN = {
     "read_lost": 0,
     "replica_divergent": 0,
     "epoch_regressions": 0,
-    "complete": True,
+    "unread": [],
     "replicas_read": True,
     "replicas_not_read": "",
+    # Every guarantee had cases to break on: what is judged here is the verdict over them.
+    "acked": 10,
+    "failed": 10,
+    **dict.fromkeys(TOPIC_CASES, 10),
 }
 
 
@@ -81,7 +94,12 @@ def test_loss_is_violated_when_promised_and_unknown_when_incomplete() -> None:
     run = run_with("2.8.1")
     assert judged(run, lost=1)["no-lost-acked-writes"] == (True, "violated")
     assert judged(run, divergent=1)["no-lost-acked-writes"] == (True, "violated")
-    assert judged(run, complete=False)["no-lost-acked-writes"] == (True, "unknown")
+    unread = {r["id"]: r for r in derive_guarantees(run, {"t": CLEAN | {"unread": ["t partition 0"]}})}
+    assert unread["no-lost-acked-writes"]["verdict"] == "unknown"
+    assert unread["no-lost-acked-writes"]["reason"].endswith(
+        "; the final read of t partition 0 is incomplete, so records there were not counted"
+    )
+    assert unread["no-phantom-writes"]["verdict"] == "held"  # it does not rest on the final read
 
 
 def test_the_reason_names_every_condition_and_the_counts() -> None:
@@ -202,7 +220,7 @@ def test_reads_are_kept_unless_unclean_election_and_losses_name_kip_101_before_0
         False,
         "not-promised",
     )
-    assert judged(run_with(broker=clean), complete=False)["no-lost-reads"] == (True, "unknown")
+    assert judged(run_with(broker=clean), unread=["t partition 0"])["no-lost-reads"] == (True, "unknown")
     rows = {
         r["id"]: r
         for r in derive_guarantees(run_with(broker=clean), {"t": CLEAN | {"read_lost": 2, "lost": 1}})
@@ -237,20 +255,20 @@ def test_replicas_agree_only_where_replicas_were_read_and_epochs_always_advance(
 
 def test_a_power_loss_takes_the_durability_promise_unless_every_message_is_flushed() -> None:
     clean = {"min.insync.replicas": "2", "unclean.leader.election.enable": "false"}
-    rows = {r["id"]: r for r in derive_guarantees(run_with(broker=clean), {"t": CLEAN}, {"power-loss"})}
+    rows = {r["id"]: r for r in derive_guarantees(run_with(broker=clean), {"t": CLEAN}, {"t"})}
     assert (
         not rows["no-lost-acked-writes"]["promised"]
         and "page cache" in rows["no-lost-acked-writes"]["reason"]
     )
     flushed = run_with(broker=clean | {"log.flush.interval.messages": "1"})
-    rows = {r["id"]: r for r in derive_guarantees(flushed, {"t": CLEAN}, {"power-loss", "kill"})}
+    rows = {r["id"]: r for r in derive_guarantees(flushed, {"t": CLEAN}, {"t"})}
     assert (
         rows["no-lost-acked-writes"]["promised"]
         and "flush.messages=1" in rows["no-lost-acked-writes"]["reason"]
     )
     topic_flush = run_with(broker=clean, topic_config={"flush.messages": "1"})
     assert judged(topic_flush)["no-lost-acked-writes"] == (True, "held")
-    assert derive_guarantees(topic_flush, {"t": CLEAN}, {"power-loss"})[0]["promised"]
+    assert derive_guarantees(topic_flush, {"t": CLEAN}, {"t"})[0]["promised"]
 
 
 def _reason(run: dict[str, Any], guarantee: str, **counts: Any) -> str:
@@ -331,7 +349,75 @@ def test_a_power_loss_takes_the_durability_promise_with_or_without_eligible_lead
     # the last known leader as soon as it was back, ELR or not, as its documentation says it does.
     run = run_with(version, broker={"min.insync.replicas": "2"})
     run["cluster"] |= {"metadata": metadata, "features": features}
-    rows = {r["id"]: r for r in derive_guarantees(run, {"t": CLEAN}, {"power-loss"})}
+    rows = {r["id"]: r for r in derive_guarantees(run, {"t": CLEAN}, {"t"})}
     lost = rows["no-lost-acked-writes"]
     assert (lost["promised"], rows["no-lost-reads"]["promised"]) == (False, False)
     assert ("Eligible Leader Replicas (KIP-966, 4.0) do not keep them" in lost["reason"]) == elr
+
+
+@pytest.mark.parametrize("guarantee", [g for g in GUARANTEES if g.family == "topic"], ids=lambda g: g.id)
+def test_a_promised_guarantee_over_no_cases_is_not_exercised_never_held(guarantee: Any) -> None:
+    run = run_with("3.9.2", producer={"enable.idempotence": True})
+    run["topics"][0] |= {"transactions": {"records": [1, 10], "abort_rate": 0.1}, "pipeline": {"inputs": []}}
+    if guarantee.id in ("no-lost-acked-writes", "no-phantom-writes"):  # judged on plain topics only
+        run["topics"][0] = {
+            k: v for k, v in run["topics"][0].items() if k not in ("transactions", "pipeline")
+        }
+    rows = {r["id"]: r for r in derive_guarantees(run, {"t": CLEAN | {guarantee.cases: 0}})}
+    row = rows[guarantee.id]
+    assert row["promised"], row["reason"]
+    assert row["verdict"] == "not-exercised"
+    assert row["exercised"] == {"count": 0, "what": guarantee.cases_are}
+    assert row["reason"].endswith(f"; not exercised: no {guarantee.cases_are}")
+    # the same guarantee over cases holds, and says over how many
+    held = {r["id"]: r for r in derive_guarantees(run, {"t": CLEAN | {guarantee.cases: 7}})}[guarantee.id]
+    assert (held["verdict"], held["exercised"]["count"]) == ("held", 7)
+
+
+def test_not_exercised_leaves_a_run_valid_and_a_violation_or_an_unknown_stays() -> None:
+    rows = derive_guarantees(run_with("3.9.2"), {"t": CLEAN | {"failed": 0}})
+    verdicts = {r["id"]: r["verdict"] for r in rows}
+    assert verdicts["no-phantom-writes"] == "not-exercised"
+    assert is_valid(rows, 0)  # nothing broke, and nothing kept it from being judged
+    # cases do not hide a violation, nor an incomplete read
+    lost = {
+        r["id"]: r["verdict"]
+        for r in derive_guarantees(run_with("3.9.2"), {"t": CLEAN | {"acked": 0, "lost": 1}})
+    }
+    assert lost["no-lost-acked-writes"] == "violated"
+    unread = derive_guarantees(run_with("3.9.2"), {"t": CLEAN | {"acked": 0, "unread": ["t partition 0"]}})
+    assert {r["id"]: r["verdict"] for r in unread}["no-lost-acked-writes"] == "unknown"
+    assert not is_valid(unread, 0)
+
+
+def _power_loss(*targets: str, error: bool = False) -> FaultWindow:
+    detail = {"error": "no leader"} if error else {}
+    return FaultWindow("power-loss", targets, 1, 2, detail)
+
+
+def test_a_power_loss_withdraws_durability_only_where_every_replica_of_a_partition_lost_power() -> None:
+    run = run_with("3.9.2")
+    run["topics"].append({"name": "u", "partitions": 1, "replication_factor": 2, "acks": "all"})
+    replicas = [{"type": "replica", "broker": b, "topic": "t", "partition": 0} for b in (1, 2, 3)] + [
+        {"type": "replica", "broker": b, "topic": "u", "partition": 0} for b in (2, 3)
+    ]
+    assert lost_power_on_every_replica(run, [_power_loss("kafka-1")], replicas) == set()  # a leader alone
+    assert lost_power_on_every_replica(run, [_power_loss("kafka-2", "kafka-3")], replicas) == {"u"}
+    every = _power_loss("kafka-1", "kafka-2", "kafka-3", "zk-1")
+    assert lost_power_on_every_replica(run, [every], replicas) == {"t", "u"}
+    assert (
+        lost_power_on_every_replica(run, [_power_loss("kafka-1", "kafka-2", "kafka-3", error=True)], replicas)
+        == set()
+    )
+    assert (
+        lost_power_on_every_replica(
+            run, [FaultWindow("kill", ("kafka-1", "kafka-2", "kafka-3"), 1, 2, {})], replicas
+        )
+        == set()
+    )
+    # without replicas.jsonl nobody knows which replicas there were: any broker's power loss counts
+    assert lost_power_on_every_replica(run, [_power_loss("kafka-1")], None) == {"t", "u"}
+    assert lost_power_on_every_replica(run, [_power_loss("controller-1")], None) == set()
+    rows = {(r["topic"], r["id"]): r for r in derive_guarantees(run, {"t": CLEAN, "u": CLEAN}, {"u"})}
+    assert rows[("t", "no-lost-acked-writes")]["promised"]  # its replicas kept their copies
+    assert "lost power" in rows[("u", "no-lost-reads")]["reason"]

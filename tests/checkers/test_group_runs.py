@@ -13,13 +13,16 @@ import pytest
 from checker_rundirs import acked, commit, consume, end
 from group_history import CONSUMES_G, CONSUMES_H, group_run
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 from benchmarks.side_files_reference import checked_group_counts, final_offsets, python_group_counts
-from checkers import group_result, session
+from checkers import group_anomalies as g
+from checkers import kind_checkers, registry, session
+from checkers.check import check_run
 from checkers.io.cache import parsed_table
-from checkers.judge import check_run
+from checkers.registry import GroupInputs
 from contract.anomaly_kinds import GROUP_COUNTS
-from contract.history import CONSUMES, RESULT
+from contract.history import CHECK_CACHE, CONSUMES, RESULT
 from kchaos.cli import main
 
 pytestmark = pytest.mark.spark
@@ -195,7 +198,8 @@ def test_consumes_jsonl_parsed_by_pyarrow_is_read_as_spark_parses_it(
     # CR line ends: pyarrow leaves the file to Spark.
     (crlf / CONSUMES).write_bytes((crlf / CONSUMES).read_bytes().replace(b"\n", b"\r\n"))
     by_arrow, by_spark = check_run(lf), check_run(crlf)
-    assert parsed_table(lf, CONSUMES) is not None and parsed_table(crlf, CONSUMES) is None
+    ((lf_cache,), (crlf_cache,)) = ((run / CHECK_CACHE).iterdir() for run in (lf, crlf))  # one cache each
+    assert parsed_table(lf_cache, CONSUMES) is not None and parsed_table(crlf_cache, CONSUMES) is None
     assert by_arrow["groups"] == by_spark["groups"]
     assert by_arrow["groups"]["g"]["redelivered"] == 2
 
@@ -209,7 +213,50 @@ def test_consumes_in_one_partition_or_shuffled_give_the_same_groups(
     # Shuffles into a partition per core, as for a history of a few MB (a tiny one's have one).
     monkeypatch.setattr(session, "TINY_HISTORY_BYTES", 0)
     in_one = check_run(run_dir)["groups"]
-    monkeypatch.setattr(group_result, "ONE_PARTITION_EVENTS", 0)
+    monkeypatch.setattr(registry, "ONE_PARTITION_EVENTS", 0)
     shuffled = check_run(run_dir)["groups"]
     assert shuffled == in_one
     assert in_one["g"]["skipped"] == 2 and in_one["g"]["redelivered"] == 2
+
+
+def test_a_group_checker_that_raises_costs_only_its_own_kind(
+    spark: SparkSession, tmp_path: Path, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Group kinds go through the same runner as topic kinds: one that raises as its frame is built,
+    and one whose job fails as it runs, each cost their own kind; the others are judged as ever."""
+
+    def broken(self: object, groups: object, history: object) -> None:
+        raise RuntimeError("Redeliveries bug\nsecond line")
+
+    def failing_job(self: object, groups: GroupInputs, history: object) -> DataFrame:
+        rows = g.nonmonotonic(groups.pairs)
+        return rows.withColumn("group", F.raise_error(F.lit("nonmonotonic job bug")).cast("string"))
+
+    monkeypatch.setattr(kind_checkers.Redeliveries, "rows", broken)
+    monkeypatch.setattr(kind_checkers.NonmonotonicPolls, "rows", failing_job)
+    run_dir = group_run(tmp_path / "run", [*CONSUMES_G, *CONSUMES_H])
+    code = main(["check", str(run_dir)])
+    assert (
+        "could not judge everything; checkers failed: redelivery, nonmonotonic-poll" in capfd.readouterr().err
+    )
+    assert code == 2  # not a verdict
+    result = json.loads((run_dir / RESULT).read_text())
+    errors = {e["kind"]: e["error"] for e in result["errors"]}
+    assert errors["redelivery"] == "RuntimeError: Redeliveries bug"
+    assert "nonmonotonic job bug" in errors["nonmonotonic-poll"]
+    g_counts, h_counts = result["groups"]["g"], result["groups"]["h"]
+    assert (g_counts["redelivered"], g_counts["nonmonotonic"], h_counts["redelivered"]) == (None, None, None)
+    assert g_counts["anomalies"]["redelivery"] == {
+        "count": None,
+        "examples": [],
+        "examples_capped": False,
+        "error": "RuntimeError: Redeliveries bug",
+    }
+    # the other kinds are counted as ever, with their examples
+    assert (g_counts["skipped"], g_counts["poll_skips"], g_counts["commit_regressions"]) == (2, 1, 1)
+    assert len(g_counts["anomalies"]["consumer-skip"]["examples"]) == 2
+    verdicts = {row["id"]: row for row in h_counts["guarantees"]}
+    assert verdicts["no-redeliveries"]["verdict"] == "unknown"  # promised by before-process
+    assert "the redelivery checker failed (RuntimeError" in verdicts["no-redeliveries"]["reason"]
+    assert {row["id"]: row["verdict"] for row in g_counts["guarantees"]}["no-consumer-skips"] == "violated"
+    assert result["anomalies"]["lost-write"]["count"] == 0  # the topics' kinds judged too

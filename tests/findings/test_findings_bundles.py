@@ -1,5 +1,6 @@
-"""The findings' evidence bundles (docs/findings/<id>/) and the tables made of them, on handwritten
-run directories."""
+"""The findings' evidence bundles (docs/findings/<id>/) and the tables made of them: the repository's
+own bundles read under the current contract, and FINDINGS.md and README.md agree with them (the
+check `make test` makes); then the pieces that check rests on, on handwritten run directories."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from kchaos.finding_bundles import (
     QUOTES,
     bundle_runs,
     load_bundle,
+    load_bundles,
     read_finding,
     stripped,
 )
@@ -54,6 +56,12 @@ FINDINGS_MD = """\
 README_MD = "# kafka-chaos\n\n<!-- findings:readme -->\n<!-- /findings:readme -->\n"
 
 
+def test_the_repository_findings_read_and_agree_with_findings_and_readme() -> None:
+    bundles = load_bundles(ROOT / "docs" / "findings")
+    assert bundles, "docs/findings holds no bundle"
+    assert check_documents(bundles, ROOT / "docs" / "FINDINGS.md", ROOT / "README.md") == []
+
+
 def spec(say: str = "lost", of: str | None = "acks.all.acked") -> CountSpec:
     return CountSpec(say, parse_path("acks.all.lost", "t"), parse_path(of, "t") if of else None, None)
 
@@ -72,6 +80,9 @@ def test_a_count_path_sums_what_it_reaches_and_is_none_where_it_reaches_nothing(
     assert pick(result, parse_path("transactions[*].fatal_errors", "t")) == 5
     assert pick(result, parse_path("transactions[transactional_id=tx-1].fatal_errors", "t")) == 4
     assert pick(result, parse_path("acks.1.lost", "t")) is None
+    assert pick(result, parse_path("transactions.#", "t")) == 2
+    run = {"workload": {"killed": [{"process": "pipe-0"}]}}
+    assert pick(result, parse_path("run.workload.killed.#", "t"), run) == 1
     with pytest.raises(ConfigError, match=r"finding.yaml: counts\[0\]: 'acks..lost' is not a count path"):
         parse_path("acks..lost", "finding.yaml: counts[0]")
 
@@ -183,12 +194,12 @@ def test_bad_bundles_are_errors_naming_the_file_and_field(tmp_path: Path) -> Non
     with pytest.raises(ConfigError, match=r"--quote .*is not inside any of the runs"):
         bundle_runs([run], root / "thing", [f"{tmp_path}/elsewhere.log:1"])
     bundle_runs([run], root / "thing", [])
-    result = root / "thing" / "runs" / run.name / "check" / "result.json"
+    result = root / "thing" / "evidence" / run.name / "check" / "result.json"
     result.write_text(result.read_text().replace('"result_format": 1', '"result_format": 99'))
     with pytest.raises(HarnessError, match=r"unknown result_format 99"):
         load_bundle(root / "thing")
-    shutil.copytree(run, root / "thing" / "runs" / "renamed", dirs_exist_ok=True)
-    (root / "thing" / "runs" / run.name).rename(tmp_path / "moved")
+    shutil.copytree(run, root / "thing" / "evidence" / "renamed", dirs_exist_ok=True)
+    (root / "thing" / "evidence" / run.name).rename(tmp_path / "moved")
     with pytest.raises(ConfigError, match=r"a bundled run's directory is its run id"):
         load_bundle(root / "thing")
 
@@ -220,3 +231,12 @@ def test_a_passing_run_is_bundled_as_well_as_a_failing_one(tmp_path: Path) -> No
     assert len(bundle.runs) == 2
     write_documents([bundle], findings, readme)
     assert "acks=all lost in 1 of 2 runs (seed 7 (twice))" in findings.read_text()
+
+
+def test_a_run_not_yet_checked_bundles_nothing(tmp_path: Path) -> None:
+    root, _, _, run = make_bundle(tmp_path)
+    unchecked = make_passing(tmp_path / "runs" / "20261120-020000-leader-kill-cccc")
+    (unchecked / "check" / "result.json").unlink()
+    with pytest.raises(HarnessError, match=r"has not been checked yet"):
+        bundle_runs([run, unchecked], root / "thing", [])
+    assert not (root / "thing" / "evidence").exists()

@@ -356,8 +356,13 @@ def test_reader_with_no_reachable_node() -> None:
     assert "broker 2: no answer from 127.0.0.1" in str(caught.value)
     with pytest.raises(ClusterError, match="no broker answered"):
         reader.live_brokers()
-    assert reader.quorum() is None
-    assert KRaftStateReader([], []).quorum() is None
+    with pytest.raises(ClusterError, match="no node named the active controller") as caught:
+        reader.quorum()
+    assert "controller 9 in 0.5 s: no answer" in str(caught.value)
+    assert "broker 2 in 0.5 s: no answer" in str(caught.value)
+    assert "controller 9 in 2 s: no answer" in str(caught.value)  # asked again, with time to answer
+    with pytest.raises(ClusterError, match=r"no node named the active controller \(no nodes\)"):
+        KRaftStateReader([], []).quorum()
 
 
 Responder = Callable[[int], bytes]
@@ -470,8 +475,43 @@ def test_the_quorum_of_the_newest_epoch_wins(monkeypatch: pytest.MonkeyPatch) ->
         c3: None,  # unreachable
     }
     reader = KRaftStateReader([Endpoint(1, "10.0.0.11", 9092)], [c1, c2, c3])
-    monkeypatch.setattr(reader, "_describe_quorum", lambda node: answers[node])
+    monkeypatch.setattr(reader, "_describe_quorum", lambda node, _timeout_s: answers[node] or "timed out")
     assert reader.quorum() == answers[c2]
+
+
+def test_a_controller_too_slow_for_the_first_rounds_is_asked_again_with_time_to_answer(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # issue 68: one sample of 53 named no controller while a broker was down on a loaded machine.
+    controller, broker = Endpoint(101, "10.0.0.1", 9093), Endpoint(1, "10.0.0.11", 9092)
+    asked: list[tuple[int, float]] = []
+
+    def describe(node: Endpoint, timeout_s: float) -> Quorum | str:
+        asked.append((node.node_id, timeout_s))
+        return QUORUM if timeout_s >= 2 and node is controller else f"no answer in {timeout_s:g} s"
+
+    reader = KRaftStateReader([broker], [controller], timeout_s=0.5)
+    monkeypatch.setattr(reader, "_describe_quorum", describe)
+    assert reader.quorum() == QUORUM
+    assert asked == [(101, 0.5), (1, 0.5), (101, 2.0)]
+
+
+def test_a_snapshot_no_node_could_name_the_controller_of_says_why(monkeypatch: pytest.MonkeyPatch) -> None:
+    controllers = [Endpoint(101, "10.0.0.1", 9093)]
+    brokers = [Endpoint(b, f"10.0.0.1{b}", 9092) for b in (1, 2)]
+    reader = KRaftStateReader(brokers, controllers)
+    monkeypatch.setattr(reader, "_metadata", lambda _topics: [parse_metadata(Reader(_metadata_body()))])
+    monkeypatch.setattr(reader, "_describe_quorum", lambda node, timeout_s: f"no answer in {timeout_s:g} s")
+    snapshot = reader.snapshot(["orders"])
+    assert (snapshot.controller, snapshot.controller_epoch, snapshot.live_brokers) == (None, None, (1, 2))
+    assert len(snapshot.partitions) == 2  # what the brokers said is kept
+    assert snapshot.controller_unknown == (
+        "no node named the active controller (controller 101 in 0.5 s: no answer in 0.5 s; "
+        "broker 1 in 0.5 s: no answer in 0.5 s; broker 2 in 0.5 s: no answer in 0.5 s; "
+        "controller 101 in 2 s: no answer in 2 s)"
+    )
+    sample = snapshot.to_event(5)
+    assert sample["controller"] is None and sample["controller_unknown"] == snapshot.controller_unknown
 
 
 # DescribeTopicPartitions (KIP-966): Eligible Leader Replicas.

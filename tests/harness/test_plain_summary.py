@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from contract.anomaly_kinds import promise
 from contract.events import FaultWindow
 from kchaos.plain_summary import plain_summary
 
@@ -159,7 +160,7 @@ def test_a_transactional_topic_is_said_by_its_transactions_and_by_name() -> None
         {**guarantee(gid, "all", True, "held"), "topic": "chaos-txn-0"}
         for gid in ("committed-transactions-durable", "no-aborted-reads", "no-duplicates")
     ]
-    counts = {"acked": 236, "failed": 38, "lost_committed": 0, "aborted_read": 0, "duplicated": 0}
+    counts = {"acked": 236, "failed": 40, "aborted_appended": 38, "lost_committed": 0, "aborted_read": 0}
     res = {
         "guarantees": txn,
         "acks": {"all": {"attempted": 1}},
@@ -170,3 +171,24 @@ def test_a_transactional_topic_is_said_by_its_transactions_and_by_name() -> None
         "Held: chaos-txn-0: 0 of 236 records of committed transactions lost; "
         "chaos-txn-0: 0 of 38 records of aborted transactions read."
     )
+
+
+def test_a_headline_promise_with_no_case_to_break_on_is_said_not_exercised_not_held() -> None:
+    idle = {
+        **guarantee("no-aborted-reads", "all", True, "not-exercised"),
+        "topic": "chaos-txn-0",
+        "promise": promise("no-aborted-reads"),
+        "exercised": {"count": 0, "what": "appended records of aborted transactions"},
+    }
+    res = {
+        "guarantees": [idle],
+        "acks": {"all": {"attempted": 1}},
+        "topics": [{"topic": "chaos-txn-0", "failed": 40, "aborted_appended": 0, "aborted_read": 0}],
+    }
+    lines = plain_summary(res, [], 0)
+    assert lines[1] == "Held: no promise was judged held."
+    assert lines[3] == (
+        "Not exercised (no case to break on): chaos-txn-0: a read_committed reader never returns a record "
+        "of an aborted transaction (0 appended records of aborted transactions)."
+    )
+    assert len(plain_summary({**res, "guarantees": []}, [], 0)) == 3

@@ -14,7 +14,7 @@ from report_runs import TRANSACTIONS, S, make_failing, make_passing, make_plain_
 from reportpage import Page, parse
 from typer.testing import CliRunner
 
-from contract.anomaly_kinds import COUNT_KEYS, GROUP_COUNTS
+from contract.anomaly_kinds import COUNT_KEYS, GROUP_COUNTS, TOPIC_CASES
 from contract.expectation_outcomes import ExpectationOutcome, write_expectations
 from kchaos.cli import main
 from kchaos.report_cli import register
@@ -143,7 +143,8 @@ def test_summary_json(failing_run: Path) -> None:
             "heal_recovery_lower_bound": False,
         }
     }
-    assert summary["acks"] == {mode: {k: c[k] for k in COUNT_KEYS} for mode, c in result["acks"].items()}
+    keys = (*COUNT_KEYS, *TOPIC_CASES)
+    assert summary["acks"] == {mode: {k: c.get(k, 0) for k in keys} for mode, c in result["acks"].items()}
     assert summary["anomalies"] == {k: a["count"] for k, a in result["anomalies"].items()}
     assert summary["p99_ack_latency_ms"] == {"all": 41.0, "1": 41.0, "0": 41.0}
     assert summary["heal_recovery_ms"] == summary["heal_recovery_lower_bound"] == {}  # measured before heals

@@ -11,7 +11,7 @@ from typing import Any
 from report_runs import ABORTED_APPENDED, TXN_GROUPS, TXN_RUN_TOPICS
 from reportpage import Element, Page, parse
 
-from contract.anomaly_kinds import GROUP_KINDS, KINDS, TRANSACTION_COUNTS, WRITE_COUNTS
+from contract.anomaly_kinds import GROUP_KINDS, KINDS, TRANSACTION_KIND_COUNTS, WRITE_COUNTS
 from reports import write_report
 
 
@@ -143,7 +143,7 @@ def test_a_plain_run_shows_no_transaction_or_group_columns(plain_run: Path) -> N
     page, result = render(plain_run)
     judged = {g["id"] for g in result["guarantees"]}
     expected = {*WRITE_COUNTS, *(k.count for k in KINDS if k.per_acks and k.guarantee in judged)}
-    assert scorecard_counts(page) == expected and not expected & TRANSACTION_COUNTS
+    assert scorecard_counts(page) == expected and not expected & TRANSACTION_KIND_COUNTS
     assert "reordered" in expected and "replica_divergent" not in expected  # no replicas were read
     assert page.find("section", id="consumer-groups") == [] and not page.find(
         "th", "where", data_family="group"

@@ -12,7 +12,7 @@ import pytest
 from report_runs import S, cluster_samples, write_jsonl
 from reportpage import parse
 
-from contract.anomaly_kinds import COUNT_KEYS, KINDS, TRANSACTION_COUNTS, WRITE_COUNTS
+from contract.anomaly_kinds import COUNT_KEYS, KINDS, TOPIC_CASES, TRANSACTION_KIND_COUNTS, WRITE_COUNTS
 from reports import write_report
 
 pytestmark = pytest.mark.spark
@@ -146,7 +146,7 @@ def consumes() -> list[dict[str, Any]]:
 
 
 def test_report_of_a_really_checked_run(tmp_path: Path) -> None:
-    check = pytest.importorskip("checkers.judge", reason="the PySpark checker is not available")
+    check = pytest.importorskip("checkers.check", reason="the PySpark checker is not available")
     run_dir = tmp_path / "20261121-010000-real-check"
     history(run_dir)
     check.check_run(run_dir, "local[1]")
@@ -173,12 +173,13 @@ def test_report_of_a_really_checked_run(tmp_path: Path) -> None:
     scores = {c.attrs["data-count"] for c in before_groups if c.tag == "td" and "data-count" in c.attrs}
     judged = {g["id"] for g in result["guarantees"]}
     assert scores == {*WRITE_COUNTS, *(k.count for k in KINDS if k.per_acks and k.guarantee in judged)}
-    assert not scores & TRANSACTION_COUNTS  # a run without transactions: no transaction columns
-    assert set(result["acks"]["all"]) == {*COUNT_KEYS, "heal_recovery_ms", "heal_recovery_lower_bound"}
+    assert not scores & TRANSACTION_KIND_COUNTS  # a run without transactions: no transaction columns
+    heal = ("heal_recovery_ms", "heal_recovery_lower_bound")
+    assert set(result["acks"]["all"]) == {*COUNT_KEYS, *TOPIC_CASES, *heal}
 
 
 def test_the_consumer_section_shows_each_groups_counts_verdicts_and_examples(tmp_path: Path) -> None:
-    check = pytest.importorskip("checkers.judge", reason="the PySpark checker is not available")
+    check = pytest.importorskip("checkers.check", reason="the PySpark checker is not available")
     run_dir = tmp_path / "20261121-010000-real-check"
     history(run_dir)
     check.check_run(run_dir, "local[1]")

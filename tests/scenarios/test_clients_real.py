@@ -27,6 +27,7 @@ import yaml
 
 from contract.history import CONSUMES, REPORT, RESULT, RUN_JSON, WRITES, RunClock, RunDir
 from contract.nodes import broker_name
+from faults.base import FaultContext
 from faults.targets import resolve as resolve_target
 from harness import kafka_protocol
 from harness.broker_config import BROKER_PORT
@@ -34,6 +35,7 @@ from harness.client_choice import ClientChoice, resolve
 from harness.cluster import ClusterSpec, KafkaCluster
 from harness.groups import ConsumerGroups, GroupSpec, stable
 from harness.waiting import wait_until
+from harness.workload import WorkloadHandles
 
 pytestmark = [pytest.mark.docker]
 
@@ -225,10 +227,10 @@ def test_a_kip_848_groups_coordinator_is_its_offsets_partitions_leader_on_either
                 what="each KIP-848 group's member assigned",
                 timeout_s=120,
             )
-            cluster.group_ids = list(clients)
+            context = FaultContext(cluster, WorkloadHandles(groups=groups, group_ids=list(clients)))
             addresses = [(b.ip, BROKER_PORT) for b in cluster.brokers]
             for name in clients:
-                nodes, detail = resolve_target(cluster, f"coordinator:{name}", random.Random(0))
+                nodes, detail = resolve_target(context, f"coordinator:{name}", random.Random(0))
                 answer = kafka_protocol.find_coordinator(addresses, name, 0, 5.0)
                 assert answer.error_code == 0 and broker_name(answer.node_id) == nodes[0].name, (name, detail)
         finally:

@@ -44,10 +44,10 @@ def ok_commit_entries(consumes: DataFrame) -> DataFrame:
     )
 
 
-def skipped(final: DataFrame, polled: DataFrame, commits: DataFrame) -> DataFrame:
-    """`consumer-skip`: positions of the final read below the group's highest `ok`-committed offset
-    of their partition that no member of the group ever polled. Columns: group, topic, partition,
-    offset, value, committed (that highest offset), committed_by, committed_ns (the commit's)."""
+def below_committed(final: DataFrame, commits: DataFrame) -> DataFrame:
+    """Positions of the final read below the group's highest `ok`-committed offset of their
+    partition: what the group says it processed. Columns: group, topic, partition, offset, value,
+    committed (that highest offset), committed_by, committed_ns (the commit's)."""
     highest = Window.partitionBy("group", *PARTITION).orderBy(F.col("offset").desc(), F.col("seq"))
     top = (
         commits.withColumn("rank", F.row_number().over(highest))
@@ -60,10 +60,17 @@ def skipped(final: DataFrame, polled: DataFrame, commits: DataFrame) -> DataFram
             F.col("time_ns").alias("committed_ns"),
         )
     )
-    below = final.join(top, list(PARTITION)).where(F.col("offset") < F.col("committed"))
+    return final.join(top, list(PARTITION)).where(F.col("offset") < F.col("committed"))
+
+
+def skipped(final: DataFrame, polled: DataFrame, commits: DataFrame) -> DataFrame:
+    """`consumer-skip`: positions below the group's committed offsets (`below_committed`) that no
+    member of the group ever polled; `below_committed`'s columns."""
     seen = polled.select("group", *POSITION).distinct()
-    return below.join(seen, ["group", *POSITION], "left_anti").select(
-        "group", *POSITION, "value", "committed", "committed_by", "committed_ns"
+    return (
+        below_committed(final, commits)
+        .join(seen, ["group", *POSITION], "left_anti")
+        .select("group", *POSITION, "value", "committed", "committed_by", "committed_ns")
     )
 
 

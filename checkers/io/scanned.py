@@ -1,15 +1,19 @@
-"""What a check judges: every history file of the run scanned byte by byte (`contract.history_scan`)
+"""What a check scans and judges: every history file of the run scanned byte by byte (`contract.history_scan`)
 before a parser reads it, and a torn tail refused, or cut off when the user asks for the prefix.
 
 Without `prefix`, a file whose end is torn (a run cut short by a crash or power loss) is one
 HistoryError naming its line and the option. With it, the check reads a copy of the run directory
-under check/prefix/ in which each torn file holds its whole lines only (the others are hard links:
-nothing is copied), so that every reader, pyarrow's and Spark's alike, sees the same lines; the run
-directory itself is never changed. result.json records what was judged of each file.
+under check/prefix/<digest of what it holds>/ in which each torn file holds its whole lines only
+(the others are hard links: nothing is copied), so that every reader, pyarrow's and Spark's alike,
+sees the same lines; the run directory itself is never changed. The copy is built in a directory of
+the check's own and published whole (`checkers.io.published`), as the cache is. result.json
+records what was judged of each file.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import shutil
 from collections.abc import Mapping
@@ -18,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from checkers.io.published import building, publish, remove_stale
 from contract.errors import HistoryError
 from contract.history import (
     CLIENT,
@@ -30,7 +35,6 @@ from contract.history import (
     RUN_JSON,
     TRANSACTIONS,
     WRITES,
-    fresh_dir,
 )
 from contract.history_readers import load_run_json, require_file
 from contract.history_scan import FileScan, scan
@@ -39,11 +43,11 @@ HISTORY_FILES = (WRITES, READS, CONSUMES, TRANSACTIONS, FAULTS, CLUSTER, CLIENT,
 """Every JSON Lines file of a run directory, in the order a torn one is named."""
 REQUIRED = (WRITES, READS)
 PREFIX_DIR = "check/prefix"
-"""Where the whole-lines copy of a run with a torn file is judged from."""
+"""Where the whole-lines copies of a run with a torn file are judged from, one per content."""
 
 
 @dataclass(frozen=True)
-class Judged:
+class ScannedRun:
     """The run directory a check reads (`root`: the run's own, or its whole-lines copy) and what the
     scan found of each history file there is."""
 
@@ -65,7 +69,7 @@ class Judged:
         }
 
 
-def judge(run_dir: Path, *, prefix: bool = False) -> Judged:
+def scan_run(run_dir: Path, *, prefix: bool = False) -> ScannedRun:
     """Scan the run's history files; the first torn one is refused unless `prefix` (see module)."""
     run = load_run_json(run_dir)  # a run directory at all, before its files are named
     for name in REQUIRED:
@@ -86,7 +90,7 @@ def judge(run_dir: Path, *, prefix: bool = False) -> Judged:
             )
     torn = [found for found in files.values() if found.torn is not None]
     if not torn:
-        return Judged(run_dir, files, prefix, synced)
+        return ScannedRun(run_dir, files, prefix, synced)
     if not prefix:
         first = torn[0]
         assert first.torn is not None
@@ -96,13 +100,35 @@ def judge(run_dir: Path, *, prefix: bool = False) -> Judged:
             str(first.path),
             first.torn.line,
         )
-    return Judged(_whole_lines_copy(run_dir, files), files, prefix, synced)
+    return ScannedRun(_whole_lines_copy(run_dir, files), files, prefix, synced)
 
 
 def _whole_lines_copy(run_dir: Path, files: Mapping[str, FileScan]) -> Path:
-    """RUN/check/prefix: run.json, the broker logs and each history file as hard links (copies
-    where the file system has none), a torn file's whole lines copied."""
-    root = fresh_dir(run_dir, PREFIX_DIR)
+    """RUN/check/prefix/<digest>: run.json, the broker logs and each history file as hard links
+    (copies where the file system has none), a torn file's whole lines copied; made once for what
+    the files and run.json hold (the digest), and published whole."""
+    held = {name: [found.sha256, found.whole_bytes] for name, found in files.items()}
+    held[RUN_JSON] = [hashlib.sha256((run_dir / RUN_JSON).read_bytes()).hexdigest(), 0]
+    name = f"{PREFIX_DIR}/{hashlib.sha256(json.dumps(held, sort_keys=True).encode()).hexdigest()[:16]}"
+
+    def whole(root: Path) -> bool:
+        """Every file is there at the size it is copied at (the broker logs are not judged)."""
+        try:
+            sizes = {file: (root / file).stat().st_size for file in files}
+        except OSError:
+            return False
+        return (root / RUN_JSON).is_file() and sizes == {f: found.whole_bytes for f, found in files.items()}
+
+    if not whole(run_dir / name):
+        with building(run_dir, PREFIX_DIR) as built:
+            _copy(run_dir, files, run_dir / built)
+            publish(run_dir, built, name, whole)
+    remove_stale(run_dir, PREFIX_DIR, name)
+    return run_dir / name
+
+
+def _copy(run_dir: Path, files: Mapping[str, FileScan], root: Path) -> None:
+    """`_whole_lines_copy`'s files, into `root`."""
     _link(run_dir / RUN_JSON, root / RUN_JSON)
     for name, found in files.items():
         target = root / name
@@ -117,7 +143,6 @@ def _whole_lines_copy(run_dir: Path, files: Mapping[str, FileScan]) -> Path:
                 left -= len(chunk)
     if (run_dir / NODE_LOGS).is_dir():
         shutil.copytree(run_dir / NODE_LOGS, root / NODE_LOGS, copy_function=_link, symlinks=True)
-    return root
 
 
 def _link(source: str | Path, target: str | Path) -> None:
