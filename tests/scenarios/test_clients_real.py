@@ -1,8 +1,8 @@
 """The clients on real Kafka 4.1.1 clusters (KRaft), checked on a real SparkSession.
 
 A night of the nightly recipe (docs/CI.md: `scripts/nightly.sh run 4.1.1 java`, then `index`) on a
-scenario that mixes clients: `--client java` makes the acks producers, the transactional producer
-and a KIP-848 group Java's, while the pipeline, a classic group and another KIP-848 group keep the
+scenario that mixes clients: `--client java` makes the acks producers, the transactional producer,
+a classic and a KIP-848 group Java's, while the pipeline and another KIP-848 group keep the
 librdkafka their entries name; the Java KIP-848 group's coordinator is killed once. run.json names
 every part's client and the transaction protocol it spoke (2 on the 4.x Java client, 1 on
 librdkafka), every part does its work, every guarantee holds, and the night is carried into the
@@ -66,7 +66,7 @@ MIXED = {
         "live_consumers": 0,
         "transactions": {"producers": 1, "topics": 1, "records": [1, 5], "abort_rate": 0.3, "pipelines": 1},
         "groups": [
-            {"name": "g-classic", "acks": ["all"], "members": 1, "client": "librdkafka"},
+            {"name": "g-classic", "acks": ["all"], "members": 1},
             {
                 "name": "g-848",
                 "acks": ["txn"],
@@ -84,7 +84,7 @@ MIXED = {
         ],
     },
 }
-JAVA_PARTS = {"chaos-acks-all", "chaos-acks-1", "chaos-txn-0", "g-848j"}
+JAVA_PARTS = {"chaos-acks-all", "chaos-acks-1", "chaos-txn-0", "g-classic", "g-848j"}
 """What --client java runs on Java; the rest names librdkafka."""
 
 
