@@ -8,22 +8,17 @@ from typing import Any
 
 from checkers.group_guarantees import group_guarantees
 from checkers.guarantees import derive_guarantees
+from contract.anomaly_kinds import KINDS, TOPIC_CASES
 
 LIBRDKAFKA = {"library": "librdkafka", "version": "2.16.0", "python": "2.16.1"}
 JAVA = {"library": "kafka-clients", "version": "4.1.1", "java": 'openjdk version "17.0.15" 2025-04-15'}
 COUNTS = {
-    "lost": 0,
-    "divergent": 0,
-    "duplicated": 0,
-    "phantom": 0,
-    "reordered": 0,
-    "unexpected": 0,
-    "read_lost": 0,
-    "replica_divergent": 0,
-    "epoch_regressions": 0,
-    "complete": True,
+    **{kind.count: 0 for kind in KINDS},
+    "unread": [],
     "replicas_read": True,
     "replicas_not_read": "",
+    "acked": 10,
+    **dict.fromkeys(TOPIC_CASES, 10),
 }
 GROUP_COUNTS = {"skipped": 0, "poll_skips": 0, "redelivered": 0, "nonmonotonic": 0, "commit_regressions": 0}
 

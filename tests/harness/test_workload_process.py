@@ -148,7 +148,7 @@ def test_a_ctrl_c_at_the_terminal_leaves_the_stop_to_the_conductor(tmp_path: Pat
     rundir = RunDir(tmp_path)
     writers = sinks(rundir, CONSUMES)
     groups = ConsumerGroups(
-        [GroupSpec("g", ("chaos-acks-all",), members=1)], UNREACHABLE, writers, RunClock(), rundir
+        [GroupSpec("g", ("chaos-acks-all",), members=1)], {"g": UNREACHABLE}, writers, RunClock(), rundir
     )
     member = groups.member("g-0")
     groups.start()
