@@ -151,7 +151,7 @@ class Bundle:
             if count is None or (spec.of is not None and of is None):
                 where = f"{self.path / FINDING}: counts {spec.say!r}"
                 raise ConfigError(f"{where}: run {run.run_id}'s result.json has no such count")
-            measured.append(Measured(run.release, run.seed, count, of))
+            measured.append(Measured(run.release, run.seed, count, of, run.scenario))
         return measured
 
 

@@ -108,6 +108,8 @@ class Measured:
     seed: int
     count: int
     of: int | None
+    scenario: str = ""
+    """The run's scenario: one seed's fault schedule is its scenario's (`BundledRun.scenario`)."""
 
 
 def version_key(release: str) -> tuple[int, ...]:

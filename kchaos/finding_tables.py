@@ -191,20 +191,28 @@ def runs_table(bundle: Bundle) -> str:
 
 
 def _repeated_seeds(bundle: Bundle) -> str:
-    """A seed run more than once on one release, with what each run of it found: one seed's fault
-    schedule is the same every time, but not the timing of what it hits."""
+    """A seed of one scenario run more than once on one release, with what each run of it found: one
+    seed's fault schedule is the same every time, but not the timing of what it hits. (The same seed
+    of two scenarios is two schedules.)"""
     spec = bundle.finding.counts[0]
-    by_seed: dict[tuple[str, int], list[Measured]] = {}
-    for m in bundle.measured(spec):
-        by_seed.setdefault((m.release, m.seed), []).append(m)
+    measured = bundle.measured(spec)
+    several = len({m.scenario for m in measured}) > 1
+    by_seed: dict[tuple[str, int, str], list[Measured]] = {}
+    for m in measured:
+        by_seed.setdefault((m.release, m.seed, m.scenario), []).append(m)
     lines = []
-    for (release, seed), ms in sorted(by_seed.items(), key=lambda kv: (version_key(kv[0][0]), kv[0][1])):
+    for (release, seed, scenario), ms in sorted(
+        by_seed.items(), key=lambda kv: (version_key(kv[0][0]), kv[0][1], kv[0][2])
+    ):
         if len(ms) < 2:
             continue
         counts = [number(m.count) for m in ms]
         said = " and ".join([", ".join(counts[:-1]), counts[-1]])
         differ = "" if len({m.count for m in ms}) == 1 else ": one seed, different results"
-        lines.append(f"\nSeed {seed} on {release}, run {times_text(len(ms))}: {spec.say} {said}{differ}.\n")
+        of = f" of `{scenario}`" if several else ""
+        lines.append(
+            f"\nSeed {seed}{of} on {release}, run {times_text(len(ms))}: {spec.say} {said}{differ}.\n"
+        )
     return "".join(lines)
 
 

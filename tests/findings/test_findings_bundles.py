@@ -231,6 +231,17 @@ def test_a_passing_run_is_bundled_as_well_as_a_failing_one(tmp_path: Path) -> No
     assert len(bundle.runs) == 2
     write_documents([bundle], findings, readme)
     assert "acks=all lost in 1 of 2 runs (seed 7 (twice))" in findings.read_text()
+    assert "Seed 7 on 0.9.0.1, run twice: acks=all lost" in findings.read_text()
+
+
+def test_one_seed_of_two_scenarios_is_not_one_seed_run_twice(tmp_path: Path) -> None:
+    root, findings, readme, run = make_bundle(tmp_path)
+    other = make_passing(tmp_path / "runs" / "20261120-020000-isolate-leader-bbbb", scenario="isolate-leader")
+    bundle_runs([run, other], root / "thing", [])
+    write_documents([load_bundle(root / "thing")], findings, readme)
+    text = findings.read_text()
+    assert "(seed 7 (twice))" in text  # two runs of seed 7
+    assert "run twice" not in text  # but two fault schedules
 
 
 def test_a_run_not_yet_checked_bundles_nothing(tmp_path: Path) -> None:
