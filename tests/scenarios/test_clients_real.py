@@ -1,11 +1,13 @@
-"""The clients on real Kafka 4.1.1 clusters (KRaft), checked on a real SparkSession.
+"""The clients on real Kafka clusters, checked on a real SparkSession.
 
-A night of the nightly recipe (docs/CI.md: `scripts/nightly.sh run 4.1.1 java`, then `index`) on a
-scenario that mixes clients: `--client java` makes the acks producers, the transactional producer,
-a classic and a KIP-848 group Java's, while the pipeline and another KIP-848 group keep the
-librdkafka their entries name; the Java KIP-848 group's coordinator is killed once. run.json names
-every part's client and the transaction protocol it spoke (2 on the 4.x Java client, 1 on
-librdkafka), every part does its work, every guarantee holds, and the night is carried into the
+A Java acks=all producer and a Java group through the normal workload on 3.9.2: the one test of
+these that `make test` runs. The others are `clients` tests (`make clients-test`), on 4.1.1
+(KRaft). A night of the nightly recipe (docs/CI.md: `scripts/nightly.sh run 4.1.1 java`, then
+`index`) on a scenario that mixes clients: `--client java` makes the acks producers, the
+transactional producer, a classic and a KIP-848 group Java's, while the pipeline and another KIP-848
+group keep the librdkafka their entries name; the Java KIP-848 group's coordinator is killed once.
+run.json names every part's client and the transaction protocol it spoke (2 on the 4.x Java client,
+1 on librdkafka), every part does its work, every guarantee holds, and the night is carried into the
 history and its index. And the `coordinator:<group>` target of a KIP-848 group, on either client, is
 the broker FindCoordinator names."""
 
@@ -36,6 +38,7 @@ from harness.cluster import ClusterSpec, KafkaCluster
 from harness.groups import ConsumerGroups, GroupSpec, stable
 from harness.waiting import wait_until
 from harness.workload import WorkloadHandles
+from kchaos.pytest_plugin import ChaosRun
 
 pytestmark = [pytest.mark.docker]
 
@@ -88,6 +91,23 @@ JAVA_PARTS = {"chaos-acks-all", "chaos-acks-1", "chaos-txn-0", "g-classic", "g-8
 """What --client java runs on Java; the rest names librdkafka."""
 
 
+JAVA_WORKLOAD = """
+name: java-workload
+description: A Java acks=all producer and a Java at-least-once group through the normal workload, no fault.
+duration_s: 20
+cluster:
+  kafka: "3.9.2"  # the Java client cannot talk to the suite's 0.9 brokers
+  brokers: 3
+  broker_config: {min.insync.replicas: 2, unclean.leader.election.enable: false}
+workload:
+  client: java
+  acks: [all]
+  live_consumers: 0
+  groups:
+    - {name: g-alo, commit: after-process, members: 1, commit_interval_s: 1}
+"""
+
+
 def _lines(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines()]
 
@@ -117,6 +137,30 @@ def _nightly(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.spark
+def test_a_java_producer_and_group_run_through_the_workload(chaos_run: ChaosRun, tmp_path: Path) -> None:
+    scenario = tmp_path / "java-workload.yaml"
+    scenario.write_text(JAVA_WORKLOAD)
+    outcome = chaos_run(str(scenario), report=False)
+    assert outcome.exit_code == 0, outcome.expectations
+    run = json.loads((outcome.rundir.root / RUN_JSON).read_text())
+    version = run["kafka"]["version"]  # `java` alone: the brokers' release of kafka-clients
+    clients = {
+        p["name"]: (p["client"]["library"], p["client"]["version"]) for p in [*run["topics"], *run["groups"]]
+    }
+    assert clients == {"chaos-acks-all": ("kafka-clients", version), "g-alo": ("kafka-clients", version)}
+    written = outcome.result["acks"]["all"]
+    assert written["acked"] > 0 and written["lost"] == 0 and written["duplicated"] == 0, written
+    group = outcome.result["groups"]["g-alo"]
+    assert group["polled"] > 0 and group["commits"]["ok"] > 0, (group["polled"], group["commits"])
+    verdicts = {(g["topic"], g["id"]): g for g in outcome.result["guarantees"]}
+    assert verdicts[("chaos-acks-all", "no-lost-acked-writes")]["verdict"] == "held"
+    rows = {g["id"]: g for g in group["guarantees"]}
+    assert rows["no-consumer-skips"]["verdict"] == "held", rows
+    assert f"kafka-clients {version}" in rows["no-consumer-skips"]["promised_by"]
+
+
+@pytest.mark.clients
 @pytest.mark.spark
 def test_a_night_on_mixed_clients_names_each_parts_client_and_holds(tmp_path: Path) -> None:
     scenario = tmp_path / "clients-mixed.yaml"
@@ -205,6 +249,7 @@ def cluster_4x() -> Iterator[KafkaCluster]:
         yield cluster
 
 
+@pytest.mark.clients
 def test_a_kip_848_groups_coordinator_is_its_offsets_partitions_leader_on_either_client(
     cluster_4x: KafkaCluster, tmp_path: Path
 ) -> None:
