@@ -13,7 +13,7 @@ demo: setup
 	  echo "open the report: $$(ls -td runs/*/ | head -1)report/index.html"
 
 test: setup
-	$(VENV)/pytest -q
+	$(VENV)/pytest -q --durations=25
 
 test-fast: setup
 	$(VENV)/pytest -q -m "not docker"

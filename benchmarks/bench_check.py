@@ -1,6 +1,6 @@
 """Benchmark `kchaos check` on synthetic histories against a straightforward single-process check.
 
-For each size it generates a run directory (checkers/synthetic.py, cached under --dir), then in
+For each size it generates a run directory (contract/synthetic_history.py, cached under --dir), then in
 separate child processes, side by side in this one run:
   - the Spark checker: a first check (JSONL -> Parquet conversion included) and a re-check (cache);
   - the straightforward Python check of history_reference.py (with side_files_reference.py): every
@@ -35,9 +35,9 @@ from history_reference import exact_availability, python_availability, python_co
 from side_files_reference import python_side_counts
 
 from checkers.class_archive import ARCHIVE_ENV, archive_path
-from checkers.synthetic import ANOMALIES, DEFAULT_RATE, generate
 from contract.anomaly_kinds import KIND_IDS, WRITE_COUNTS
 from contract.history import WRITES
+from contract.synthetic_history import ANOMALIES, DEFAULT_RATE, generate
 
 
 def _peak_rss_mib() -> float:

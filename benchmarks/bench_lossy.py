@@ -12,11 +12,12 @@ The plain directory's fsync reaches the host's disk; the lossy disk's syncs only
 host keeps its power), so with fsyncs the lossy side may be the faster.
 
 Kafka level (`--kafka`): one 3-broker cluster (ZooKeeper) with `cluster.disk: plain`, then one with
-`lossy`, one after the other; on each, a producer at full speed (acks=all, 100-byte values, a
-topic of 3 partitions, RF 3, min.insync.replicas 2) for `--seconds`, and again on a topic with
-flush.messages=1: acknowledged writes per second, side by side, and the ratio.
+`lossy`, one after the other, `--rounds` times; on each, a producer at full speed (acks=all,
+100-byte values, a topic of 3 partitions, RF 3, min.insync.replicas 2) for `--seconds`, and again
+on a topic with flush.messages=1: acknowledged writes per second, side by side, the ratio per
+round and its median.
 
-    .venv/bin/python benchmarks/bench_lossy.py [--mib 256] [--repeat 3] [--kafka] [--seconds 30]
+    .venv/bin/python benchmarks/bench_lossy.py [--mib 256] [--repeat 3] [--kafka] [--seconds 30] [--rounds 3]
 """
 
 from __future__ import annotations
@@ -168,20 +169,32 @@ def produce(cluster: KafkaCluster, topic: str, seconds: float) -> float:
     return acked[0] / (time.monotonic() - started)
 
 
-def kafka_level(seconds: float) -> None:
-    print(f"== Kafka: one producer at full speed, acks=all, {seconds:.0f} s per topic, plain then lossy")
-    rates: dict[tuple[str, str], float] = {}
-    for disk in ("plain", "lossy"):
-        with KafkaCluster(ClusterSpec(disk=disk)) as cluster:
-            for name, config in (("default flush", {}), ("flush.messages=1", {"flush.messages": 1})):
-                topic = "bench-" + name.split("=")[0].replace(" ", "-").replace(".", "-")
-                cluster.create_topic(topic, 3, 3, {"min.insync.replicas": 2, **config})
-                rates[(disk, name)] = produce(cluster, topic, seconds)
-    for name in ("default flush", "flush.messages=1"):
-        plain, lossy = rates[("plain", name)], rates[("lossy", name)]
+def kafka_level(seconds: float, rounds: int) -> None:
+    print(
+        f"== Kafka: one producer at full speed, acks=all, {seconds:.0f} s per topic; "
+        f"{rounds} rounds of a plain cluster then a lossy one (on a shared machine, load moves between them)"
+    )
+    topics = (("default flush", {}), ("flush.messages=1", {"flush.messages": 1}))
+    ratios: dict[str, list[float]] = {name: [] for name, _ in topics}
+    for round_ in range(1, rounds + 1):
+        rates: dict[tuple[str, str], float] = {}
+        for disk in ("plain", "lossy"):
+            with KafkaCluster(ClusterSpec(disk=disk)) as cluster:
+                for name, config in topics:
+                    topic = "bench-" + name.split("=")[0].replace(" ", "-").replace(".", "-")
+                    cluster.create_topic(topic, 3, 3, {"min.insync.replicas": 2, **config})
+                    rates[(disk, name)] = produce(cluster, topic, seconds)
+        for name, _ in topics:
+            plain, lossy = rates[("plain", name)], rates[("lossy", name)]
+            ratios[name].append(lossy / plain)
+            print(
+                f"round {round_}: acks=all writes, {name:<17} plain {plain:>9.0f} /s  "
+                f"lossy {lossy:>9.0f} /s  lossy/plain {lossy / plain:5.2f}"
+            )
+    for name, found in ratios.items():
         print(
-            f"acks=all writes, {name:<17} plain {plain:>9.0f} /s  lossy {lossy:>9.0f} /s  "
-            f"lossy/plain {lossy / plain:5.2f}"
+            f"acks=all writes, {name:<17} lossy/plain median {statistics.median(found):5.2f} "
+            f"of {rounds} rounds"
         )
 
 
@@ -191,10 +204,11 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3, help="runs per side, the median printed")
     parser.add_argument("--kafka", action="store_true", help="also a Kafka workload, plain then lossy")
     parser.add_argument("--seconds", type=float, default=30.0, help="--kafka: seconds per topic")
+    parser.add_argument("--rounds", type=int, default=3, help="--kafka: plain-then-lossy rounds")
     args = parser.parse_args()
     file_level(args.mib, args.repeat)
     if args.kafka:
-        kafka_level(args.seconds)
+        kafka_level(args.seconds, args.rounds)
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 
 For each size (default: 60 events, what a hand-written or held-out history holds, and 170,000
 events, what a 60-second run of three acks modes records; synthetic histories from
-checkers/synthetic.py, cached under --dir), side by side in this one run:
+contract/synthetic_history.py, cached under --dir), side by side in this one run:
   - cold: `kchaos check RUN` in a new process, with no Parquet cache (Python and JVM start,
     conversion, check, result.json), --repeat times;
   - one process: checks a copy of RUN, then --further other copies (each a new run directory, as
@@ -48,8 +48,8 @@ from side_files_reference import (
     python_side_counts,
 )
 
-from checkers.synthetic import ANOMALIES, DEFAULT_RATE, generate
 from contract.anomaly_kinds import KIND_IDS, WRITE_COUNTS
+from contract.synthetic_history import ANOMALIES, DEFAULT_RATE, generate
 
 TARGETS = {60: (6.0, None), 170_000: (10.0, 4.0)}
 """Events -> (cold check, further check in one process) targets in seconds, from the issue."""

@@ -5,8 +5,8 @@ result = check_run(Path("runs/20261121-142233-leader-kill"))       # local[*]
 result = check_run(run_dir, master="spark://spark-master:7077")    # a real Spark cluster
 """
 
+from checkers.check import check_run, start_checking
 from checkers.guarantees import derive_guarantees
-from checkers.judge import check_run, start_checking
 from checkers.result import EXAMPLE_CAP, RESULT_FORMAT
 from checkers.session import get_spark
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
+from checkers.check import check_run
 from checkers.class_archive import BUILD_TIMEOUT_S
-from checkers.judge import check_run
 from checkers.session import stop_spark
-from checkers.synthetic import ANOMALIES, generate
+from contract.synthetic_history import ANOMALIES, generate
 
 TRAINING_EVENTS = 20_000
 TRAINING_RATE = 0.01  # per write and anomaly kind: every kind occurs, so every checker path runs

@@ -15,7 +15,7 @@ from pyspark.sql import Row
 
 from checkers import availability
 from checkers.evidence import merged_windows
-from checkers.heals import Heal, duration_ms, heal_column, heal_times, judged, not_judged
+from checkers.heals import Heal, duration_ms, heal_column, heal_times, measured, unmeasured
 from checkers.io import History, partitions_of, topic_acks
 from checkers.registry import PerOwnerSecond
 from contract.events import FaultWindow
@@ -87,8 +87,8 @@ def availability_entry(
                 "latency_max_ms": _round(row["latency_max_ms"]),
             }
         )
-    measured = ("p50_ms", "p99_ms", "max_ms", "error_rate", "indeterminate_rate")
-    latency = [{**row.asDict(), **{k: _round(row[k]) for k in measured}} for row in rows.latency]
+    rounded = ("p50_ms", "p99_ms", "max_ms", "error_rate", "indeterminate_rate")
+    latency = [{**row.asDict(), **{k: _round(row[k]) for k in rounded}} for row in rows.latency]
     recovery = [
         recovery_of(
             index,
@@ -127,7 +127,7 @@ def recovery_of(
         "acks": mode,
         "first_ok_ns": first,
         "recovery_ms": duration_ms(first - interval.start_ns) if first is not None else None,
-        **not_judged(heal),
+        **unmeasured(heal),
     }
     if heal is None:
         return entry
@@ -142,6 +142,6 @@ def recovery_of(
     if not written:
         return entry
     column = heal_column(index)
-    return entry | judged(
+    return entry | measured(
         heal, [r[column] for r in written], [heal.observed_until(r["last_invoke_ns"]) for r in written]
     )

@@ -59,12 +59,12 @@ def _caveats(run: Mapping[str, Any]) -> str:
     return "; " + "; ".join(parts) if parts else ""
 
 
-def _logs_cut(run: Mapping[str, Any], group: Mapping[str, Any], faults: Collection[str]) -> str:
+def _logs_cut(run: Mapping[str, Any], group: Mapping[str, Any], power_lost: Collection[str]) -> str:
     """Why the brokers may cut records the group read or committed past out of its topics' logs
     ('' when they promise not to): then a skip or a step back follows the broker's loss."""
     topics = {str(t["name"]): t for t in run.get("topics") or []}
     for name in group["topics"]:
-        config = topic_config(run, topics[name], faults)
+        config = topic_config(run, topics[name], power_lost)
         if config.unclean_leader_election:
             return f"unclean leader election is enabled on {name}: records consumed may be cut from its log"
         if config.power_loss and not config.fsync_each:
@@ -73,10 +73,13 @@ def _logs_cut(run: Mapping[str, Any], group: Mapping[str, Any], faults: Collecti
 
 
 def group_guarantees(
-    run: Mapping[str, Any], group: Mapping[str, Any], counts: Mapping[str, Any], faults: Collection[str] = ()
+    run: Mapping[str, Any],
+    group: Mapping[str, Any],
+    counts: Mapping[str, Any],
+    power_lost: Collection[str] = (),
 ) -> list[dict[str, Any]]:
     """The guarantee rows of one group (`group`: its run.json entry; `counts`: its result counts;
-    `faults`: the names of the faults the run injected)."""
+    `power_lost`: the topics that lost power on every replica of a partition at once)."""
     mode, asynchronous = group["commit"], bool(group.get("commit_async"))
     client = run.get("client") or {}
     library = " ".join(str(client[k]) for k in ("library", "version") if client.get(k)) or "the client"
@@ -84,7 +87,7 @@ def group_guarantees(
     version = (run.get("kafka") or {}).get("version") or "unknown version"
     coordinator = f"the group coordinator (Kafka {version})"
     caveats = _caveats(run)
-    cut = _logs_cut(run, group, faults)
+    cut = _logs_cut(run, group, power_lost)
     at_least_once = mode == "after-process"
     skip_reason = {
         "after-process": "commits only offsets of records already processed",

@@ -16,7 +16,7 @@ from typing import Any
 
 from pyspark.sql import Row
 
-from checkers.heals import Heal, heal_column, judged, longest_heal_recovery, not_judged
+from checkers.heals import Heal, heal_column, longest_heal_recovery, measured, unmeasured
 from contract.events import FaultWindow
 
 
@@ -62,11 +62,11 @@ def recovery_of(
     judged (null) without a heal or a write acknowledged after it; when a partition was not polled
     again by `end_ns`, or the next fault's start if sooner, the time to then, a lower bound (never
     below 0, nor below a poll of another partition that counted)."""
-    entry: dict[str, Any] = {"fault": interval.fault, "start_ns": interval.start_ns, **not_judged(heal)}
+    entry: dict[str, Any] = {"fault": interval.fault, "start_ns": interval.start_ns, **unmeasured(heal)}
     if heal is None:
         return entry
     again = [(r["topic"], r["partition"]) for r in written if r[column] is not None]
     if not again:
         return entry
     firsts = [polled[p][column] if p in polled else None for p in again]
-    return entry | judged(heal, firsts, [heal.observed_until(end_ns)] * len(firsts))
+    return entry | measured(heal, firsts, [heal.observed_until(end_ns)] * len(firsts))

@@ -11,7 +11,7 @@ polls and commits.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from functools import reduce
 from typing import Any
@@ -19,7 +19,7 @@ from typing import Any
 from pyspark.sql import Column, DataFrame, Row, Window
 from pyspark.sql import functions as F
 
-from checkers import groups as g
+from checkers import group_anomalies as g
 from checkers import transactions
 from checkers.evidence import ClusterTimeline, active_fault_names
 from checkers.group_guarantees import group_guarantees
@@ -149,10 +149,12 @@ def group_results(
     found: Mapping[str, Found],
     activity: GroupActivity | None,
     faults: list[FaultWindow],
+    power_lost: Collection[str] = (),
 ) -> GroupResults:
     """result.json's `groups` (empty without groups): each group's counts and examples from the
     group kinds' `found` (a kind whose checker failed is counted null, its error said), and what it
-    did (`group_activity`)."""
+    did (`group_activity`); `power_lost`: the topics that lost power on every replica of a
+    partition (`guarantees.lost_power_on_every_replica`)."""
     declared = history.run.get("groups") or []
     if activity is None or not declared:
         return GroupResults({}, [], {})
@@ -194,7 +196,7 @@ def group_results(
             "anomalies": anomalies,
         }
         counted = {k: v if v is not None else 0 for k, v in entry.items()}  # a failed kind adds nothing
-        entry["guarantees"] = group_guarantees(history.run, group, counted, {w.fault for w in faults})
+        entry["guarantees"] = group_guarantees(history.run, group, counted, power_lost)
         entry["series"] = activity.series[name]
         results[name] = entry
     return GroupResults(results, activity.polled_after_heals, activity.last_ns)

@@ -9,12 +9,13 @@ the cluster's `broker_config`, then the Kafka version's default. Producer settin
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from checkers.release_facts import fact, message_format
 from contract.anomaly_kinds import GUARANTEE_BY_ID, kind, kinds_of, promise, violations
+from contract.events import FaultWindow
 
 HELD, VIOLATED, NOT_PROMISED, UNKNOWN = "held", "violated", "not-promised", "unknown"
 NOT_EXERCISED = "not-exercised"
@@ -37,7 +38,8 @@ class TopicConfig:
     client: str
     """The producer's client library and version, as run.json's `client` names it."""
     power_loss: bool = False
-    """The run cut every replica's power at once (a `power-loss` fault)."""
+    """Some partition of the topic lost power on every replica at once (a `power-loss` fault whose
+    targets held all its replicas): what was acknowledged from page caches alone may be gone."""
     fsync_each: bool = False
     """Every message is flushed to disk before it is acknowledged (flush.messages=1)."""
     message_format: tuple[int, ...] | None = None
@@ -62,8 +64,10 @@ def _truthy(value: object) -> bool:
 
 
 def topic_config(
-    run: Mapping[str, Any], topic: Mapping[str, Any], faults: Collection[str] = ()
+    run: Mapping[str, Any], topic: Mapping[str, Any], power_lost: Collection[str] = ()
 ) -> TopicConfig:
+    """The settings of run.json's `topic`; `power_lost`, the topics some partition of which lost
+    power on every replica at once (`lost_power_on_every_replica`)."""
     version = parse_version((run.get("kafka") or {}).get("version"))
     broker = (run.get("cluster") or {}).get("broker_config") or {}
     overrides = topic.get("config") or {}
@@ -88,7 +92,7 @@ def topic_config(
         max_in_flight=int(producer.get("max.in.flight.requests.per.connection") or 5),
         version=version,
         client=_client_text(run.get("client")),
-        power_loss="power-loss" in faults,
+        power_loss=str(topic["name"]) in power_lost,
         fsync_each=str(flush).strip() == "1",
         message_format=message_format(fmt),
         eligible_leaders=_eligible_leaders(run, version),
@@ -139,7 +143,7 @@ def _idempotent_producer(config: TopicConfig) -> str:
     return f"the idempotent producer ({config.client} with Kafka {_version_text(config)} brokers)"
 
 
-def _judge(promised: bool, violations: int) -> str:
+def _verdict(promised: bool, violations: int) -> str:
     if not promised:
         return NOT_PROMISED
     return VIOLATED if violations else HELD
@@ -199,7 +203,7 @@ def _no_lost(config: TopicConfig, counts: Mapping[str, Any]) -> dict[str, Any]:
         conditions.append((_survives_power_loss(config), _power_loss_text(config)))
     promised = _acks_are_durable(config)
     lost, divergent = int(counts["lost"]), int(counts["divergent"])
-    verdict = _judge(promised, violations("no-lost-acked-writes", counts))
+    verdict = _verdict(promised, violations("no-lost-acked-writes", counts))
     reason = ", ".join(text for _, text in conditions) + f"; {lost} lost, {divergent} divergent"
     reason += _known_truncation(config, verdict)
     return _row(
@@ -245,7 +249,7 @@ def _no_lost_reads(config: TopicConfig, counts: Mapping[str, Any]) -> dict[str, 
     survives_power_loss = _survives_power_loss(config)
     promised = not config.unclean_leader_election and survives_power_loss
     read_lost = int(counts["read_lost"])
-    verdict = _judge(promised, violations("no-lost-reads", counts))
+    verdict = _verdict(promised, violations("no-lost-reads", counts))
     if config.unclean_leader_election:
         basis = "unclean leader election enabled: an out-of-sync replica may lead without it"
     elif not survives_power_loss:
@@ -267,7 +271,7 @@ def _no_lost_reads(config: TopicConfig, counts: Mapping[str, Any]) -> dict[str, 
 
 def _replicas_agree(config: TopicConfig, counts: Mapping[str, Any]) -> dict[str, Any]:
     diverged = int(counts["replica_divergent"] or 0)
-    verdict = _judge(True, violations("replicas-agree", counts))
+    verdict = _verdict(True, violations("replicas-agree", counts))
     basis = "replicas copy their leader's log and truncate to it after a leader change"
     reason = f"{basis}; {diverged} offsets differ"
     if counts["replicas_not_read"]:
@@ -288,7 +292,7 @@ def _epochs_advance(config: TopicConfig, counts: Mapping[str, Any]) -> dict[str,
         config,
         "epochs-advance",
         True,
-        _judge(True, violations("epochs-advance", counts)),
+        _verdict(True, violations("epochs-advance", counts)),
         f"always promised: leaders and controllers are fenced by their epochs; {regressions} went backwards",
         _brokers(config),
     )
@@ -304,7 +308,7 @@ def _no_phantom(config: TopicConfig, counts: Mapping[str, Any]) -> dict[str, Any
         config,
         "no-phantom-writes",
         promised,
-        _judge(promised, violations("no-phantom-writes", counts)),
+        _verdict(promised, violations("no-phantom-writes", counts)),
         f"{basis}; {phantom} phantom",
         _brokers(config),
     )
@@ -320,7 +324,7 @@ def _no_duplicates(config: TopicConfig, counts: Mapping[str, Any]) -> dict[str, 
         config,
         "no-duplicates",
         config.idempotent,
-        _judge(config.idempotent, violations("no-duplicates", counts)),
+        _verdict(config.idempotent, violations("no-duplicates", counts)),
         f"{basis}; {duplicated} duplicated",
         _idempotent_producer(config),
     )
@@ -352,7 +356,7 @@ def _order(config: TopicConfig, counts: Mapping[str, Any]) -> dict[str, Any]:
         config,
         "per-partition-order",
         promised,
-        _judge(promised, violations("per-partition-order", counts)),
+        _verdict(promised, violations("per-partition-order", counts)),
         f"{basis}; {reordered} reordered",
         _idempotent_producer(config) if config.idempotent else f"the producer client ({config.client})",
     )
@@ -364,7 +368,7 @@ def _no_unexpected(config: TopicConfig, counts: Mapping[str, Any]) -> dict[str, 
         config,
         "no-unexpected-values",
         True,
-        _judge(True, violations("no-unexpected-values", counts)),
+        _verdict(True, violations("no-unexpected-values", counts)),
         f"always promised; {unexpected} unexpected",
         f"the brokers and the client together (Kafka {_version_text(config)}, {config.client})",
     )
@@ -390,7 +394,7 @@ def _on_durable_transactions(
     not, `found` what the counts found."""
     missing = _transactions_text(config)
     promised = missing is None and _acks_are_durable(config)
-    verdict = _judge(promised, violations(gid, counts))
+    verdict = _verdict(promised, violations(gid, counts))
     basis = missing or (held if promised else f"{lossy} (see no-lost-acked-writes' conditions)")
     reason = f"{basis}; {found}"
     return _row(
@@ -426,7 +430,7 @@ def _no_aborted_reads(config: TopicConfig, counts: Mapping[str, Any]) -> dict[st
         config,
         "no-aborted-reads",
         promised,
-        _judge(promised, violations("no-aborted-reads", counts)),
+        _verdict(promised, violations("no-aborted-reads", counts)),
         f"{basis}; {read} records of aborted transactions read",
         _transaction_coordinator(config),
     )
@@ -482,8 +486,36 @@ TRANSACTIONAL_JUDGES = (
 transaction's commit that it is to be read."""
 
 
+POWER_LOSS = "power-loss"
+
+
+def lost_power_on_every_replica(
+    run: Mapping[str, Any], faults: Iterable[FaultWindow], replicas: Iterable[Mapping[str, Any]] | None
+) -> frozenset[str]:
+    """The topics some partition of which lost power on every replica at once: a power loss whose
+    targets hold every broker that held the partition (replicas.jsonl's `replica` lines). One that
+    hit a leader or a follower alone leaves the others' copies, so Kafka's promise stands. Without
+    replicas.jsonl the replicas are not known, and any power loss of a broker counts (the promise is
+    withdrawn rather than a loss blamed on Kafka)."""
+    lost = [set(w.targets) for w in faults if w.fault == POWER_LOSS and "error" not in w.detail]
+    if not lost:
+        return frozenset()
+    topics = [str(t["name"]) for t in run.get("topics") or []]
+    if replicas is None:
+        return (
+            frozenset(topics) if any(t.startswith("kafka-") for down in lost for t in down) else frozenset()
+        )
+    held: dict[tuple[str, int], set[str]] = {}
+    for line in replicas:
+        if line.get("type") == "replica":
+            held.setdefault((str(line["topic"]), int(line["partition"])), set()).add(
+                f"kafka-{line['broker']}"
+            )
+    return frozenset(topic for (topic, _), brokers in held.items() if any(brokers <= down for down in lost))
+
+
 def derive_guarantees(
-    run: Mapping[str, Any], topic_counts: Mapping[str, Mapping[str, Any]], faults: Collection[str] = ()
+    run: Mapping[str, Any], topic_counts: Mapping[str, Mapping[str, Any]], power_lost: Collection[str] = ()
 ) -> list[dict[str, Any]]:
     """One row per (topic, guarantee): promise, whether promised, verdict, reason and cases.
 
@@ -491,11 +523,12 @@ def derive_guarantees(
     (`Guarantee.cases`), `unread` (its partitions whose final read is incomplete, as "topic
     partition N"), `replicas_read` (whether history/replicas.jsonl was there) and
     `replicas_not_read` (the brokers whose replicas could not be read, as text; empty when all
-    were). `faults` names the faults the run applied (a power loss changes what is promised).
+    were). `power_lost` names the topics that lost power on every replica of a partition at once
+    (`lost_power_on_every_replica`: it changes what is promised).
     """
     rows: list[dict[str, Any]] = []
     for topic in run["topics"]:
-        config = topic_config(run, topic, faults)
+        config = topic_config(run, topic, power_lost)
         counts = topic_counts[config.topic]
         judges = TRANSACTIONAL_JUDGES if config.transactional else PLAIN_JUDGES
         judged = [

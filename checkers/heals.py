@@ -29,8 +29,8 @@ class Heal(NamedTuple):
         return last_ns if self.next_fault_ns is None else min(last_ns, self.next_fault_ns)
 
 
-def not_judged(heal: Heal | None) -> dict[str, Any]:
-    """A recovery row's fields for `heal` before it is judged (`judged`), and if it cannot be: never
+def unmeasured(heal: Heal | None) -> dict[str, Any]:
+    """A recovery row's fields for `heal` before it is measured (`measured`), and if it cannot be: never
     healed, or nothing to recover after it."""
     return {
         "healed_ns": heal.at_ns if heal is not None else None,
@@ -40,7 +40,7 @@ def not_judged(heal: Heal | None) -> dict[str, Any]:
     }
 
 
-def judged(heal: Heal, firsts: list[int | None], observed_until: list[int]) -> dict[str, Any]:
+def measured(heal: Heal, firsts: list[int | None], observed_until: list[int]) -> dict[str, Any]:
     """A recovery row's fields for `heal`, from each partition waited for: its first success after the
     heal (`firsts`) and when what tells of it ends (`observed_until`). Resumed at the last first if
     every one came by the next fault's start; else a lower bound: to the latest end of the partitions
@@ -49,9 +49,9 @@ def judged(heal: Heal, firsts: list[int | None], observed_until: list[int]) -> d
     waiting = [end for first, end in zip(firsts, observed_until, strict=True) if not heal.resumed_by(first)]
     if waiting:
         waited = max(max(waiting + seen) - heal.at_ns, 0)
-        return not_judged(heal) | {"heal_recovery_ms": duration_ms(waited), "heal_recovery_lower_bound": True}
+        return unmeasured(heal) | {"heal_recovery_ms": duration_ms(waited), "heal_recovery_lower_bound": True}
     resumed = max(seen)
-    return not_judged(heal) | {"resumed_ns": resumed, "heal_recovery_ms": duration_ms(resumed - heal.at_ns)}
+    return unmeasured(heal) | {"resumed_ns": resumed, "heal_recovery_ms": duration_ms(resumed - heal.at_ns)}
 
 
 def duration_ms(ns: int) -> float:

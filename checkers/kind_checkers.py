@@ -1,6 +1,6 @@
 """The checker of each anomaly kind (`checkers.registry.Checker`): a topic's, over the functions of
 `checkers.anomalies`, `checkers.transactions` and `checkers.replication`, or a consumer group's, over
-those of `checkers.groups`."""
+those of `checkers.group_anomalies`."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from checkers import anomalies, replication, transactions
-from checkers import groups as g
+from checkers import group_anomalies as g
 from checkers.io import History
 from checkers.registry import CheckInputs, GroupInputs, register
 from contract.anomaly_kinds import kind

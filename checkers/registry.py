@@ -17,7 +17,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from checkers import anomalies
-from checkers import groups as g
+from checkers import group_anomalies as g
 from checkers.io import History, topic_acks
 from checkers.session import kept
 from contract.anomaly_kinds import ALL_KINDS, AnomalyKind
@@ -34,7 +34,7 @@ task sorting them all is then slower than two shuffled ones."""
 class GroupInputs:
     """What the consumer groups' checkers read, each over partitions whose final read is complete:
     the final read's records, the groups' polls, their accepted commit entries and each member's
-    consecutive polls (`checkers.groups`); and consumes.jsonl itself, parsed once and kept."""
+    consecutive polls (`checkers.group_anomalies`); and consumes.jsonl itself, parsed once and kept."""
 
     consumes: DataFrame
     final: DataFrame

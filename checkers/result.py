@@ -31,7 +31,13 @@ from checkers.evidence import ClientLog, ClusterTimeline, TruncationLog, active_
 from checkers.group_guarantees import exercised
 from checkers.group_recovery import with_recovery
 from checkers.group_result import count_group_kinds, group_activity, group_results
-from checkers.guarantees import derive_guarantees, is_valid, on_complete_reads, unjudged
+from checkers.guarantees import (
+    derive_guarantees,
+    is_valid,
+    lost_power_on_every_replica,
+    on_complete_reads,
+    unjudged,
+)
 from checkers.heals import heals, longest_heal_recovery
 from checkers.io import History, topic_acks
 from checkers.registry import (
@@ -369,7 +375,8 @@ def build_result(history: History, checked_at: str, spark_info: dict[str, Any]) 
         write_counts, written, unplaced = counting_writes.result()
         cases = counting_cases.result()
         measured_availability = measuring_availability.result()
-        groups = group_results(history, found, measuring_activity.result(), intervals)
+        power_lost = lost_power_on_every_replica(run, intervals, history.replica_states)
+        groups = group_results(history, found, measuring_activity.result(), intervals, power_lost)
     with_recovery(
         groups.entries,
         intervals,
@@ -404,7 +411,7 @@ def build_result(history: History, checked_at: str, spark_info: dict[str, Any]) 
                 }
                 for row in topics
             },
-            {interval.fault for interval in intervals},
+            power_lost,
         ),
         failed,
     )

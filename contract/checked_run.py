@@ -51,7 +51,10 @@ class Exercised:
 
 
 @dataclass(frozen=True)
-class Guarantee:
+class Verdict:
+    """One guarantee's verdict as result.json holds it: a row of its `guarantees`, or of a group's
+    (`topic` and `acks` empty), apart from the guarantee itself (`contract.anomaly_kinds.Guarantee`)."""
+
     id: str
     topic: str
     acks: str
@@ -88,7 +91,7 @@ class GroupResult:
     members: int | None
     counts: dict[str, int]
     commits: dict[str, int]
-    guarantees: tuple[Guarantee, ...]
+    guarantees: tuple[Verdict, ...]
     anomalies: tuple[Anomalies, ...]
     series: tuple[GroupSecond, ...] = ()
     recovery: tuple[dict[str, Any], ...] = ()
@@ -164,7 +167,7 @@ class Result:
     """(topic, partition, why the final read did not finish it: None when run.json does not say)."""
     acks: dict[str, dict[str, int | None]]
     topics: tuple[dict[str, Any], ...]
-    guarantees: tuple[Guarantee, ...]
+    guarantees: tuple[Verdict, ...]
     anomalies: tuple[Anomalies, ...]
     series: tuple[SeriesRow, ...]
     latency: tuple[dict[str, Any], ...]
@@ -312,9 +315,9 @@ def load_result(root: Path) -> Result:
     )
 
 
-def _guarantees(fields: Fields) -> tuple[Guarantee, ...]:
+def _guarantees(fields: Fields) -> tuple[Verdict, ...]:
     return tuple(
-        Guarantee(
+        Verdict(
             id=g.text("id", required=True) or "",
             topic=g.text("topic") or "",
             acks=g.text("acks") or "",
@@ -480,6 +483,10 @@ class RunInfo:
     metadata: str = ""  # who held the metadata, in words ("ZooKeeper, 1 node"); "" when not recorded
     isolation: dict[str, str] = field(default_factory=dict)
     """Each consumer group's isolation.level (run.json's `groups[].config`; read_uncommitted unless set)."""
+    disk: str = ""
+    """Where the nodes' data lived: `plain` or `lossy` (run.json's `cluster.disk`; "" before it was kept)."""
+    killed: tuple[tuple[str, str], ...] = ()
+    """The workload processes killed at the stop bound, and why (run.json's `workload.killed`)."""
 
 
 @dataclass(frozen=True)
@@ -549,6 +556,10 @@ def load_info(root: Path) -> RunInfo:
             str(g["name"]): _str_dict(g.get("config")).get("isolation.level", "read_uncommitted")
             for g in run.get("groups") or []
         },
+        disk=str(cluster.get("disk") or ""),
+        killed=tuple(
+            (str(k["process"]), str(k["why"])) for k in _obj(run.get("workload")).get("killed") or []
+        ),
     )
 
 

@@ -18,6 +18,9 @@ WRITE_TYPES = ("invoke", "ok", "fail", "info")
 TXN_STEPS = ("init", "begin", "offsets", "commit", "abort")
 TXN_PHASES = ("invoke", "ok", "fail", "info")
 ERROR_CLASSES = ("fatal", "abortable", "retriable")
+ABORT_REASONS = ("drawn", "drawn-early", "failure")
+"""Why an `abort` step was taken: drawn (once its records were acknowledged), drawn to end before
+they were sent, or forced by a failed step."""
 READ_TYPES = ("record", "end")
 READ_PHASES = ("live", "final")
 FAULT_PHASES = ("start", "stop")
@@ -88,6 +91,7 @@ TXN_FIELDS = (
     Field("producer_epoch", "int"),
     Field("group", "string"),
     Field("offsets", "offsets"),
+    Field("reason", "string"),
 )
 """transactions.jsonl's fields: a transactional producer's steps (docs/HISTORY_FORMAT.md)."""
 

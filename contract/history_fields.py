@@ -16,7 +16,15 @@ from pathlib import Path
 from typing import Any
 
 from contract.errors import HistoryError
-from contract.events import CONSUME_FIELDS, ERROR_CLASSES, TXN_FIELDS, TXN_PHASES, TXN_STEPS, Field
+from contract.events import (
+    ABORT_REASONS,
+    CONSUME_FIELDS,
+    ERROR_CLASSES,
+    TXN_FIELDS,
+    TXN_PHASES,
+    TXN_STEPS,
+    Field,
+)
 from contract.limits import MAX_DURATION_S, MAX_INT64, MAX_PARTITIONS, MAX_RUN_NS, brief
 
 ACKS_MODES = ("0", "1", "all")
@@ -162,7 +170,7 @@ def check_types(fields: Fields, table: tuple[Field, ...]) -> None:
                     entry.integer("offset", -_BOUNDS["long"], _BOUNDS["long"] - 1)
 
 
-def check_run(run: dict[str, Any], path: Path) -> None:
+def validate_run_json(run: dict[str, Any], path: Path) -> None:
     """run.json beyond its format number: every field a reader uses; topics' acks become strings."""
     top = Fields(run, path)
     topics = top.children("topics", required=True)
@@ -186,6 +194,7 @@ def check_run(run: dict[str, Any], path: Path) -> None:
         if transactions.obj:
             transactions.int_list("records", 1, MAX_INT64, 2)
             transactions.number("abort_rate", 0, 1)
+            transactions.number("early_abort_rate", 0, 1)
     for topic in topics:  # a pipeline's output names the topics it reads, declared before or after
         pipeline = topic.child("pipeline")
         if pipeline.obj:
@@ -211,6 +220,9 @@ def check_run(run: dict[str, Any], path: Path) -> None:
     if metadata is not None and metadata not in METADATA_MODES:
         raise cluster.fail("metadata", f"one of {', '.join(METADATA_MODES)}", metadata)
     cluster.integer("controllers", 0, MAX_NODES)
+    disk = cluster.text("disk")
+    if disk is not None and disk not in DISKS:
+        raise cluster.fail("disk", f"one of {', '.join(DISKS)}", disk)
     cluster.settings("broker_config")
     top.settings("producer")
     synced = top.child("synced")
@@ -220,11 +232,19 @@ def check_run(run: dict[str, Any], path: Path) -> None:
         partition.text("topic", required=True)
         partition.integer("partition", 0, MAX_PARTITIONS, required=True)
         partition.text("why", longest=MAX_WHY)
+    workload = top.child("workload")  # the stop bound, and the processes killed at it
+    workload.number("stop_bound_s", 0, MAX_DURATION_S)
+    for killed in workload.children("killed"):
+        killed.text("process", required=True, longest=MAX_TOPIC_NAME)
+        killed.text("why", required=True, longest=MAX_WHY)
     _check_groups(top, names)
 
 
 METADATA_MODES = ("zookeeper", "kraft")
 """Who holds a cluster's metadata: a ZooKeeper ensemble, or a KRaft quorum of controllers."""
+DISKS = ("plain", "lossy")
+"""Where the nodes' data directories live: in the container, or on a lossy disk of their own that
+drops what was not fsynced when it loses power (`harness.lossy`)."""
 COMMIT_MODES = ("after-process", "before-process", "auto")
 """after-process: commit what was processed (at least once); before-process: commit, and process
 only once the commit is ok (at most once); auto: the client's periodic auto-commit."""
@@ -409,6 +429,13 @@ def check_transaction_line(event: dict[str, Any], path: Path, line: int, topics:
     fields.text("error", required=phase in ("fail", "info"))
     if event.get("error_class") is not None and event["error_class"] not in ERROR_CLASSES:
         raise fields.fail("error_class", f"{' or '.join(ERROR_CLASSES)} or null", event["error_class"])
+    if event.get("reason") is not None and (kind != "abort" or event["reason"] not in ABORT_REASONS):
+        expected = (
+            f"{' or '.join(ABORT_REASONS)} on an abort step"
+            if kind == "abort"
+            else "none but on an abort step"
+        )
+        raise fields.fail("reason", expected, event["reason"])
     if kind == "offsets":
         fields.text("group", required=True)
         for entry in fields.children("offsets", required=True):

@@ -28,8 +28,8 @@ from contract.history_fields import (
     check_consume_line,
     check_fault_event,
     check_replica_line,
-    check_run,
     check_transaction_line,
+    validate_run_json,
 )
 from contract.limits import brief
 
@@ -45,7 +45,7 @@ def load_run_json(root: Path) -> dict[str, Any]:
     if fmt not in KNOWN_FORMATS or isinstance(fmt, bool):
         known = ", ".join(str(f) for f in KNOWN_FORMATS)
         raise HistoryError(f"unknown format {brief(fmt)}; this kafka-chaos reads format {known}", str(path))
-    check_run(run, path)
+    validate_run_json(run, path)
     return run
 
 

@@ -1,8 +1,8 @@
-"""The `Fault` protocol and the registry of faults by name.
+"""The `Fault` protocol, the `FaultContext` faults act in, and the registry of faults by name.
 
 A fault is one small class: `name` and `description` class attributes, a constructor taking its
-validated params as keyword arguments, `start(cluster, rng)` that resolves targets from live state
-and applies the fault, and an idempotent `heal(cluster)` that is safe after a partial start.
+validated params as keyword arguments, `start(context, rng)` that resolves targets from live state
+and applies the fault, and an idempotent `heal(context)` that is safe after a partial start.
 Scenarios and the CLI pick faults by name through `make_fault`.
 """
 
@@ -12,12 +12,24 @@ import inspect
 import random
 import re
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol, TypeVar, runtime_checkable
 
 from contract.errors import ClusterError, ConfigError, FaultError
 from contract.limits import brief, finite, whole
 from harness.cluster import KafkaCluster
 from harness.retrying import bounded, kinds
+from harness.workload import WorkloadHandles
+
+
+@dataclass(frozen=True)
+class FaultContext:
+    """What a fault acts in, as Jepsen's test map is for its nemeses: the live cluster, and the
+    handles of the workload running against it (none for `kchaos fault` and `kchaos heal` on a
+    cluster alone)."""
+
+    cluster: KafkaCluster
+    workload: WorkloadHandles = field(default_factory=WorkloadHandles)
 
 
 @runtime_checkable
@@ -31,9 +43,9 @@ class Fault(Protocol):
     detail: dict[str, Any]
     """What else was chosen at start (topic/partition, shape, rate), recorded in faults.jsonl."""
 
-    def start(self, cluster: KafkaCluster, rng: random.Random) -> None: ...
+    def start(self, context: FaultContext, rng: random.Random) -> None: ...
 
-    def heal(self, cluster: KafkaCluster) -> None: ...
+    def heal(self, context: FaultContext) -> None: ...
 
     def describe(self) -> str:
         """What this fault does and why it matters, in plain words: recorded with its start in

@@ -19,26 +19,25 @@ import random
 from typing import Any
 
 from contract.errors import ClusterError, Failures, FaultError
-from faults.base import coerce_float, register, retry_heal_step
+from faults.base import FaultContext, coerce_float, register, retry_heal_step
 from faults.power import lossy_disks
 from faults.targets import Targeted
-from harness.cluster import KafkaCluster
 from harness.lossy.mounts import LossyMount
 
 
 class _DiskFault(Targeted):
     name: str
 
-    def _set(self, cluster: KafkaCluster, rng: random.Random, setting: dict[str, Any]) -> None:
+    def _set(self, context: FaultContext, rng: random.Random, setting: dict[str, Any]) -> None:
         disks: dict[str, Any] = {}
         self.detail["disks"] = disks
-        for node, disk in lossy_disks(self.name, self.resolve(cluster, rng)):
+        for node, disk in lossy_disks(self.name, self.resolve(context, rng)):
             try:
                 disks[node.name] = disk.request({"command": "fault", **setting})["faults"]
             except ClusterError as exc:
                 raise FaultError(f"{self.name} on {node.name}: {exc}") from None
 
-    def heal(self, cluster: KafkaCluster) -> None:
+    def heal(self, context: FaultContext) -> None:
         failures = Failures(FaultError)
         for node in self._nodes:
             if node.disk is not None:
@@ -62,8 +61,8 @@ class DiskFull(_DiskFault):
         "Heal frees the space (processes are not restarted). Needs cluster.disk: lossy."
     )
 
-    def start(self, cluster: KafkaCluster, rng: random.Random) -> None:
-        self._set(cluster, rng, {"full": True})
+    def start(self, context: FaultContext, rng: random.Random) -> None:
+        self._set(context, rng, {"full": True})
 
 
 @register
@@ -74,8 +73,8 @@ class FsyncError(_DiskFault):
         "again (processes are not restarted). Needs cluster.disk: lossy."
     )
 
-    def start(self, cluster: KafkaCluster, rng: random.Random) -> None:
-        self._set(cluster, rng, {"fsync_error": True})
+    def start(self, context: FaultContext, rng: random.Random) -> None:
+        self._set(context, rng, {"fsync_error": True})
 
 
 @register
@@ -98,5 +97,5 @@ class SlowFsync(_DiskFault):
         super().__init__(target=target, topic=topic, partition=partition, pick=pick)
         self.delay_ms = coerce_float("delay_ms", delay_ms, low=0, high=600_000)
 
-    def start(self, cluster: KafkaCluster, rng: random.Random) -> None:
-        self._set(cluster, rng, {"fsync_delay_s": self.delay_ms / 1000})
+    def start(self, context: FaultContext, rng: random.Random) -> None:
+        self._set(context, rng, {"fsync_delay_s": self.delay_ms / 1000})

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from contract.errors import ClusterError, Failures, FaultError
-from faults.base import coerce_float, register, retry_heal_step
+from faults.base import FaultContext, coerce_float, register, retry_heal_step
 from faults.iptables import FaultChain
 from faults.targets import Targeted
 from harness.cluster import KafkaCluster
@@ -153,8 +153,8 @@ class Slow(Targeted):
             f"distribution normal && tc qdisc add dev {DEVICE} parent 1:1 handle 10: {tbf}"
         )
 
-    def start(self, cluster: KafkaCluster, rng: random.Random) -> None:
-        nodes = self.resolve(cluster, rng)
+    def start(self, context: FaultContext, rng: random.Random) -> None:
+        nodes = self.resolve(context, rng)
         caps = probe_kernel(nodes[0])
         if not caps.tbf:
             raise FaultError(f"slow needs the tbf qdisc: {caps.describe()}")
@@ -167,7 +167,7 @@ class Slow(Targeted):
             self._touched.append(node)
             _tc(node, self._script(caps.netem))
 
-    def heal(self, cluster: KafkaCluster) -> None:
+    def heal(self, context: FaultContext) -> None:
         failures = Failures(FaultError)
         for node in self._touched:
             with failures.attempt():
@@ -197,12 +197,12 @@ class Lossy(Targeted):
         self.probability = coerce_float("probability", probability, low=0.0, high=1.0)
         self._chain = FaultChain("LOSS")
 
-    def start(self, cluster: KafkaCluster, rng: random.Random) -> None:
+    def start(self, context: FaultContext, rng: random.Random) -> None:
         self.detail["probability"] = self.probability
         # Loopback stays intact: the loss is on the network, not inside the broker's own host.
         rule = f"! -d 127.0.0.0/8 -m statistic --mode random --probability {self.probability:.4f} -j DROP"
-        for node in self.resolve(cluster, rng):
+        for node in self.resolve(context, rng):
             self._chain.add(node, [rule])
 
-    def heal(self, cluster: KafkaCluster) -> None:
+    def heal(self, context: FaultContext) -> None:
         self._chain.remove()

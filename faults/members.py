@@ -12,8 +12,7 @@ from __future__ import annotations
 import random
 
 from contract.errors import FaultError
-from faults.base import register, text_param
-from harness.cluster import KafkaCluster
+from faults.base import FaultContext, register, text_param
 from harness.groups import STOP_TIMEOUT_S, GroupMember
 
 
@@ -31,8 +30,8 @@ class _MemberFault:
     def describe(self) -> str:
         return self.description
 
-    def resolve(self, cluster: KafkaCluster, rng: random.Random) -> list[GroupMember]:
-        groups = cluster.groups
+    def resolve(self, context: FaultContext, rng: random.Random) -> list[GroupMember]:
+        groups = context.workload.groups
         if groups is None or not groups.members:
             raise FaultError(f"{self.name}: the workload has no consumer groups (workload.groups)")
         pool = groups.of_group(self.group) if self.group is not None else list(groups.members.values())
@@ -50,7 +49,7 @@ class _MemberFault:
         self.detail["groups"] = sorted({m.group.name for m in chosen})
         return chosen
 
-    def heal(self, cluster: KafkaCluster) -> None:
+    def heal(self, context: FaultContext) -> None:
         for member in self._members:
             member.resume()
             member.start()  # a no-op for a member that is running
@@ -65,8 +64,8 @@ class KillMember(_MemberFault):
         "to their next owner. Heal starts it again (another rebalance)."
     )
 
-    def start(self, cluster: KafkaCluster, rng: random.Random) -> None:
-        for member in self.resolve(cluster, rng):
+    def start(self, context: FaultContext, rng: random.Random) -> None:
+        for member in self.resolve(context, rng):
             member.kill()
 
 
@@ -79,8 +78,8 @@ class FreezeMember(_MemberFault):
         "that still believes it owns them, processing and committing until it learns otherwise."
     )
 
-    def start(self, cluster: KafkaCluster, rng: random.Random) -> None:
-        for member in self.resolve(cluster, rng):
+    def start(self, context: FaultContext, rng: random.Random) -> None:
+        for member in self.resolve(context, rng):
             member.pause()
 
 
@@ -92,8 +91,8 @@ class LeaveMember(_MemberFault):
         "Heal starts it again and it joins: two rebalances without a crash."
     )
 
-    def start(self, cluster: KafkaCluster, rng: random.Random) -> None:
-        for member in self.resolve(cluster, rng):
+    def start(self, context: FaultContext, rng: random.Random) -> None:
+        for member in self.resolve(context, rng):
             member.stop(STOP_TIMEOUT_S)
 
 

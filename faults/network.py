@@ -28,10 +28,9 @@ from typing import Any
 
 from contract.errors import FaultError
 from contract.limits import brief
-from faults.base import register, text_param
+from faults.base import FaultContext, register, text_param
 from faults.iptables import FaultChain, drop_from_and_to, drop_to
 from faults.targets import Targeted, resolve, validate_target
-from harness.cluster import KafkaCluster
 
 Link = frozenset[str]
 
@@ -161,23 +160,24 @@ class Partition(Targeted):
         )
         return f"{SHAPE_EFFECTS[self.shape]}{one_way} (iptables DROP rules; heal restores every link)"
 
-    def _peers(self, cluster: KafkaCluster, rng: random.Random) -> list[str]:
+    def _peers(self, context: FaultContext, rng: random.Random) -> list[str]:
         """The peers, resolved on the partition the targets were chosen on (if any)."""
         if self.peers is None:
             return []
         topic, partition = self.detail.get("topic", self.topic), self.detail.get("partition", self.partition)
-        nodes, _ = resolve(cluster, self.peers, rng, topic, partition)
+        nodes, _ = resolve(context, self.peers, rng, topic, partition)
         return [n.name for n in nodes]
 
-    def start(self, cluster: KafkaCluster, rng: random.Random) -> None:
-        self.resolve(cluster, rng)
+    def start(self, context: FaultContext, rng: random.Random) -> None:
+        cluster = context.cluster
+        self.resolve(context, rng)
         self.cuts, chosen = cut_links(
             self.shape,
             self.targets,
             [b.name for b in cluster.brokers],
             [n.name for n in cluster.metadata_nodes],
             rng,
-            self._peers(cluster, rng),
+            self._peers(context, rng),
         )
         if not self.cuts:
             raise FaultError(
@@ -202,5 +202,5 @@ class Partition(Targeted):
             if rules:
                 self._chain.add(node, rules)
 
-    def heal(self, cluster: KafkaCluster) -> None:
+    def heal(self, context: FaultContext) -> None:
         self._chain.remove()

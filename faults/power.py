@@ -25,10 +25,9 @@ import random
 from typing import Any
 
 from contract.errors import ClusterError, FaultError
-from faults.base import coerce_bool, coerce_float, register
+from faults.base import FaultContext, coerce_bool, coerce_float, register
 from faults.process import restart
 from faults.targets import Targeted
-from harness.cluster import KafkaCluster
 from harness.lossy.mounts import LossyMount
 from harness.services import Node
 from harness.waiting import wait_until
@@ -109,16 +108,16 @@ class PowerLoss(Targeted):
             "runs when they start again."
         )
 
-    def resolve(self, cluster: KafkaCluster, rng: random.Random) -> list[Node]:
+    def resolve(self, context: FaultContext, rng: random.Random) -> list[Node]:
         if not self.whole_cluster:
-            return super().resolve(cluster, rng)
-        self._nodes = list(cluster.nodes)
+            return super().resolve(context, rng)
+        self._nodes = list(context.cluster.nodes)
         self.targets = [node.name for node in self._nodes]
         self.detail = {**self.detail, "target": WHOLE_CLUSTER}
         return self._nodes
 
-    def start(self, cluster: KafkaCluster, rng: random.Random) -> None:
-        disks = lossy_disks(self.name, self.resolve(cluster, rng))
+    def start(self, context: FaultContext, rng: random.Random) -> None:
+        disks = lossy_disks(self.name, self.resolve(context, rng))
         seed = rng.randrange(1 << 31) if self.torn else None
         self.detail.update(torn_seed=seed, written_back_s=self.written_back_s)
         for node, _ in disks:  # every target dies before any disk drops: one moment for all
@@ -133,5 +132,6 @@ class PowerLoss(Targeted):
             except ClusterError as exc:
                 raise FaultError(f"power-loss could not drop {node.name}'s unsynced data: {exc}") from None
 
-    def heal(self, cluster: KafkaCluster) -> None:
+    def heal(self, context: FaultContext) -> None:
+        cluster = context.cluster
         restart(cluster, self._nodes)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import random
 
 from contract.errors import ClusterError, Failures, FaultError, ReadinessTimeout
-from faults.base import coerce_bool, coerce_float, register
+from faults.base import FaultContext, coerce_bool, coerce_float, register
 from faults.targets import Targeted
 from harness.cluster import KafkaCluster
 from harness.retrying import bounded
@@ -78,7 +78,8 @@ def _wait_unregistered(cluster: KafkaCluster, broker: KafkaBroker, timeout_s: fl
 
 
 class _ProcessFault(Targeted):
-    def heal(self, cluster: KafkaCluster) -> None:
+    def heal(self, context: FaultContext) -> None:
+        cluster = context.cluster
         restart(cluster, self._nodes)
 
 
@@ -90,8 +91,8 @@ class Kill(_ProcessFault):
         "Heal restarts it with its log dirs."
     )
 
-    def start(self, cluster: KafkaCluster, rng: random.Random) -> None:
-        for node in self.resolve(cluster, rng):
+    def start(self, context: FaultContext, rng: random.Random) -> None:
+        for node in self.resolve(context, rng):
             node.kill()
 
 
@@ -115,8 +116,8 @@ class Stop(_ProcessFault):
         super().__init__(target=target, topic=topic, partition=partition, pick=pick)
         self.grace_s = coerce_float("grace_s", grace_s, low=1, high=600)
 
-    def start(self, cluster: KafkaCluster, rng: random.Random) -> None:
-        for node in self.resolve(cluster, rng):
+    def start(self, context: FaultContext, rng: random.Random) -> None:
+        for node in self.resolve(context, rng):
             node.stop(timeout_s=int(self.grace_s))
 
 
@@ -129,8 +130,8 @@ class Pause(_ProcessFault):
         "Heal resumes it."
     )
 
-    def start(self, cluster: KafkaCluster, rng: random.Random) -> None:
-        for node in self.resolve(cluster, rng):
+    def start(self, context: FaultContext, rng: random.Random) -> None:
+        for node in self.resolve(context, rng):
             node.pause()
 
 
@@ -150,8 +151,9 @@ class RollingRestart(_ProcessFault):
         self.crash = coerce_bool("kill", kill)
         self.isr_timeout_s = coerce_float("isr_timeout_s", isr_timeout_s, low=1, high=3600)
 
-    def start(self, cluster: KafkaCluster, rng: random.Random) -> None:
-        brokers = [n for n in self.resolve(cluster, rng) if isinstance(n, KafkaBroker)]
+    def start(self, context: FaultContext, rng: random.Random) -> None:
+        cluster = context.cluster
+        brokers = [n for n in self.resolve(context, rng) if isinstance(n, KafkaBroker)]
         self.detail["order"] = [b.name for b in brokers]
         for broker in brokers:
             if self.crash:

@@ -12,8 +12,7 @@ from __future__ import annotations
 import random
 
 from contract.errors import FaultError
-from faults.base import register, text_param
-from harness.cluster import KafkaCluster
+from faults.base import FaultContext, register, text_param
 from harness.workload_process import WorkloadProcess
 
 
@@ -37,8 +36,8 @@ class FreezeProducer:
     def describe(self) -> str:
         return self.description
 
-    def start(self, cluster: KafkaCluster, rng: random.Random) -> None:
-        pool = cluster.transactional_producers
+    def start(self, context: FaultContext, rng: random.Random) -> None:
+        pool = context.workload.transactional_producers
         if not pool:
             raise FaultError(
                 f"{self.name}: the workload has no transactional producers (workload.transactions)"
@@ -58,7 +57,7 @@ class FreezeProducer:
         for producer in chosen:
             producer.freeze()
 
-    def heal(self, cluster: KafkaCluster) -> None:
+    def heal(self, context: FaultContext) -> None:
         for producer in self._frozen:
             producer.thaw()
 

@@ -2,7 +2,7 @@
 
     schedule = Schedule.generate(seed=7, duration_s=60, faults=[("kill", {"target": "leader"})],
                                  interval_s=10, fault_duration_s=8, mode="mix")
-    with Nemesis(cluster, schedule, writer, clock, seed=7) as nemesis:
+    with Nemesis(FaultContext(cluster, workload.handles), schedule, writer, clock, seed=7) as nemesis:
         run_workload()            # nemesis.active() names the faults in force, for progress
     # here every fault that was started has been healed and its stop recorded
 
@@ -26,10 +26,9 @@ from contract.errors import ClusterError, ConfigError, FaultError, HarnessError
 from contract.events import fault_event
 from contract.history import HistoryWriter, RunClock
 from contract.limits import MAX_DURATION_S
-from faults.base import Fault, make_fault
+from faults.base import Fault, FaultContext, make_fault
 from faults.triggers import ZOOKEEPER_EVENTS, Trigger, Watched
 from faults.watches import watch_for
-from harness.cluster import KafkaCluster
 from harness.cluster_state import ClusterSnapshot
 
 MODES = ("mix", "sequence")
@@ -187,14 +186,15 @@ class Nemesis:
 
     def __init__(
         self,
-        cluster: KafkaCluster,
+        context: FaultContext,
         schedule: Schedule,
         writer: HistoryWriter,
         clock: RunClock,
         seed: int,
         join_timeout_s: float = 600.0,
     ) -> None:
-        self.cluster, self.schedule, self.writer, self.clock = cluster, schedule, writer, clock
+        self.context, self.schedule, self.writer, self.clock = context, schedule, writer, clock
+        self.cluster = context.cluster
         self.seed = seed
         self.join_timeout_s = join_timeout_s
         self.errors: list[str] = []  # faults that could not start (recorded, run goes on)
@@ -287,7 +287,7 @@ class Nemesis:
                     trigger,
                     watched,
                     active=self.active,
-                    groups=self.cluster.groups,
+                    groups=self.context.workload.groups,
                     snapshot=self._snapshot,
                     before=before,
                 )
@@ -322,7 +322,7 @@ class Nemesis:
                 raise FaultError(f"waited for {waited['waited_for']}: {waited['error']}")
             if entry.same_partition and self._last_partition is None:
                 raise FaultError("same_partition: the step before did not start aimed at a partition")
-            fault.start(self.cluster, random.Random(f"{self.seed}:{index}"))
+            fault.start(self.context, random.Random(f"{self.seed}:{index}"))
         except Exception as exc:  # a runner thread must record and go on, not die silently
             exc = _as_harness_error(exc)
             self.errors.append(f"{entry.fault} could not start: {exc}")
@@ -342,7 +342,7 @@ class Nemesis:
             name, fault = self._active[index]
         detail: dict[str, Any] = {}
         try:
-            fault.heal(self.cluster)
+            fault.heal(self.context)
         except Exception as exc:  # recorded and raised on exit; the other faults still get healed
             exc = _as_harness_error(exc)
             self.heal_errors.append(f"{name} could not heal: {exc}")

@@ -39,7 +39,7 @@ from typing import Any
 from contract.coordinators import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, coordinator_partition
 from contract.errors import ClusterError, ReadinessTimeout, TargetError
 from contract.nodes import broker_name, node_name
-from faults.base import coerce_int, text_param
+from faults.base import FaultContext, coerce_int, text_param
 from harness import kafka_protocol
 from harness.broker_config import BROKER_PORT
 from harness.cluster import KafkaCluster
@@ -348,18 +348,20 @@ def confirmed_coordinator(target: str, answer: Coordinator, leader: str, partiti
 
 
 def resolve(
-    cluster: KafkaCluster,
+    context: FaultContext,
     target: str,
     rng: random.Random,
     topic: str | None = None,
     partition: int | None = None,
     pick: Sequence[str] = (),
 ) -> tuple[list[Node], dict[str, Any]]:
-    """Resolve `target` against the live cluster: (nodes, detail)."""
-    group = coordinated_group(target, cluster.group_ids)
+    """Resolve `target` against the live cluster (and, for a coordinator, the workload's groups and
+    transactional.ids): (nodes, detail)."""
+    cluster = context.cluster
+    group = coordinated_group(target, context.workload.group_ids)
     if group is not None:
         return _coordinator(cluster, group, rng)
-    transactional_id = coordinated_transactional_id(target, cluster.transactional_ids)
+    transactional_id = coordinated_transactional_id(target, context.workload.transactional_ids)
     if transactional_id is not None:
         return _transaction_coordinator(cluster, transactional_id, rng)
     try:
@@ -472,10 +474,10 @@ class Targeted:
     def describe(self) -> str:
         return str(getattr(self, "description", ""))
 
-    def resolve(self, cluster: KafkaCluster, rng: random.Random) -> list[Node]:
+    def resolve(self, context: FaultContext, rng: random.Random) -> list[Node]:
         """Resolve from live state and record `targets` and `detail` before anything is applied,
         so a heal after a partial start knows every node the fault may have touched."""
-        self._nodes, detail = resolve(cluster, self.target, rng, self.topic, self.partition, self.pick)
+        self._nodes, detail = resolve(context, self.target, rng, self.topic, self.partition, self.pick)
         self.targets = [n.name for n in self._nodes]
         self.detail = {**self.detail, "target": self.target, **detail}  # keeps what start already set
         return self._nodes

@@ -21,7 +21,7 @@ from testcontainers.core.network import Network
 
 from contract.errors import ClusterError, ConfigError, Failures
 from contract.history import new_run_id
-from contract.history_fields import METADATA_MODES
+from contract.history_fields import DISKS, METADATA_MODES
 from contract.nodes import CONTROLLER_ID_BASE
 from harness import docker_env
 from harness.broker_config import (
@@ -41,14 +41,12 @@ from harness.broker_config import (
     validate_overrides,
 )
 from harness.cluster_state import ClusterSnapshot, MetadataReader
-from harness.groups import ConsumerGroups
 from harness.images import LOCAL_BASE_IMAGE, KafkaDistribution, KafkaImage, ensure_kafka_image
 from harness.kraft_state import Endpoint, KRaftStateReader
 from harness.lossy import mounts as lossy_mounts
 from harness.run_network import NO_NETWORK, create_network
 from harness.services import KafkaBroker, KafkaLaunch, KRaftController, Node, ZooKeeperNode
 from harness.waiting import wait_until
-from harness.workload_process import WorkloadProcess
 from harness.zkstate import ZkStateReader
 
 ATTACHED = KafkaLaunch("", "")
@@ -56,8 +54,6 @@ ATTACHED = KafkaLaunch("", "")
 TIMED_OUT = 124
 """The exit code of `timeout`, which Node.exec runs a command under."""
 _FEATURE_NAME = re.compile(r"[a-z][a-z0-9._-]*")
-DISKS = ("plain", "lossy")
-"""Where the nodes' data directories live: in the container, or on the lossy disk (`harness.lossy`)."""
 _CONFIG_REJECTED = re.compile(
     r"Invalid value (?P<value>.*?) for configuration (?P<key>[\w.]+)(?::\s*(?P<why>.*))?"
 )
@@ -164,16 +160,6 @@ class KafkaCluster:
         self._network: Network | None = None
         self._metadata: MetadataReader | None = None
         self._owns_containers = True
-        self.groups: ConsumerGroups | None = None
-        """The consumer groups reading from this cluster while a workload runs: what member faults act on."""
-        self.group_ids: list[str] = []
-        """The consumer groups of the workload while it runs, the pipeline's among them (the workload
-        sets them): whose group coordinator the `coordinator` target names."""
-        self.transactional_ids: list[str] = []
-        """The transactional.ids of the workload's transactional producers while a workload runs (the
-        workload sets them): whose transaction coordinator the `txn-coordinator` target names."""
-        self.transactional_producers: list[WorkloadProcess] = []
-        """The workload's transactional producers while it runs: what producer faults act on."""
 
     @classmethod
     def attach(cls, run_id: str, *, connect: bool = True) -> KafkaCluster:

@@ -41,12 +41,14 @@ from harness.clients import client_versions
 from harness.cluster import ClusterSpec, KafkaCluster
 from harness.cluster_state import ClusterSampler
 from harness.consumer import FinalReadResult
-from harness.workload import Workload, WorkloadSpec
+from harness.workload import Workload, WorkloadHandles, WorkloadSpec
 
 log = logging.getLogger("kchaos")
 
-Chaos = Callable[[KafkaCluster, HistoryWriter, RunClock], AbstractContextManager[Any]]
-"""Builds the context manager that injects faults while the workload runs (and heals on exit)."""
+Chaos = Callable[[KafkaCluster, WorkloadHandles, HistoryWriter, RunClock], AbstractContextManager[Any]]
+"""Builds the context manager that injects faults while the workload runs (and heals on exit):
+given the cluster, the handles faults may reach of the running workload, the faults.jsonl writer
+and the run clock."""
 
 
 @dataclass
@@ -129,7 +131,8 @@ def run_experiment(
             ):
                 try:
                     workload.start()
-                    with chaos(cluster, fault_writer, clock) if chaos else contextlib.nullcontext():
+                    faulting = chaos(cluster, workload.handles, fault_writer, clock) if chaos else None
+                    with faulting or contextlib.nullcontext():
                         deadline = time.monotonic() + spec.duration_s
                         while (left := deadline - time.monotonic()) > 0:
                             time.sleep(min(1.0, left))
@@ -227,6 +230,7 @@ def run_metadata(spec: ExperimentSpec, run_id: str, cluster: KafkaCluster) -> di
                 else {}
             ),
             "broker_config": cluster.recorded_broker_config,
+            "disk": cluster.spec.disk,
         },
         "topics": spec.workload.topics(),
         **({"groups": [g.recorded() for g in spec.workload.groups]} if spec.workload.groups else {}),

@@ -87,17 +87,6 @@ def read_segment(data: bytes | memoryview, into: SegmentContents) -> None:
         into.torn_bytes += len(view) - position
 
 
-def cut_at(data: bytes | memoryview, offset: int) -> int | None:
-    """The byte at which the first message of offset `offset` or later starts in a segment: the size
-    to truncate it to, to keep only what comes before `offset`; None when it holds nothing to cut."""
-    position = 0
-    for message_offset, start, after in messages(data):
-        if message_offset >= offset:
-            return start
-        position = after
-    return position if position < len(data) and any(memoryview(data)[position:]) else None
-
-
 def read_checkpoint(text: str) -> dict[tuple[str, int], int]:
     """A `replication-offset-checkpoint` or `recovery-point-offset-checkpoint` file: version 0, a
     count, then `topic partition offset` lines; an empty file holds none. Raises ValueError on

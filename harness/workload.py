@@ -5,9 +5,9 @@ One topic per acks mode (`chaos-acks-all`, `chaos-acks-1`, `chaos-acks-0`), one 
 processes each, all recording into history/writes.jsonl and history/reads.jsonl of a run directory
 (and what their client library logged into history/client.jsonl). Producers, transactional
 producers, pipelines and group members are workload processes of their own
-(`harness.workload_process`, docs/CLIENTS.md): the handles faults act on are `producers`
-(`cluster.transactional_producers` the transactional ones) and `groups` (`cluster.groups`). The
-workload stops them within its stop bound, killing any that is still running then.
+(`harness.workload_process`, docs/CLIENTS.md): what faults may act on of them is the workload's
+`handles` (`WorkloadHandles`), which the nemesis passes to faults beside the cluster. The workload
+stops them within its stop bound, killing any that is still running then.
 """
 
 from __future__ import annotations
@@ -212,6 +212,25 @@ class WorkloadSpec:
         return {**DEFAULT_PRODUCER_CONFIG, **full_speed, **self.producer_config}
 
 
+@dataclass
+class WorkloadHandles:
+    """What faults may reach of a running workload (Jepsen's test map holds such handles beside the
+    nodes): its consumer groups' members, its transactional producers and pipelines, and the ids
+    whose coordinators a fault target may name. Empty for a cluster with no workload (`kchaos
+    fault` on a cluster from `kchaos cluster up`)."""
+
+    groups: ConsumerGroups | None = None
+    """The consumer groups' members: what member faults act on."""
+    group_ids: list[str] = field(default_factory=list)
+    """The workload's consumer groups, the pipeline's among them: whose group coordinator the
+    `coordinator` target names."""
+    transactional_ids: list[str] = field(default_factory=list)
+    """The transactional.ids of its transactional producers and pipelines: whose transaction
+    coordinator the `txn-coordinator` target names."""
+    transactional_producers: list[WorkloadProcess] = field(default_factory=list)
+    """Its transactional producers and pipelines: what producer faults act on."""
+
+
 @dataclass(frozen=True)
 class ModeCounts:
     attempted: int
@@ -261,6 +280,8 @@ class Workload:
         self._reads: HistoryWriter | None = None
         self._sinks: dict[str, HistoryWriter] = {}  # by tag (harness.process_protocol.TAGGED_FILES)
         self.groups: ConsumerGroups | None = None
+        self.handles = WorkloadHandles()
+        """What faults may act on of this workload once it runs."""
         self.producers: list[WorkloadProcess] = []
         """Every producing process: under an acks mode, transactional, pipeline."""
         self._modes: dict[str, str] = {}  # what each producer's counts are kept under: acks, or `txn`
@@ -308,7 +329,7 @@ class Workload:
         self._sinks = {"writes": self.rundir.writer(WRITES), "client": self.rundir.writer(CLIENT)}
         producer_config = self.spec.effective_producer_config()
         origin_ns = self.clock.origin_ns
-        self.cluster.group_ids = self.spec.coordinated_groups()
+        self.handles.group_ids = self.spec.coordinated_groups()
         for acks in self.spec.acks:
             for n in range(self.spec.producers_per_mode):
                 spec = ProducerSpec(
@@ -324,7 +345,7 @@ class Workload:
                 self._producing(spec, acks)
         if (txn := self.spec.transactions) is not None:
             self._sinks["transactions"] = self.rundir.writer(TRANSACTIONS)
-            self.cluster.transactional_ids = self.spec.transactional_ids()
+            self.handles.transactional_ids = self.spec.transactional_ids()
             config = self._process_config(**{**TXN_PRODUCER_DEBUG, **producer_config})
             transactional: list[WorkloadProcess] = []
             for process, transactional_id in zip(
@@ -358,7 +379,7 @@ class Workload:
                     )
                 )
                 transactional.append(self._producing(spec_of, "txn"))
-            self.cluster.transactional_producers = transactional
+            self.handles.transactional_producers = transactional
         partitions = self.spec.read_partitions()
         reader_config = self._client_config(**self.spec.consumer_overrides())
         for n in range(self.spec.live_consumers):
@@ -370,7 +391,7 @@ class Workload:
             self.groups = ConsumerGroups(
                 self.spec.groups, self._client_config(), self._sinks, self.clock, self.rundir
             )
-            self.cluster.groups = self.groups
+            self.handles.groups = self.groups
             self.groups.start()
         for consumer in self.consumers:
             consumer.start()

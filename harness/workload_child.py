@@ -13,10 +13,11 @@ import dataclasses
 import faulthandler
 import logging
 import os
+import signal
 import sys
 import threading
 import traceback
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 
 from contract.errors import ConfigError
@@ -80,7 +81,7 @@ def _note(text: str) -> None:
     os.write(2, f"{text}\n".encode(errors="replace"))
 
 
-def obey(role: Role, commands: Any) -> None:
+def obey(role: Role, commands: Iterable[bytes]) -> None:
     """Carry out the commands read from `commands` (lines of bytes) until they end."""
     for line in commands:
         command = line.strip()
@@ -105,6 +106,8 @@ def _obey_then_exit(role: Role, finished: threading.Event) -> None:
 
 
 def main(argv: list[str]) -> None:
+    # A Ctrl-C at the terminal reaches the whole process group: the conductor stops its processes.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     logging.basicConfig(
         stream=sys.stderr, level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )

@@ -343,14 +343,7 @@ def stop_all(processes: Sequence[WorkloadProcess], bound_s: float) -> list[Kille
     stuck = [p for p in processes if p.alive and not p.done]
     for process in stuck:
         process.ask_stack()
-    deadline = started + bound_s
-    stacks: dict[str, str | None] = {p.process: None for p in stuck}
-    while True:
-        stacks = {p.process: p.stack() for p in stuck}
-        answered = all(stacks[p.process] is not None or not p.alive or p.done for p in stuck)
-        if answered or time.monotonic() >= deadline:
-            break
-        time.sleep(0.05)
+    stacks = _stacks(stuck, started + bound_s)
     killed = []
     for process in stuck:
         if not process.alive or process.done:
@@ -367,3 +360,14 @@ def stop_all(processes: Sequence[WorkloadProcess], bound_s: float) -> list[Kille
         )
         killed.append(Killed(process.process, why))
     return killed
+
+
+def _stacks(processes: Sequence[WorkloadProcess], deadline: float) -> dict[str, str | None]:
+    """Each process's stacks once every one has answered (or stopped after all), or as they stand
+    at `deadline` (monotonic): None for one that has not answered."""
+    while True:
+        stacks = {p.process: p.stack() for p in processes}
+        answered = all(stacks[p.process] is not None or p.done or not p.alive for p in processes)
+        if answered or time.monotonic() >= deadline:
+            return stacks
+        time.sleep(0.05)

@@ -8,8 +8,8 @@ from typing import Any
 
 import typer
 
+from checkers.check import check_run
 from checkers.class_archive import build
-from checkers.judge import check_run
 from contract.anomaly_kinds import ANOMALY_COUNTS, counts_of_run
 from contract.errors import EnvironmentError_, HarnessError, SparkError
 from contract.history import RESULT

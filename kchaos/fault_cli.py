@@ -10,7 +10,7 @@ from rich.text import Text
 
 from contract.errors import ClusterError, ConfigError, FaultError, ReadinessTimeout
 from contract.limits import MAX_DURATION_S, MAX_SEED
-from faults.base import available, make_fault, params_help
+from faults.base import FaultContext, available, make_fault, params_help
 from faults.leftovers import heal_leftovers
 from faults.links import kernel_capabilities
 from faults.process import REJOIN_TIMEOUT_S
@@ -89,7 +89,7 @@ def run_fault(
         console.print("before", style="bold")
         print_state(cluster.state())
         try:
-            fault.start(cluster, rng)
+            fault.start(FaultContext(cluster), rng)  # a cluster alone: no workload's handles
             console.print(
                 Text(name, style="bold"),
                 f"on {', '.join(fault.targets)} {fault.detail};",
@@ -105,7 +105,7 @@ def run_fault(
             console.print("interrupted: healing")
         finally:
             try:
-                fault.heal(cluster)
+                fault.heal(FaultContext(cluster))
             except FaultError as exc:
                 raise FaultError(f"{exc}; `kchaos heal {run}` removes what is left") from None
         console.print(f"healed {name} on {', '.join(fault.targets)}")

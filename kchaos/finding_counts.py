@@ -131,7 +131,7 @@ def seeds_text(seeds: Iterable[int]) -> str:
             j += 1
         first = ordered[i]
         if times[first] > 1:
-            parts.append(f"{first} ({_times(times[first])})")
+            parts.append(f"{first} ({times_text(times[first])})")
             i += 1
             continue
         if j - i >= 2:
@@ -143,7 +143,7 @@ def seeds_text(seeds: Iterable[int]) -> str:
     return f"{word} {', '.join(parts)}"
 
 
-def _times(n: int) -> str:
+def times_text(n: int) -> str:
     return {2: "twice", 3: "three times"}.get(n, f"{n} times")
 
 

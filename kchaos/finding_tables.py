@@ -29,6 +29,7 @@ from kchaos.finding_counts import (
     runs_text,
     seeds_text,
     sentence,
+    times_text,
     version_key,
 )
 
@@ -196,14 +197,14 @@ def _repeated_seeds(bundle: Bundle) -> str:
     by_seed: dict[tuple[str, int], list[Measured]] = {}
     for m in bundle.measured(spec):
         by_seed.setdefault((m.release, m.seed), []).append(m)
-    lines = [
-        f"\nSeed {seed} on {release}, run {len(ms)} times: {spec.say} "
-        + ", ".join(number(m.count) for m in ms)
-        + ("" if len({m.count for m in ms}) == 1 else " (one seed, different results)")
-        + ".\n"
-        for (release, seed), ms in sorted(by_seed.items(), key=lambda kv: (version_key(kv[0][0]), kv[0][1]))
-        if len(ms) > 1
-    ]
+    lines = []
+    for (release, seed), ms in sorted(by_seed.items(), key=lambda kv: (version_key(kv[0][0]), kv[0][1])):
+        if len(ms) < 2:
+            continue
+        counts = [number(m.count) for m in ms]
+        said = " and ".join([", ".join(counts[:-1]), counts[-1]])
+        differ = "" if len({m.count for m in ms}) == 1 else ": one seed, different results"
+        lines.append(f"\nSeed {seed} on {release}, run {times_text(len(ms))}: {spec.say} {said}{differ}.\n")
     return "".join(lines)
 
 

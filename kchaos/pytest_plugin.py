@@ -7,33 +7,46 @@ Fixtures:
 - `chaos_run`: `chaos_run(scenario, duration_s=..., seed=...) -> RunOutcome` runs a built-in
   scenario name, a YAML path or a `Scenario` end to end and returns the checked outcome
   (`.result`, `.expectations`, `.exit_code`, `.report`).
+
+pytest loads this module into every test session of the environment it is installed in, so it
+imports nothing of kafka-chaos until a test asks for one of its fixtures (the harness, Spark and
+the reports cost seconds): each fixture imports what it needs then (`importlib.import_module`, a
+deferred import that `scripts/check_layers.py` holds to the floors like any other).
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
-from contract.history import RunClock, RunDir, new_run_id
-from harness.cluster import ClusterSpec, KafkaCluster
-from harness.workload import Workload, WorkloadSpec
-from kchaos.runner import RunOutcome, run_scenario
-from kchaos.scenario import Scenario, load_scenario
+if TYPE_CHECKING:
+    from harness.cluster import KafkaCluster
+    from harness.workload import Workload
+    from kchaos.runner import RunOutcome
+    from kchaos.scenario import Scenario
 
-ChaosRun = Callable[..., RunOutcome]
+ChaosRun = Callable[..., "RunOutcome"]
 
 
 @pytest.fixture
 def kchaos_cluster() -> Iterator[KafkaCluster]:
-    with KafkaCluster(ClusterSpec(brokers=3, broker_config={"min.insync.replicas": 2})) as cluster:
-        yield cluster
+    cluster = importlib.import_module("harness.cluster")
+    spec = cluster.ClusterSpec(brokers=3, broker_config={"min.insync.replicas": 2})
+    with cluster.KafkaCluster(spec) as started:
+        yield started
 
 
 @pytest.fixture
 def kchaos_workload(kchaos_cluster: KafkaCluster, tmp_path: Path) -> Iterator[Workload]:
-    workload = Workload(kchaos_cluster, WorkloadSpec(), RunDir(tmp_path / new_run_id("pytest")), RunClock())
+    history = importlib.import_module("contract.history")
+    workload_module = importlib.import_module("harness.workload")
+    rundir = history.RunDir(tmp_path / history.new_run_id("pytest"))
+    spec = workload_module.WorkloadSpec()
+    workload = workload_module.Workload(kchaos_cluster, spec, rundir, history.RunClock())
     workload.create_topics()
     workload.start()
     try:
@@ -46,6 +59,9 @@ def kchaos_workload(kchaos_cluster: KafkaCluster, tmp_path: Path) -> Iterator[Wo
 
 @pytest.fixture
 def chaos_run(tmp_path: Path) -> ChaosRun:
+    runner = importlib.import_module("kchaos.runner")
+    scenarios = importlib.import_module("kchaos.scenario")
+
     def run(
         scenario: str | Scenario,
         *,
@@ -53,7 +69,10 @@ def chaos_run(tmp_path: Path) -> ChaosRun:
         seed: int | None = None,
         report: bool = True,
     ) -> RunOutcome:
-        loaded = load_scenario(scenario) if isinstance(scenario, str) else scenario
-        return run_scenario(loaded, tmp_path / "runs", duration_s=duration_s, seed=seed, report=report)
+        loaded = scenarios.load_scenario(scenario) if isinstance(scenario, str) else scenario
+        outcome: RunOutcome = runner.run_scenario(
+            loaded, tmp_path / "runs", duration_s=duration_s, seed=seed, report=report
+        )
+        return outcome
 
     return run

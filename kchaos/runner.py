@@ -22,10 +22,11 @@ from contract.history import (
     new_run_id,
     write_atomic,
 )
+from faults.base import FaultContext
 from faults.schedule import Nemesis, Schedule, ScheduleEntry
 from harness.cluster import KafkaCluster
 from harness.experiment import ExperimentResult, run_experiment
-from harness.workload import Workload
+from harness.workload import Workload, WorkloadHandles
 from kchaos.crash import note_run_dir
 from kchaos.scenario import FaultPlan, Scenario
 from kchaos.scenario_dump import scenario_yaml, with_timeline
@@ -141,14 +142,16 @@ def run_scenario(
     status: dict[str, Callable[[], str]] = {}
 
     @contextlib.contextmanager
-    def chaos(cluster: KafkaCluster, writer: HistoryWriter, clock: RunClock) -> Iterator[None]:
+    def chaos(
+        cluster: KafkaCluster, handles: WorkloadHandles, writer: HistoryWriter, clock: RunClock
+    ) -> Iterator[None]:
         leaders = _LeaderChanges(cluster, [t["name"] for t in experiment.workload.topics()])
         try:
             if schedule is None:
                 status["fn"] = leaders.describe
                 yield
                 return
-            with Nemesis(cluster, schedule, writer, clock, experiment.seed) as nemesis:
+            with Nemesis(FaultContext(cluster, handles), schedule, writer, clock, experiment.seed) as nemesis:
                 active = nemesis.active
                 status["fn"] = lambda: f"faults: {', '.join(active()) or 'none'}; {leaders.describe()}"
                 yield

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from contract.anomaly_kinds import GUARANTEE_BY_ID, GUARANTEES, kinds_of, violations
-from contract.checked_run import NOT_EXERCISED, GroupResult, Guarantee, Run
+from contract.checked_run import NOT_EXERCISED, GroupResult, Run, Verdict
 
 
 @dataclass(frozen=True)
@@ -28,7 +28,7 @@ class Column:
 
 @dataclass(frozen=True)
 class Cell:
-    guarantee: Guarantee
+    guarantee: Verdict
     where: str
     """The topic's or the group's name ("" for the whole run)."""
     family: str

@@ -32,9 +32,9 @@ from contract.checked_run import (
     TRANSACTION_OUTCOME_COUNTS,
     Anomalies,
     GroupResult,
-    Guarantee,
     Run,
     TransactionCounts,
+    Verdict,
 )
 from contract.events import ERROR_CLASSES, FaultWindow
 from reports import applicable_counts, explain, svg, timeline
@@ -93,6 +93,8 @@ def config_rows(run: Run) -> list[tuple[str, str]]:
         ),
         *((("metadata", info.metadata),) if info.metadata else ()),
         ("brokers", "" if info.brokers is None else str(info.brokers)),
+        *((("disk", "lossy: drops what was not fsynced at a power loss"),) if info.disk == "lossy" else ()),
+        *((f"killed at the stop bound: {process}", why) for process, why in info.killed),
         ("min.insync.replicas", info.broker_config.get("min.insync.replicas", "1 (default)")),
         ("unclean.leader.election.enable", unclean_election(run)),
         ("seed", str(info.seed)),
@@ -272,13 +274,16 @@ def fault_rows(run: Run) -> list[dict[str, Any]]:
             "start": svg.clock(w.start_ns / NS),
             "stop": "never healed" if w.stop_ns is None else svg.clock(w.stop_ns / NS),
             "seconds": f"{(stop - w.start_ns) / NS:.1f}",
-            "detail": ", ".join(f"{k}={v}" for k, v in sorted(w.detail.items())),
+            "detail": ", ".join(
+                [f"{k}={v}" for k, v in sorted(w.detail.items()) if k != "dropped"]
+                + ([f"power lost: {timeline.power_lost(w)}"] if "dropped" in w.detail else [])
+            ),
         }
 
     return [row(w) for w in run.faults]
 
 
-def _placed_guarantees(run: Run) -> list[tuple[str, Guarantee]]:
+def _placed_guarantees(run: Run) -> list[tuple[str, Verdict]]:
     """Every guarantee with where it was judged: its topic, or `group <name>`."""
     topics = [(g.topic, g) for g in run.result.guarantees]
     return topics + [(f"group {group.name}", g) for group in run.result.groups for g in group.guarantees]

@@ -15,13 +15,13 @@ import xml.etree.ElementTree as ET
 from datetime import datetime
 
 from contract.anomaly_kinds import BY_ID, GROUP_BY_ID
-from contract.checked_run import NOT_EXERCISED, Anomalies, Guarantee, Run
+from contract.checked_run import NOT_EXERCISED, Anomalies, Run, Verdict
 from reports import explain
 
 MAX_EVIDENCE = 20
 
 
-def evidence(g: Guarantee, anomalies: tuple[Anomalies, ...]) -> str:
+def evidence(g: Verdict, anomalies: tuple[Anomalies, ...]) -> str:
     lines = [g.reason] + ([f"promised by {g.promised_by}"] if g.promised_by else []) + [""]
     kinds = {**BY_ID, **GROUP_BY_ID}
     for a in anomalies:
@@ -36,7 +36,7 @@ def evidence(g: Guarantee, anomalies: tuple[Anomalies, ...]) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-def not_exercised_message(g: Guarantee) -> str:
+def not_exercised_message(g: Verdict) -> str:
     """Why a promised guarantee is a skipped test case: the run gave it nothing to break on."""
     cases = f"not exercised: {g.exercised.count:,} {g.exercised.what}" if g.exercised else "not exercised"
     return f"{cases} ({g.reason})" if g.reason else cases

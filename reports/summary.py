@@ -9,7 +9,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from contract.anomaly_kinds import KIND_IDS
-from contract.checked_run import GroupResult, Guarantee, Result, RunInfo, passed
+from contract.checked_run import GroupResult, Result, RunInfo, Verdict, passed
 from contract.expectation_outcomes import ExpectationOutcome
 
 SUMMARY_FORMAT = 1
@@ -26,11 +26,11 @@ def p99_by_acks(result: Result) -> dict[str, float]:
     return out
 
 
-def _broken(guarantees: Iterable[Guarantee]) -> set[str]:
+def _broken(guarantees: Iterable[Verdict]) -> set[str]:
     return {g.id for g in guarantees if g.broken}
 
 
-def _verdict(g: Guarantee) -> dict[str, Any]:
+def _verdict(g: Verdict) -> dict[str, Any]:
     return {
         "id": g.id,
         "promised": g.promised,

@@ -10,7 +10,9 @@ the packages of the floors below; packages that share a floor are independent of
     kchaos                        the app: CLI, scenarios, runner, replay and shrink, pytest plugin
 
 Imports are at module level only: an import inside a function is how a cycle hides, so there is
-none (pyspark loads at import like the rest; it costs ~0.1 s).
+none (pyspark loads at import like the rest; it costs ~0.1 s). A module that must start light (the
+pytest plugin, which pytest loads into every session of the environment) defers what it needs with
+`importlib.import_module("a.literal.name")`: such a deferred import is held to the floors like any.
 """
 
 from __future__ import annotations
@@ -47,11 +49,29 @@ def _module_name(path: Path, root: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def _imports(tree: ast.Module, package: str) -> Iterator[tuple[ast.stmt, str, bool]]:
-    """(statement, imported module, at module level) for every import in `tree`."""
+def _deferred(node: ast.AST) -> bool:
+    """An `importlib.import_module("a.literal.name")` call."""
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "import_module"
+        and isinstance(node.func.value, ast.Name)
+        and node.func.value.id == "importlib"
+        and len(node.args) == 1
+        and isinstance(node.args[0], ast.Constant)
+        and isinstance(node.args[0].value, str)
+    )
 
-    def visit(node: ast.AST, in_function: bool) -> Iterator[tuple[ast.stmt, str, bool]]:
-        if isinstance(node, ast.Import):
+
+def _imports(tree: ast.Module, package: str) -> Iterator[tuple[ast.stmt | ast.expr, str, bool]]:
+    """(statement or call, imported module, at module level or deferred on purpose) for every import
+    in `tree`."""
+
+    def visit(node: ast.AST, in_function: bool) -> Iterator[tuple[ast.stmt | ast.expr, str, bool]]:
+        if _deferred(node):
+            assert isinstance(node, ast.Call) and isinstance(node.args[0], ast.Constant)
+            yield node, str(node.args[0].value), True  # deferred on purpose: its floor still counts
+        elif isinstance(node, ast.Import):
             for alias in node.names:
                 yield node, alias.name, not in_function
         elif isinstance(node, ast.ImportFrom):

@@ -56,6 +56,7 @@ from reorder_analysis import Delivery, Run, analyse, log_lines_between
 from contract.errors import ReadinessTimeout
 from contract.history import new_run_id
 from faults import Fault, make_fault
+from faults.base import FaultContext
 from harness.cluster import ClusterSpec, KafkaCluster
 from harness.producer import DEFAULT_PRODUCER_CONFIG
 
@@ -114,7 +115,7 @@ class FaultWindow(threading.Thread):
                 return
             before = self.cluster.state([TOPIC]).describe()
             self.started_fault = True
-            self.fault.start(self.cluster, random.Random(0))
+            self.fault.start(FaultContext(self.cluster), random.Random(0))
             self.run_.faults.append(
                 {"at_s": self.run_.now(), "event": "start", "targets": self.fault.targets, "state": before}
             )
@@ -129,7 +130,7 @@ class FaultWindow(threading.Thread):
         """Idempotent: heals once, from whichever thread gets here first."""
         if self.started_fault:
             self.started_fault = False
-            self.fault.heal(self.cluster)
+            self.fault.heal(FaultContext(self.cluster))
             after = self.cluster.state([TOPIC]).describe()
             self.run_.faults.append({"at_s": self.run_.now(), "event": "heal", "state": after})
             log.info("fault healed (state: %s)", after)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import subprocess
 import sys
 from pathlib import Path
 
@@ -44,6 +45,11 @@ def test_imports_go_down_a_floor_or_stay_in_their_package() -> None:
         ("checkers/side.py", "import harness.cluster\n", "checkers.side (checkers) imports harness"),
         ("contract/io/deep.py", "from ...kchaos import cli\n", "contract.io.deep (contract) imports kchaos"),
         ("faults/late.py", "def f():\n    import os\n", "import of os inside a function or class"),
+        (
+            "harness/lazy.py",
+            "import importlib\ndef f():\n    importlib.import_module('kchaos.cli')\n",
+            "harness.lazy (harness) imports kchaos.cli",
+        ),
     ],
 )
 def test_a_breach_is_named_with_its_file_and_line(
@@ -60,3 +66,31 @@ def test_function_level_and_relative_imports_are_seen() -> None:
     source = "from .. import errors\nfrom . import cli\nimport os\n\ndef f():\n    from checkers import io\n"
     found = [(name, top) for _, name, top in layers._imports(ast.parse(source), "checkers.io")]
     assert found == [("checkers", True), ("checkers.io", True), ("os", True), ("checkers", False)]
+
+
+def test_a_deferred_import_of_a_floor_below_is_allowed_where_a_module_must_start_light(
+    tmp_path: Path,
+) -> None:
+    module = tmp_path / "kchaos" / "light.py"
+    module.parent.mkdir()
+    module.write_text("import importlib\ndef f():\n    return importlib.import_module('harness.cluster')\n")
+    assert layers.violations(tmp_path) == []
+
+
+def test_the_pytest_plugin_imports_nothing_of_kafka_chaos_until_a_fixture_is_used() -> None:
+    """pytest loads it into every session of the environment: the harness, Spark, Docker and the
+    reports are imported only by a test that asks for a kchaos fixture."""
+    heavy = (
+        "harness",
+        "checkers",
+        "reports",
+        "faults",
+        "pyspark",
+        "docker",
+        "testcontainers",
+        "confluent_kafka",
+    )
+    tops = "{m.split('.')[0] for m in sys.modules}"
+    code = f"import sys, kchaos.pytest_plugin; print(sorted({tops} & {set(heavy)}))"
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert loaded.strip() == "[]"

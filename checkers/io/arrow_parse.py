@@ -214,7 +214,7 @@ def _object_lines(path: Path) -> int | None:
     No object can go on past such a line: after a `}` inside an object, JSON goes on with `,`, `}`
     or `]`, never with the `{` that every next line starts with. So when pyarrow parsed as many
     objects as there are lines, each line was one object. (A check never sees a last line with no
-    newline: `checkers.io.judged` refuses or cuts off a torn tail.)
+    newline: `checkers.io.scanned` refuses or cuts off a torn tail.)
     """
     newlines = joined = 0
     first = tail = b""

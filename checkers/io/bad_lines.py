@@ -47,7 +47,7 @@ def located_errors(
     """What the conversion observed wrong in `path`, each kind at its first line: a `bad` line, a
     line of a topic run.json does not declare (`unknown_topic`), one of a partition beyond its
     topic's count (`beyond`). One pass over the numbered file (whole lines only:
-    `checkers.io.judged` refused or cut off a torn tail)."""
+    `checkers.io.scanned` refused or cut off a torn tail)."""
     valid, counts = source.is_valid(), partitions_of(run)
     conditions: dict[str, Column] = {}
     if bad:

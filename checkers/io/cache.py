@@ -144,7 +144,7 @@ class ParsedFiles(NamedTuple):
 @contextmanager
 def parsed_files(run_dir: Path, run: dict[str, Any], digests: Mapping[str, str]) -> Iterator[ParsedFiles]:
     """Fingerprint writes.jsonl, reads.jsonl and the SIDE_FILES by the SHA-256 `digests` of their
-    content (`checkers.io.judged`: their content, not size and modification time, which an edit
+    content (`checkers.io.scanned`: their content, not size and modification time, which an edit
     can keep) and, unless a cache was published from their present content (and run.json's
     topics), parse them with pyarrow into this check's build of it: no Spark, so `kchaos check`
     does it while the JVM starts. The build is deleted as the block ends, unless `cached_history`

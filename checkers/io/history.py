@@ -14,8 +14,8 @@ from pyspark.sql import types as T
 
 from checkers import frames, transactions
 from checkers.io.cache import SIDE_FILES, ParsedFiles, cached_history, parsed_files, parsed_table
-from checkers.io.judged import judge
 from checkers.io.layout import Layout, check_layout
+from checkers.io.scanned import scan_run
 from checkers.io.sources import uri
 from checkers.session import empty_frame, spark_errors
 from contract.broker_logs import LogEvent
@@ -78,7 +78,7 @@ def load_history(
     JSONL to Parquet if needed (from `parsed`, when given: see `parsed_files`)."""
     layout = layout or check_layout(run_dir)
     if parsed is None:
-        with parsed_files(run_dir, layout.run, judge(run_dir).digests()) as parsed_now:
+        with parsed_files(run_dir, layout.run, scan_run(run_dir).digests()) as parsed_now:
             return load_history(spark, run_dir, layout, parsed_now)
     run, cluster = layout.run, layout.cluster
     cached = cached_history(spark, run_dir, run, parsed)

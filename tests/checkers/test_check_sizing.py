@@ -13,8 +13,8 @@ from checker_rundirs import acked, all_ends, make_run, record, write
 from pyspark.sql import SparkSession
 from pyspark.sql import types as T
 
+from checkers.check import check_run
 from checkers.io import load_history
-from checkers.judge import check_run
 from checkers.result import build_result
 from checkers.session import (
     LOCAL_SHUFFLE_PARTITIONS,

@@ -30,8 +30,8 @@ from checkers import anomalies
 from checkers.io import cache as checker_cache
 from checkers.kind_checkers import DivergentOffsets, PhantomWrites, ReorderedWrites, UnexpectedValues
 from checkers.registry import CheckInputs
-from checkers.synthetic import ANOMALIES, generate
 from contract.history import CHECK_CACHE, READS, RESULT, RUN_JSON, WRITES
+from contract.synthetic_history import ANOMALIES, generate
 
 pytestmark = pytest.mark.spark
 

@@ -6,9 +6,16 @@ from typing import Any
 
 import pytest
 
-from checkers.guarantees import derive_guarantees, is_valid, parse_version, unjudged
+from checkers.guarantees import (
+    derive_guarantees,
+    is_valid,
+    lost_power_on_every_replica,
+    parse_version,
+    unjudged,
+)
 from checkers.release_facts import fact, message_format
 from contract.anomaly_kinds import GUARANTEES, KINDS, TOPIC_CASES
+from contract.events import FaultWindow
 
 CLEAN = {
     **{kind.count: 0 for kind in KINDS},
@@ -248,20 +255,20 @@ def test_replicas_agree_only_where_replicas_were_read_and_epochs_always_advance(
 
 def test_a_power_loss_takes_the_durability_promise_unless_every_message_is_flushed() -> None:
     clean = {"min.insync.replicas": "2", "unclean.leader.election.enable": "false"}
-    rows = {r["id"]: r for r in derive_guarantees(run_with(broker=clean), {"t": CLEAN}, {"power-loss"})}
+    rows = {r["id"]: r for r in derive_guarantees(run_with(broker=clean), {"t": CLEAN}, {"t"})}
     assert (
         not rows["no-lost-acked-writes"]["promised"]
         and "page cache" in rows["no-lost-acked-writes"]["reason"]
     )
     flushed = run_with(broker=clean | {"log.flush.interval.messages": "1"})
-    rows = {r["id"]: r for r in derive_guarantees(flushed, {"t": CLEAN}, {"power-loss", "kill"})}
+    rows = {r["id"]: r for r in derive_guarantees(flushed, {"t": CLEAN}, {"t"})}
     assert (
         rows["no-lost-acked-writes"]["promised"]
         and "flush.messages=1" in rows["no-lost-acked-writes"]["reason"]
     )
     topic_flush = run_with(broker=clean, topic_config={"flush.messages": "1"})
     assert judged(topic_flush)["no-lost-acked-writes"] == (True, "held")
-    assert derive_guarantees(topic_flush, {"t": CLEAN}, {"power-loss"})[0]["promised"]
+    assert derive_guarantees(topic_flush, {"t": CLEAN}, {"t"})[0]["promised"]
 
 
 def _reason(run: dict[str, Any], guarantee: str, **counts: Any) -> str:
@@ -342,7 +349,7 @@ def test_a_power_loss_takes_the_durability_promise_with_or_without_eligible_lead
     # the last known leader as soon as it was back, ELR or not, as its documentation says it does.
     run = run_with(version, broker={"min.insync.replicas": "2"})
     run["cluster"] |= {"metadata": metadata, "features": features}
-    rows = {r["id"]: r for r in derive_guarantees(run, {"t": CLEAN}, {"power-loss"})}
+    rows = {r["id"]: r for r in derive_guarantees(run, {"t": CLEAN}, {"t"})}
     lost = rows["no-lost-acked-writes"]
     assert (lost["promised"], rows["no-lost-reads"]["promised"]) == (False, False)
     assert ("Eligible Leader Replicas (KIP-966, 4.0) do not keep them" in lost["reason"]) == elr
@@ -381,3 +388,36 @@ def test_not_exercised_leaves_a_run_valid_and_a_violation_or_an_unknown_stays() 
     unread = derive_guarantees(run_with("3.9.2"), {"t": CLEAN | {"acked": 0, "unread": ["t partition 0"]}})
     assert {r["id"]: r["verdict"] for r in unread}["no-lost-acked-writes"] == "unknown"
     assert not is_valid(unread, 0)
+
+
+def _power_loss(*targets: str, error: bool = False) -> FaultWindow:
+    detail = {"error": "no leader"} if error else {}
+    return FaultWindow("power-loss", targets, 1, 2, detail)
+
+
+def test_a_power_loss_withdraws_durability_only_where_every_replica_of_a_partition_lost_power() -> None:
+    run = run_with("3.9.2")
+    run["topics"].append({"name": "u", "partitions": 1, "replication_factor": 2, "acks": "all"})
+    replicas = [{"type": "replica", "broker": b, "topic": "t", "partition": 0} for b in (1, 2, 3)] + [
+        {"type": "replica", "broker": b, "topic": "u", "partition": 0} for b in (2, 3)
+    ]
+    assert lost_power_on_every_replica(run, [_power_loss("kafka-1")], replicas) == set()  # a leader alone
+    assert lost_power_on_every_replica(run, [_power_loss("kafka-2", "kafka-3")], replicas) == {"u"}
+    every = _power_loss("kafka-1", "kafka-2", "kafka-3", "zk-1")
+    assert lost_power_on_every_replica(run, [every], replicas) == {"t", "u"}
+    assert (
+        lost_power_on_every_replica(run, [_power_loss("kafka-1", "kafka-2", "kafka-3", error=True)], replicas)
+        == set()
+    )
+    assert (
+        lost_power_on_every_replica(
+            run, [FaultWindow("kill", ("kafka-1", "kafka-2", "kafka-3"), 1, 2, {})], replicas
+        )
+        == set()
+    )
+    # without replicas.jsonl nobody knows which replicas there were: any broker's power loss counts
+    assert lost_power_on_every_replica(run, [_power_loss("kafka-1")], None) == {"t", "u"}
+    assert lost_power_on_every_replica(run, [_power_loss("controller-1")], None) == set()
+    rows = {(r["topic"], r["id"]): r for r in derive_guarantees(run, {"t": CLEAN, "u": CLEAN}, {"u"})}
+    assert rows[("t", "no-lost-acked-writes")]["promised"]  # its replicas kept their copies
+    assert "lost power" in rows[("u", "no-lost-reads")]["reason"]

@@ -21,7 +21,7 @@ import pytest
 from checker_rundirs import FAULT, SAMPLE, acked, all_ends, make_run, record, write
 from pyspark.sql import SparkSession
 
-from checkers.judge import check_run
+from checkers.check import check_run
 from checkers.session import DRIVER_MEMORY_ENV
 from contract.history import CHECK_CACHE
 

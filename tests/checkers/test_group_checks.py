@@ -12,7 +12,7 @@ from pyspark.sql import DataFrame, Row, SparkSession
 from pyspark.sql import functions as F
 from pyspark.testing import assertDataFrameEqual
 
-from checkers import groups as g
+from checkers import group_anomalies as g
 from checkers.frames import complete_partitions
 from checkers.io import CONSUME_SCHEMA
 

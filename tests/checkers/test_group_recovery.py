@@ -26,7 +26,7 @@ from pyspark.sql import Row, SparkSession
 from pyspark.testing import assertDataFrameEqual
 from test_group_checks import consumes_frame
 
-from checkers import groups as g
+from checkers import group_anomalies as g
 from checkers.group_recovery import recovery_of, with_recovery
 from checkers.heals import Heal
 from contract.events import FaultWindow

@@ -16,10 +16,10 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from benchmarks.side_files_reference import checked_group_counts, final_offsets, python_group_counts
-from checkers import groups as g
+from checkers import group_anomalies as g
 from checkers import kind_checkers, registry, session
+from checkers.check import check_run
 from checkers.io.cache import parsed_table
-from checkers.judge import check_run
 from checkers.registry import GroupInputs
 from contract.anomaly_kinds import GROUP_COUNTS
 from contract.history import CHECK_CACHE, CONSUMES, RESULT

@@ -13,8 +13,8 @@ from pathlib import Path
 
 from checker_rundirs import clean_run
 
-from checkers.io.judged import PREFIX_DIR, judge
 from checkers.io.published import publish, remove_stale
+from checkers.io.scanned import PREFIX_DIR, scan_run
 from contract.history import READS, fresh_dir, private_name, write_atomic
 
 TORN = b'{"type": "record", "time_ns": 9'
@@ -43,7 +43,7 @@ def test_ten_prefix_copies_made_at_once_are_one_whole_copy(tmp_path: Path) -> No
     def one() -> None:
         start.wait()
         try:
-            roots.append(judge(run_dir, prefix=True).root)
+            roots.append(scan_run(run_dir, prefix=True).root)
         except BaseException as exc:  # collected: the test names every failure
             errors.append(exc)
 
@@ -62,9 +62,9 @@ def test_ten_prefix_copies_made_at_once_are_one_whole_copy(tmp_path: Path) -> No
 
 def test_what_is_at_the_name_but_not_what_it_stands_for_is_replaced(tmp_path: Path) -> None:
     run_dir, whole = _torn_run(tmp_path / "run")
-    made = judge(run_dir, prefix=True).root
+    made = scan_run(run_dir, prefix=True).root
     (made / READS).write_bytes(whole[:10])  # cut short, as by hand
-    again = judge(run_dir, prefix=True).root
+    again = scan_run(run_dir, prefix=True).root
     assert again == made and (again / READS).read_bytes() == whole
     assert [p.name for p in (run_dir / PREFIX_DIR).iterdir()] == [made.name]
 
@@ -76,7 +76,7 @@ def test_stale_entries_and_killed_builds_go_and_a_live_build_stays(tmp_path: Pat
     for name in (f"{PREFIX_DIR}/{dead}", live, f"{PREFIX_DIR}/0123456789abcdef"):
         fresh_dir(run_dir, name)
     write_atomic(run_dir, f"{PREFIX_DIR}/run.json", "{}")  # the layout before copies were named
-    root = judge(run_dir, prefix=True).root
+    root = scan_run(run_dir, prefix=True).root
     assert sorted(p.name for p in (run_dir / PREFIX_DIR).iterdir()) == sorted(
         [root.name, live.split("/")[-1]]
     )

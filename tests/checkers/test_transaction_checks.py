@@ -282,6 +282,30 @@ def test_a_check_counts_aborted_reads_lost_committed_records_and_torn_transactio
             },
             "commit of transaction 0 of tx-0 ends (ok) without an invoke of its own",
         ),
+        (
+            {
+                "type": "abort",
+                "time_ns": 1,
+                "process": "tx-0",
+                "transactional_id": TX,
+                "txn": 0,
+                "phase": "invoke",
+                "reason": "bored",
+            },
+            "field 'reason': expected drawn or drawn-early or failure on an abort step, got 'bored'",
+        ),
+        (
+            {
+                "type": "commit",
+                "time_ns": 1,
+                "process": "tx-0",
+                "transactional_id": TX,
+                "txn": 0,
+                "phase": "invoke",
+                "reason": "drawn",
+            },
+            "field 'reason': expected none but on an abort step, got 'drawn'",
+        ),
     ],
 )
 def test_a_bad_transactions_line_is_named_with_its_line_and_exit_2(

@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 from contract.history import HistoryWriter, RunClock
+from faults.base import FaultContext
 from faults.schedule import Nemesis, Schedule
 from harness.cluster import KafkaCluster
 
@@ -34,7 +35,7 @@ def main(run_id: str, faults_path: str) -> int:
     cluster = KafkaCluster.attach(run_id)
     with (
         HistoryWriter(Path(faults_path)) as writer,
-        Nemesis(cluster, SCHEDULE, writer, RunClock(), seed=1) as nemesis,
+        Nemesis(FaultContext(cluster), SCHEDULE, writer, RunClock(), seed=1) as nemesis,
     ):
         deadline = time.monotonic() + 120
         announced = False

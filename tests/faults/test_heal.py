@@ -10,6 +10,7 @@ import pytest
 from faultkit import TOPIC, make_topic, produce
 
 from faults import make_fault
+from faults.base import FaultContext
 from faults.iptables import leftover_rules, removal_commands
 from harness.cluster import KafkaCluster
 from kchaos.cli import main
@@ -56,9 +57,9 @@ def test_heal_undoes_faults_whose_own_heal_never_ran(
     rng = random.Random(3)
     # As a `kchaos fault` killed mid-way leaves them: started, never healed.
     partition = make_fault("partition", {"shape": "isolate", "target": "kafka-1"})
-    partition.start(cluster, rng)
-    make_fault("pause", {"target": "kafka-2"}).start(cluster, rng)
-    make_fault("kill", {"target": "kafka-3"}).start(cluster, rng)
+    partition.start(FaultContext(cluster), rng)
+    make_fault("pause", {"target": "kafka-2"}).start(FaultContext(cluster), rng)
+    make_fault("kill", {"target": "kafka-3"}).start(FaultContext(cluster), rng)
     assert leftover_rules(cluster.node("kafka-1")) and leftover_rules(cluster.node("zk-1"))
     assert [n.status() for n in cluster.brokers] == ["running", "paused", "exited"]
     _, errors = produce(cluster, cluster.brokers[0].ip + ":9092", "all", timeout_ms=3000)

@@ -10,6 +10,7 @@ import pytest
 from faultkit import TOPIC, make_topic, produce
 
 from faults import make_fault
+from faults.base import FaultContext
 from faults.iptables import leftover_rules
 from faults.links import DEVICE, host_kernel_capabilities, kernel_capabilities
 from harness.cluster import KafkaCluster
@@ -55,18 +56,17 @@ def test_slow_leader_raises_acks_all_latency_and_heal_restores_it(cluster: Kafka
     make_topic(cluster)
     baseline = _acks_all_latency(cluster)
     fault = make_fault("slow", {"target": "leader", "topic": TOPIC, "rate_kbit": 2000})
-    fault.start(cluster, random.Random(1))
+    fault.start(FaultContext(cluster), random.Random(1))
     try:
         leader = fault.targets[0]
         assert "tbf" in _qdisc(cluster, leader)
         slowed = _acks_all_latency(cluster)
     finally:
-        fault.heal(cluster)
+        fault.heal(FaultContext(cluster))
     # Two followers fetch 64 KB each through a 2 Mbit/s link: about 0.5 s more per write. Judged by
-    # the rise, not a multiple alone: on a loaded machine the baseline itself can be seconds.
-    assert slowed > 2 * baseline and slowed - baseline > 0.2, (
-        f"median latency {baseline:.3f} s before, {slowed:.3f} s slowed"
-    )
+    # the rise alone: on a loaded machine the baseline itself can be seconds, and no multiple of it
+    # is what the link adds.
+    assert slowed - baseline > 0.2, f"median latency {baseline:.3f} s before, {slowed:.3f} s slowed"
     assert "tbf" not in _qdisc(cluster, leader)
     assert _acks_all_latency(cluster) < (baseline + slowed) / 2
 
@@ -77,28 +77,30 @@ def test_slow_with_netem_delay_and_jitter(cluster: KafkaCluster) -> None:
         pytest.skip(f"kernel has no sch_netem, so no delay/jitter path to test: {caps.describe()}")
     make_topic(cluster)
     fault = make_fault("slow", {"target": "all", "rate_kbit": 1_000_000, "delay_ms": 200, "jitter_ms": 20})
-    fault.start(cluster, random.Random(1))
+    fault.start(FaultContext(cluster), random.Random(1))
     try:
         assert fault.detail["netem"] is True and "netem" in _qdisc(cluster, "kafka-1")
         assert _acks_all_latency(cluster, count=3) > 0.3  # request + replication fetch, each delayed
     finally:
-        fault.heal(cluster)
+        fault.heal(FaultContext(cluster))
 
 
 def test_lossy_drops_a_share_of_connection_attempts(cluster: KafkaCluster) -> None:
-    fault = make_fault("lossy", {"target": "kafka-1", "probability": 0.5})
-    fault.start(cluster, random.Random(1))
+    fault = make_fault("lossy", {"target": "kafka-1", "probability": 0.3})
+    fault.start(FaultContext(cluster), random.Random(1))
     target, source = cluster.node("kafka-1"), cluster.node("kafka-2")
     try:
-        # 30 fresh connects from another broker, each given 1 s: a connect needs the SYN in and the
-        # SYN-ACK out of the lossy node, so about a quarter to a half get through in time.
+        # 30 fresh connects from another broker, each given 1 s (no retransmission comes that soon):
+        # a connect needs the SYN in and the SYN-ACK out of the lossy node, so each gets through with
+        # probability 0.7 * 0.7 = 0.49. The bounds below fail by chance about once in 4 million runs
+        # (none through: 0.51^30; fewer than 3 lost: about 2.5e-7).
         script = f"for i in $(seq 30); do nc -z -w 1 {target.ip} 9092 && echo ok || echo lost; done"
         _, output = source.exec(["bash", "-c", script], timeout_s=90)
         _, counters = target.exec(["iptables", "-L", "-v", "-x", "-n"], timeout_s=10)  # our chain among all
     finally:
-        fault.heal(cluster)
+        fault.heal(FaultContext(cluster))
     ok, lost = output.count("ok\n"), output.count("lost\n")
-    assert ok + lost == 30 and 0 < ok < 30 and lost >= 5, f"{ok} connects got through, {lost} were lost"
+    assert ok + lost == 30 and ok > 0 and lost >= 3, f"{ok} connects got through, {lost} were lost"
     dropped = int(next(line for line in counters.splitlines() if "statistic" in line).split()[0])
     assert dropped > 0
     assert not leftover_rules(target)

@@ -17,6 +17,7 @@ import pytest
 from faultkit import TOPIC, make_topic
 
 from contract.history import HistoryWriter, RunClock
+from faults.base import FaultContext
 from faults.iptables import leftover_rules
 from faults.schedule import Nemesis, Schedule
 from harness.cluster import KafkaCluster
@@ -62,7 +63,10 @@ def test_seeded_schedule_runs_and_records_every_start_and_stop(cluster: KafkaClu
     path = tmp_path / "faults.jsonl"
     clock = RunClock()
     seen_active: set[str] = set()
-    with HistoryWriter(path) as writer, Nemesis(cluster, schedule, writer, clock, seed=3) as nemesis:
+    with (
+        HistoryWriter(path) as writer,
+        Nemesis(FaultContext(cluster), schedule, writer, clock, seed=3) as nemesis,
+    ):
         deadline = time.monotonic() + schedule.entries[-1].stop_s + 30
         while time.monotonic() < deadline and len(_events(path)) < 2 * len(schedule.entries):
             seen_active.update(nemesis.active())
@@ -103,7 +107,10 @@ def test_an_event_timed_step_kills_the_leader_elected_after_the_first_kill(
     )
     path = tmp_path / "faults.jsonl"
 
-    with HistoryWriter(path) as writer, Nemesis(cluster, schedule, writer, RunClock(), seed=1) as nemesis:
+    with (
+        HistoryWriter(path) as writer,
+        Nemesis(FaultContext(cluster), schedule, writer, RunClock(), seed=1) as nemesis,
+    ):
         wait_until(
             lambda: (len(_starts(path)) == 2, str(_starts(path))), what="both kills started", timeout_s=90
         )
@@ -142,7 +149,10 @@ def test_a_step_after_an_isr_shrink_pauses_the_follower_left_out(
     )
     path = tmp_path / "faults.jsonl"
 
-    with HistoryWriter(path) as writer, Nemesis(cluster, schedule, writer, RunClock(), seed=1) as nemesis:
+    with (
+        HistoryWriter(path) as writer,
+        Nemesis(FaultContext(cluster), schedule, writer, RunClock(), seed=1) as nemesis,
+    ):
         wait_until(
             lambda: (len(_starts(path)) == 2, str(_starts(path))),
             what="the cut and the pause started",
@@ -207,7 +217,10 @@ def test_steps_after_a_controller_change_and_after_an_isr_expand(
         ]
     )
     path = tmp_path / "faults.jsonl"
-    with HistoryWriter(path) as writer, Nemesis(cluster, schedule, writer, RunClock(), seed=1) as nemesis:
+    with (
+        HistoryWriter(path) as writer,
+        Nemesis(FaultContext(cluster), schedule, writer, RunClock(), seed=1) as nemesis,
+    ):
         wait_until(
             lambda: (len(_starts(path)) == 4, str(_starts(path))),
             what="all four steps started",

@@ -12,6 +12,7 @@ from faultkit import TOPIC, can_connect, make_topic, p0, produce, udp_arrives, w
 
 from contract.errors import TargetError
 from faults import make_fault
+from faults.base import FaultContext
 from faults.iptables import leftover_rules
 from harness.cluster import KafkaCluster
 
@@ -44,7 +45,7 @@ def test_shapes_cut_exactly_their_links_and_heal_restores_all(cluster: KafkaClus
         ("isolate-from-zookeeper", "kafka-3"),
     ):
         fault = make_fault("partition", {"shape": shape} | ({"target": target} if target else {}))
-        fault.start(cluster, rng)
+        fault.start(FaultContext(cluster), rng)
         try:
             claimed = {frozenset(c.split("|")) for c in fault.detail["cuts"]}
             if shape == "halves":
@@ -54,7 +55,7 @@ def test_shapes_cut_exactly_their_links_and_heal_restores_all(cluster: KafkaClus
                 assert claimed == {frozenset((order[0], order[2])), frozenset((order[1], order[3]))}
             assert_cuts_exactly(cluster, claimed)
         finally:
-            fault.heal(cluster)
+            fault.heal(FaultContext(cluster))
         assert all(reachability(cluster).values()), f"after healing {shape} some link is still cut"
     assert all(not leftover_rules(node) for node in cluster.nodes)
     assert p0(cluster.wait_for_isr([TOPIC], timeout_s=60)).isr_full
@@ -69,20 +70,20 @@ def test_overlapping_partitions_heal_independently(cluster: KafkaCluster) -> Non
         for target in ("kafka-1", "kafka-2")
     )
     first_ip, second_ip = (f"{cluster.node(name).ip}/32" for name in ("kafka-1", "kafka-2"))
-    first.start(cluster, random.Random(1))
+    first.start(FaultContext(cluster), random.Random(1))
     try:
-        second.start(cluster, random.Random(2))
+        second.start(FaultContext(cluster), random.Random(2))
         try:
             assert_cuts_exactly(cluster, {frozenset(("kafka-1", "zk-1")), frozenset(("kafka-2", "zk-1"))})
-            first.heal(cluster)
+            first.heal(FaultContext(cluster))
             rules = {node.name: leftover_rules(node) for node in cluster.nodes}
             assert not [rule for node_rules in rules.values() for rule in node_rules if first_ip in rule]
             assert [rule for rule in rules["zk-1"] if second_ip in rule], rules
             assert_cuts_exactly(cluster, {frozenset(("kafka-2", "zk-1"))})
         finally:
-            second.heal(cluster)
+            second.heal(FaultContext(cluster))
     finally:
-        first.heal(cluster)
+        first.heal(FaultContext(cluster))
     assert all(reachability(cluster).values()), "after healing both partitions some link is still cut"
     assert all(not leftover_rules(node) for node in cluster.nodes)
     assert p0(cluster.wait_for_isr([TOPIC], timeout_s=90)).isr_full
@@ -93,18 +94,18 @@ def test_cuts_among_targets_and_one_way_cuts(cluster: KafkaCluster) -> None:
     followers = {f"kafka-{b}" for b in state.replicas if b != state.leader}
     leader, zk = cluster.broker(state.leader), cluster.node("zk-1")
     among = make_fault("partition", {"shape": "among", "topic": TOPIC, "partition": 0})
-    among.start(cluster, random.Random(1))
+    among.start(FaultContext(cluster), random.Random(1))
     try:
         assert set(among.targets) == followers and among.detail["leader"] == leader.name
         assert_cuts_exactly(cluster, {frozenset(followers)})  # the followers' one link, nothing else
     finally:
-        among.heal(cluster)
+        among.heal(FaultContext(cluster))
     assert all(reachability(cluster).values()), "after healing `among` some link is still cut"
     one_way = make_fault(
         "partition",
         {"shape": "between", "target": "leader", "peers": "followers", "direction": "out", "topic": TOPIC},
     )
-    one_way.start(cluster, random.Random(1))
+    one_way.start(FaultContext(cluster), random.Random(1))
     try:
         assert one_way.targets == [leader.name]
         assert one_way.detail["cuts"] == sorted(f"{leader.name}>{f}" for f in followers)
@@ -113,7 +114,7 @@ def test_cuts_among_targets_and_one_way_cuts(cluster: KafkaCluster) -> None:
             assert not udp_arrives(leader, follower), f"{leader.name} -> {follower.name} should be dropped"
         assert udp_arrives(leader, zk) and udp_arrives(zk, leader), "the leader's ZooKeeper link is not cut"
     finally:
-        one_way.heal(cluster)
+        one_way.heal(FaultContext(cluster))
     assert all(not leftover_rules(node) for node in cluster.nodes)
     assert all(udp_arrives(leader, cluster.node(f)) for f in followers), "after heal the leader reaches all"
 
@@ -121,7 +122,7 @@ def test_cuts_among_targets_and_one_way_cuts(cluster: KafkaCluster) -> None:
 def test_isolate_from_followers_shrinks_isr_to_the_leader(cluster: KafkaCluster) -> None:
     leader = make_topic(cluster).leader
     fault = make_fault("partition", {"shape": "isolate-from-followers", "topic": TOPIC, "partition": 0})
-    fault.start(cluster, random.Random(1))
+    fault.start(FaultContext(cluster), random.Random(1))
     try:
         assert fault.targets == [f"kafka-{leader}"]
         node = cluster.broker(leader)
@@ -141,7 +142,7 @@ def test_isolate_from_followers_shrinks_isr_to_the_leader(cluster: KafkaCluster)
                 cluster, random.Random(1)
             )
     finally:
-        fault.heal(cluster)
+        fault.heal(FaultContext(cluster))
     assert p0(cluster.wait_for_isr([TOPIC], timeout_s=60)).isr_full
 
 
@@ -150,13 +151,15 @@ def test_isolated_leader_is_replaced_but_still_acks_acks1_writes(
 ) -> None:
     # A long replica lag keeps the old leader from trying to shrink its ISR through the ZooKeeper it
     # cannot reach (which would block its writes) during the test: we want the split brain visible.
+    # Longer than the waits below together (90 s for the new leader, 30 s for the writes), however
+    # slow the machine: the old leader cannot begin to shrink while it is still being asked.
     cluster = cluster_factory(
-        brokers=3, broker_config={"min.insync.replicas": 2, "replica.lag.time.max.ms": 60000}
+        brokers=3, broker_config={"min.insync.replicas": 2, "replica.lag.time.max.ms": 300_000}
     )
     old = make_topic(cluster).leader
     wait_leading(cluster, old)  # isolated mid-way through becoming leader, it never acked (seen in CI)
     fault = make_fault("partition", {"shape": "isolate", "target": "leader", "topic": TOPIC})
-    fault.start(cluster, random.Random(1))
+    fault.start(FaultContext(cluster), random.Random(1))
     try:
         assert not any(can_connect(cluster.broker(old), n) for n in cluster.nodes if n.name != f"kafka-{old}")
         moved = wait_state(
@@ -173,14 +176,16 @@ def test_isolated_leader_is_replaced_but_still_acks_acks1_writes(
             f"the isolated old leader should still ack acks=1 writes (zombie leader): {errors}"
         )
     finally:
-        fault.heal(cluster)
+        fault.heal(FaultContext(cluster))
     after = cluster.wait_for_isr([TOPIC], timeout_s=90)
     assert old in after.live_brokers and p0(after).isr_full
 
 
 def test_unknown_target_is_a_clear_error(cluster: KafkaCluster) -> None:
     with pytest.raises(TargetError, match=r"kafka-9.*kafka-1, kafka-2, kafka-3, zk-1"):
-        make_fault("partition", {"target": "kafka-9"}).start(cluster, random.Random(1))
+        make_fault("partition", {"target": "kafka-9"}).start(FaultContext(cluster), random.Random(1))
     with pytest.raises(TargetError, match="no partition nope/"):
-        make_fault("kill", {"target": "leader", "topic": "nope"}).start(cluster, random.Random(1))
+        make_fault("kill", {"target": "leader", "topic": "nope"}).start(
+            FaultContext(cluster), random.Random(1)
+        )
     assert all(node.status() == "running" for node in cluster.nodes)

@@ -10,6 +10,7 @@ from confluent_kafka import Consumer, KafkaException, TopicPartition
 from faultkit import TOPIC, make_topic, p0, produce, wait_state
 
 from faults import make_fault
+from faults.base import FaultContext
 from harness import docker_env
 from harness.clients import client_config
 from harness.cluster import KafkaCluster
@@ -21,7 +22,7 @@ pytestmark = pytest.mark.docker
 def test_kill_leader_moves_leadership_and_restarted_broker_rejoins_isr(cluster: KafkaCluster) -> None:
     old = make_topic(cluster).leader
     fault = make_fault("kill", {"target": "leader", "topic": TOPIC, "partition": 0})
-    fault.start(cluster, random.Random(1))
+    fault.start(FaultContext(cluster), random.Random(1))
     try:
         assert fault.targets == [f"kafka-{old}"]
         assert fault.detail == {"target": "leader", "topic": TOPIC, "partition": 0}
@@ -33,7 +34,7 @@ def test_kill_leader_moves_leadership_and_restarted_broker_rejoins_isr(cluster: 
         )
         assert old not in moved.live_brokers
     finally:
-        fault.heal(cluster)
+        fault.heal(FaultContext(cluster))
     after = cluster.wait_for_isr([TOPIC], timeout_s=60)
     assert old in p0(after).isr and old in after.live_brokers
 
@@ -41,13 +42,13 @@ def test_kill_leader_moves_leadership_and_restarted_broker_rejoins_isr(cluster: 
 def test_stop_deregisters_cleanly_and_heal_restarts(cluster: KafkaCluster) -> None:
     make_topic(cluster)
     fault = make_fault("stop", {"target": "kafka-2"})
-    fault.start(cluster, random.Random(1))
+    fault.start(FaultContext(cluster), random.Random(1))
     try:
         # SIGTERM runs Kafka's controlled shutdown: by the time stop returns it has moved leadership off.
         state = cluster.state([TOPIC])
         assert 2 not in state.live_brokers and p0(state).leader not in (-1, 2)
     finally:
-        fault.heal(cluster)
+        fault.heal(FaultContext(cluster))
     assert 2 in cluster.wait_for_isr([TOPIC], timeout_s=60).partitions[0].isr
 
 
@@ -55,7 +56,7 @@ def test_pause_past_session_timeout_elects_new_leader_and_broker_reregisters(clu
     old = make_topic(cluster).leader
     fault = make_fault("pause", {"target": "leader", "topic": TOPIC})
     began = time.monotonic()
-    fault.start(cluster, random.Random(1))
+    fault.start(FaultContext(cluster), random.Random(1))
     try:
         assert cluster.broker(old).status() == "paused"
         # zookeeper.session.timeout.ms is 6000: the frozen broker's session expires and the controller
@@ -69,7 +70,7 @@ def test_pause_past_session_timeout_elects_new_leader_and_broker_reregisters(clu
         assert old not in p0(moved).isr
         time.sleep(max(0.0, 10 - (time.monotonic() - began)))  # the fault's own duration: a 10 s pause
     finally:
-        fault.heal(cluster)
+        fault.heal(FaultContext(cluster))
     assert old in cluster.state([TOPIC]).live_brokers  # heal waits for re-registration
     assert old in p0(cluster.wait_for_isr([TOPIC], timeout_s=60)).isr
 
@@ -83,8 +84,8 @@ def test_rolling_restart_restarts_every_broker_and_ends_with_full_isr(cluster: K
     make_topic(cluster, partitions=3)
     before = {b.name: _started_at(cluster, b.name) for b in cluster.brokers}
     fault = make_fault("rolling-restart", {})
-    fault.start(cluster, random.Random(1))
-    fault.heal(cluster)
+    fault.start(FaultContext(cluster), random.Random(1))
+    fault.heal(FaultContext(cluster))
     assert sorted(fault.targets) == ["kafka-1", "kafka-2", "kafka-3"]
     assert all(_started_at(cluster, name) != started for name, started in before.items())
     state = cluster.state([TOPIC])
@@ -100,17 +101,17 @@ def test_overlapping_process_faults_heal_in_any_order(cluster: KafkaCluster) -> 
         for name, kind in (("kafka-1", "kill"), ("kafka-2", "kill"), ("kafka-3", "pause"))
     }
     for fault in faults.values():
-        fault.start(cluster, random.Random(1))
+        fault.start(FaultContext(cluster), random.Random(1))
     try:
         assert [cluster.node(n).status() for n in faults] == ["exited", "exited", "paused"]
-        faults["kafka-1"].heal(cluster)  # while kafka-2 is dead and kafka-3 frozen
+        faults["kafka-1"].heal(FaultContext(cluster))  # while kafka-2 is dead and kafka-3 frozen
         assert 1 in cluster.state([TOPIC]).live_brokers
         assert cluster.node("kafka-2").status() == "exited"
-        faults["kafka-3"].heal(cluster)
+        faults["kafka-3"].heal(FaultContext(cluster))
         assert cluster.node("kafka-3").status() == "running"
     finally:
         for fault in faults.values():
-            fault.heal(cluster)  # idempotent: a second heal of a healed fault does nothing
+            fault.heal(FaultContext(cluster))  # idempotent: a second heal of a healed fault does nothing
     state = cluster.wait_for_isr([TOPIC], timeout_s=90)
     assert state.live_brokers == (1, 2, 3) and p0(state).isr_full
 
@@ -146,7 +147,7 @@ def test_power_loss_cuts_every_replica_back_to_its_last_flush_and_heal_restarts_
     assert len(acked) == 40, errors
     before = high_watermark(cluster)
     fault = make_fault("power-loss", {"topic": TOPIC, "partition": 0})
-    fault.start(cluster, random.Random(1))
+    fault.start(FaultContext(cluster), random.Random(1))
     try:
         assert sorted(fault.targets) == ["kafka-1", "kafka-2", "kafka-3"]  # every replica, at once
         assert all(cluster.broker(b).status() == "exited" for b in (1, 2, 3))
@@ -154,6 +155,6 @@ def test_power_loss_cuts_every_replica_back_to_its_last_flush_and_heal_restarts_
         assert fault.detail["cut_to_recovery_point"]["kafka-1"][f"{TOPIC}-0"] == 0
         assert fault.detail["flushes_every_message"] is False
     finally:
-        fault.heal(cluster)
+        fault.heal(FaultContext(cluster))
     cluster.wait_for_isr([TOPIC], timeout_s=120)
     assert before == 40 and high_watermark(cluster) == 0, "the unflushed writes should be gone"

@@ -19,6 +19,7 @@ from contract.coordinators import (
 )
 from contract.errors import ConfigError, FaultError, TargetError
 from faults import Fault, available, make_fault
+from faults.base import FaultContext
 from faults.iptables import drop_to, new_chain
 from faults.network import cut_links, link, one_way
 from faults.schedule import Schedule, ScheduleEntry
@@ -34,6 +35,7 @@ from faults.targets import (
 from harness.broker_config import KafkaVersion
 from harness.cluster_state import ClusterSnapshot, PartitionState
 from harness.kafka_protocol import Coordinator
+from harness.workload import WorkloadHandles
 
 BROKERS = ["kafka-1", "kafka-2", "kafka-3", "kafka-4", "kafka-5"]
 ZKS = ["zk-1"]
@@ -250,6 +252,7 @@ def test_registry_and_param_validation() -> None:
         [
             *("kill", "stop", "pause", "rolling-restart", "partition", "slow", "lossy", "power-loss"),
             *("kill-member", "freeze-member", "leave-member", "freeze-producer"),
+            *("disk-full", "fsync-error", "slow-fsync"),
         ]
     )
     assert all(isinstance(make_fault(name, {}), Fault) for name in names)
@@ -262,7 +265,7 @@ def test_registry_and_param_validation() -> None:
     with pytest.raises(ConfigError, match=r"probability.*expected a number from 0 to 1, got 2"):
         make_fault("lossy", {"probability": "2"})
     with pytest.raises(
-        ConfigError, match="unknown fault 'melt'; known faults: freeze-member, freeze-producer, kill"
+        ConfigError, match="unknown fault 'melt'; known faults: disk-full, freeze-member, freeze-producer"
     ):
         make_fault("melt", {})
 
@@ -392,11 +395,10 @@ def test_findcoordinator_must_name_the_partitions_leader() -> None:
 
 
 def test_a_release_without_transactions_has_no_txn_coordinator() -> None:
-    before = SimpleNamespace(
-        group_ids=[], transactional_ids=["t"], kafka_version=KafkaVersion.parse("0.10.2.2")
-    )
+    before = SimpleNamespace(kafka_version=KafkaVersion.parse("0.10.2.2"))
+    context = FaultContext(before, WorkloadHandles(transactional_ids=["t"]))  # type: ignore[arg-type]
     with pytest.raises(TargetError, match=r"txn-coordinator:t: Kafka 0\.10\.2\.2 has no transactions"):
-        resolve(before, "txn-coordinator", random.Random(1))  # type: ignore[arg-type]
+        resolve(context, "txn-coordinator", random.Random(1))
 
 
 def test_a_groups_offsets_partition_counts_run_json_partitions_over_the_sampled_ones() -> None:
@@ -479,14 +481,16 @@ class _Producer:
 
 def test_freeze_producer_holds_the_named_producer_and_heal_lets_it_go() -> None:
     producers = [_Producer("tx-0"), _Producer("tx-1")]
-    cluster = SimpleNamespace(transactional_producers=producers)
+    # A workload's handles as faults see them; no cluster is needed to freeze a producer.
+    context = SimpleNamespace(workload=SimpleNamespace(transactional_producers=producers))
     fault = make_fault("freeze-producer", {"producer": "tx-1"})
-    fault.start(cluster, random.Random(0))  # type: ignore[arg-type]
+    fault.start(context, random.Random(0))  # type: ignore[arg-type]
     assert [p.frozen for p in producers] == [False, True]
     assert fault.targets == ["tx-1"] and fault.detail == {"transactional_ids": ["kchaos-tx-1"]}
-    fault.heal(cluster)  # type: ignore[arg-type]
+    fault.heal(context)  # type: ignore[arg-type]
     assert not any(p.frozen for p in producers)
     with pytest.raises(FaultError, match=r"no producer 'tx-9' \(producers: tx-0, tx-1\)"):
-        make_fault("freeze-producer", {"producer": "tx-9"}).start(cluster, random.Random(0))  # type: ignore[arg-type]
+        make_fault("freeze-producer", {"producer": "tx-9"}).start(context, random.Random(0))  # type: ignore[arg-type]
+    empty = SimpleNamespace(workload=SimpleNamespace(transactional_producers=[]))
     with pytest.raises(FaultError, match="no transactional producers"):
-        make_fault("freeze-producer", {}).start(SimpleNamespace(transactional_producers=[]), random.Random(0))  # type: ignore[arg-type]
+        make_fault("freeze-producer", {}).start(empty, random.Random(0))  # type: ignore[arg-type]

@@ -7,6 +7,7 @@ import json
 import random
 import time
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, ClassVar, cast
 
 import pytest
@@ -14,11 +15,13 @@ import pytest
 import faults.base
 from contract.errors import ConfigError
 from contract.history import HistoryWriter, RunClock
+from faults.base import FaultContext
 from faults.schedule import Nemesis, Schedule
 from faults.triggers import Trigger, seen
 from harness.cluster import KafkaCluster
 from harness.cluster_state import ClusterSnapshot, PartitionState
 from harness.groups import MemberState
+from harness.workload import WorkloadHandles
 
 
 def snap(
@@ -88,11 +91,11 @@ class Probe:
         self.params = {"topic": topic, "partition": partition}
         self.detail: dict[str, Any] = {}
 
-    def start(self, cluster: KafkaCluster, rng: random.Random) -> None:
+    def start(self, context: FaultContext, rng: random.Random) -> None:
         self.detail = {"topic": self.params["topic"] or "t", "partition": self.params["partition"] or 0}
         Probe.log.append(("start", time.monotonic(), dict(self.params)))
 
-    def heal(self, cluster: KafkaCluster) -> None:
+    def heal(self, context: FaultContext) -> None:
         Probe.log.append(("heal", time.monotonic(), {}))
 
     def describe(self) -> str:
@@ -137,9 +140,11 @@ def probe(monkeypatch: pytest.MonkeyPatch) -> type[Probe]:
 def run(
     schedule: Schedule, zk: ScriptedZooKeeper, path: Path, until: float
 ) -> tuple[Nemesis, list[dict[str, Any]]]:
+    # The scripted ZooKeeper stands for the cluster; the workload's groups are its scripted ones.
+    context = FaultContext(cast(KafkaCluster, zk), cast(WorkloadHandles, SimpleNamespace(groups=zk.groups)))
     with (
         HistoryWriter(path) as writer,
-        Nemesis(cast(KafkaCluster, zk), schedule, writer, RunClock(), seed=1) as nemesis,
+        Nemesis(context, schedule, writer, RunClock(), seed=1) as nemesis,
     ):
         deadline = time.monotonic() + until
         while time.monotonic() < deadline and nemesis._thread.is_alive():

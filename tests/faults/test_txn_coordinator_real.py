@@ -13,10 +13,12 @@ from contract.coordinators import TRANSACTION_STATE_TOPIC
 from contract.errors import TargetError
 from contract.nodes import broker_name
 from faults import make_fault
+from faults.base import FaultContext
 from faults.targets import resolve
 from harness import kafka_protocol
 from harness.broker_config import BROKER_PORT
 from harness.cluster import ClusterSpec, KafkaCluster
+from harness.workload import WorkloadHandles
 
 pytestmark = pytest.mark.docker
 
@@ -37,9 +39,9 @@ def register(cluster: KafkaCluster, transactional_id: str) -> None:
 @pytest.mark.parametrize(("release", "metadata"), [("3.9.2", "zookeeper"), ("4.1.1", "kraft")])
 def test_txn_coordinator_is_the_leader_findcoordinator_names(release: str, metadata: str) -> None:
     with KafkaCluster(ClusterSpec(brokers=3, kafka=release, metadata=metadata)) as cluster:
-        cluster.transactional_ids = list(TRANSACTIONAL_IDS)
+        context = FaultContext(cluster, WorkloadHandles(transactional_ids=list(TRANSACTIONAL_IDS)))
         with pytest.raises(TargetError, match="__transaction_state does not exist yet"):
-            resolve(cluster, "txn-coordinator:kchaos-tx-0", random.Random(1))
+            resolve(context, "txn-coordinator:kchaos-tx-0", random.Random(1))
         for transactional_id in TRANSACTIONAL_IDS:
             register(cluster, transactional_id)
         assert len(cluster.metadata.replica_counts(TRANSACTION_STATE_TOPIC)) == 50
@@ -50,7 +52,7 @@ def test_txn_coordinator_is_the_leader_findcoordinator_names(release: str, metad
             partition = state.partition(TRANSACTION_STATE_TOPIC, number)
             assert partition is not None and partition.leader > 0, state.describe()
             leaders[transactional_id] = broker_name(partition.leader)
-            nodes, detail = resolve(cluster, f"txn-coordinator:{transactional_id}", random.Random(1))
+            nodes, detail = resolve(context, f"txn-coordinator:{transactional_id}", random.Random(1))
             asked = kafka_protocol.find_coordinator(
                 brokers, transactional_id, kafka_protocol.TRANSACTION_KEY, 5.0
             )
@@ -63,14 +65,14 @@ def test_txn_coordinator_is_the_leader_findcoordinator_names(release: str, metad
             }
 
         with pytest.raises(TargetError, match="say whose, one of txn-coordinator:kchaos-tx-0"):
-            resolve(cluster, "txn-coordinator", random.Random(1))
-        cluster.transactional_ids = ["pipe-tx"]
+            resolve(context, "txn-coordinator", random.Random(1))
+        alone = FaultContext(cluster, WorkloadHandles(transactional_ids=["pipe-tx"]))
         pause = make_fault("pause", {"target": "txn-coordinator"})  # alone: the only transactional.id
         try:
-            pause.start(cluster, random.Random(1))
+            pause.start(alone, random.Random(1))
             assert pause.targets == [leaders["pipe-tx"]]
             assert (
                 pause.detail["transactional_id"] == "pipe-tx" and pause.detail["coordinator_partition"] == 23
             )
         finally:
-            pause.heal(cluster)
+            pause.heal(alone)

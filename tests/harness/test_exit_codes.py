@@ -328,7 +328,7 @@ def test_a_run_directory_the_check_cannot_write_in_exits_2_before_spark(
         (run / "history" / name).touch()
     # Permissions do not bind root, which may run these tests: say what a read-only directory says.
     monkeypatch.setattr(os, "access", lambda path, mode: not (Path(path) == run and mode & os.W_OK))
-    monkeypatch.setattr("checkers.judge.get_spark", _reached)
+    monkeypatch.setattr("checkers.check.get_spark", _reached)
     code, err = _one_error_line(capsys, ["check", str(run)])
     assert code == 2 and f"{run}: this user cannot write in it" in err, err
 

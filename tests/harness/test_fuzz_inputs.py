@@ -339,7 +339,7 @@ def test_fuzzed_run_directories_are_checked_or_rejected_before_spark(
     def spark_would_start(*args: object, **kwargs: object) -> object:
         raise _SparkWouldStart("validation passed")
 
-    monkeypatch.setattr("checkers.judge.get_spark", spark_would_start)
+    monkeypatch.setattr("checkers.check.get_spark", spark_would_start)
     rng, tally, work = random.Random(SEED + 2), Tally(), isolated / "work"
     for run, mutant in _fuzz_run_dirs(rng, base_runs, (RUN_JSON, FAULTS, CLUSTER), CHECK_CASES, work):
         _judge(capsys, lambda run=run: main(["check", str(run)]), mutant, isolated, run, (99,), tally)

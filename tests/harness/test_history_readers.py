@@ -111,6 +111,15 @@ def _run(tmp_path: Path, **fields: Any) -> Path:
             {"final_read": {"incomplete": [{"topic": "t"}]}},
             "field 'final_read.incomplete[0].partition': expected an integer from 0",
         ),
+        (
+            {"topics": [{"name": "t", "acks": "all", "transactions": {"early_abort_rate": 1.5}}]},
+            "field 'topics[0].transactions.early_abort_rate': expected a number from 0 to 1",
+        ),
+        ({"workload": {"stop_bound_s": "ten"}}, "field 'workload.stop_bound_s': expected a number"),
+        (
+            {"workload": {"stop_bound_s": 10, "killed": [{"process": "pipe-0"}]}},
+            "field 'workload.killed[0].why': expected a string",
+        ),
     ],
 )
 def test_run_json_fields_readers_use_are_checked(

@@ -16,6 +16,7 @@ import pytest
 
 from contract.errors import ClusterError
 from faults import make_fault
+from faults.base import FaultContext
 from harness.cluster import ClusterSpec, KafkaCluster
 from harness.cluster_state import ClusterSnapshot
 from harness.waiting import wait_until
@@ -62,7 +63,7 @@ def test_kraft_quorum_elects_a_new_controller_when_the_active_one_dies_and_survi
         assert before.controller in (101, 102, 103) and before.controller_epoch is not None
 
         kill = make_fault("kill", {"target": "controller"})
-        kill.start(cluster, random.Random(1))
+        kill.start(FaultContext(cluster), random.Random(1))
         killed = kill.targets
         assert killed == [f"controller-{before.controller - 100}"]
 
@@ -77,16 +78,16 @@ def test_kraft_quorum_elects_a_new_controller_when_the_active_one_dies_and_survi
             ) > before.controller_epoch, f"{now.controller} {now.controller_epoch}"
 
         wait_until(new_controller, what="another controller elected with a newer epoch", timeout_s=60)
-        kill.heal(cluster)
+        kill.heal(FaultContext(cluster))
         cluster.create_topic("after-failover", partitions=1, replication_factor=3)  # the new controller works
 
         pause = make_fault("pause", {"target": "quorum-follower"})
-        pause.start(cluster, random.Random(2))
+        pause.start(FaultContext(cluster), random.Random(2))
         (paused,) = pause.targets
         assert paused in ("controller-1", "controller-2", "controller-3")
         assert paused != f"controller-{_quorum(cluster).controller - 100}"  # type: ignore[operator]
         cluster.create_topic("follower-paused", partitions=1, replication_factor=3)  # a majority still acts
-        pause.heal(cluster)
+        pause.heal(FaultContext(cluster))
 
 
 def test_losing_the_quorums_majority_stops_the_metadata_but_not_the_brokers() -> None:
@@ -95,12 +96,12 @@ def test_losing_the_quorums_majority_stops_the_metadata_but_not_the_brokers() ->
         assert cluster.kraft and not cluster.controllers  # 4.x: KRaft by default; combined: brokers vote
         assert [n.name for n in cluster.voters] == ["kafka-1", "kafka-2", "kafka-3"]
         pause = make_fault("pause", {"target": "quorum-majority"})
-        pause.start(cluster, random.Random(3))
+        pause.start(FaultContext(cluster), random.Random(3))
         assert len(pause.targets) == 2
         (running,) = [b for b in cluster.brokers if b.name not in pause.targets]
         with pytest.raises(ClusterError):  # no controller: a topic cannot be created
             cluster.create_topic("no-quorum", partitions=1, replication_factor=1, timeout_s=15)
-        pause.heal(cluster)
+        pause.heal(FaultContext(cluster))
         cluster.wait_for_brokers(timeout_s=60)
         cluster.create_topic("quorum-back", partitions=1, replication_factor=3)
         assert running.status() == "running"

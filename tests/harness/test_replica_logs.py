@@ -7,7 +7,7 @@ import struct
 import pytest
 
 from harness.forensics import value_runs
-from harness.replica_logs import SegmentContents, cut_at, read_checkpoint, read_segment, segment_order
+from harness.replica_logs import SegmentContents, read_checkpoint, read_segment, segment_order
 
 
 def message(
@@ -72,13 +72,3 @@ def test_a_line_of_values_stays_under_a_mebibyte() -> None:
     big = "x" * 300_000
     contents = SegmentContents(offsets=[0, 1, 2, 3, 4], values=[big] * 5)
     assert [(offset, len(values)) for offset, values in value_runs(contents)] == [(0, 4), (4, 1)]
-
-
-def test_cut_at_keeps_what_comes_before_the_offset() -> None:
-    first, second, third = message(5, b"a"), message(6, b"b"), message(7, b"c")
-    segment = first + second + third
-    assert cut_at(segment, 6) == len(first)
-    assert cut_at(segment, 5) == 0
-    assert cut_at(segment, 8) is None  # everything is below: nothing to cut
-    assert cut_at(segment + second[:-1], 8) == len(segment)  # only a torn tail to cut
-    assert cut_at(segment + bytes(32), 8) is None  # preallocated zeros are no data

@@ -142,3 +142,30 @@ def test_an_acks_0_producer_ends_its_stdout_when_done_and_keeps_its_client_until
         for writer in writers.values():
             writer.close()
     assert keeper.exit_code == 0 and not keeper.killed  # it exited at the end of its stdin
+
+
+def test_a_ctrl_c_at_the_terminal_leaves_the_stop_to_the_conductor(tmp_path: Path) -> None:
+    rundir = RunDir(tmp_path)
+    writers = sinks(rundir, CONSUMES)
+    groups = ConsumerGroups(
+        [GroupSpec("g", ("chaos-acks-all",), members=1)], UNREACHABLE, writers, RunClock(), rundir
+    )
+    member = groups.member("g-0")
+    groups.start()
+    try:
+        wait_until(
+            lambda: (any(e["type"] == "start" for e in lines(tmp_path, CONSUMES)), "no start yet"),
+            what="the member's start event",
+            timeout_s=30,
+        )
+        assert member.pid is not None
+        os.kill(member.pid, signal.SIGINT)  # what the terminal sends the whole process group
+        assert groups.stop(bound_s=20.0) == []
+    finally:
+        member.close()
+        writers["consumes"].close()
+    assert member.exit_code == 0
+    assert [(e["type"], e.get("reason")) for e in lines(tmp_path, CONSUMES)] == [
+        ("start", None),
+        ("stop", "closed"),
+    ]

@@ -146,7 +146,7 @@ def consumes() -> list[dict[str, Any]]:
 
 
 def test_report_of_a_really_checked_run(tmp_path: Path) -> None:
-    check = pytest.importorskip("checkers.judge", reason="the PySpark checker is not available")
+    check = pytest.importorskip("checkers.check", reason="the PySpark checker is not available")
     run_dir = tmp_path / "20261121-010000-real-check"
     history(run_dir)
     check.check_run(run_dir, "local[1]")
@@ -179,7 +179,7 @@ def test_report_of_a_really_checked_run(tmp_path: Path) -> None:
 
 
 def test_the_consumer_section_shows_each_groups_counts_verdicts_and_examples(tmp_path: Path) -> None:
-    check = pytest.importorskip("checkers.judge", reason="the PySpark checker is not available")
+    check = pytest.importorskip("checkers.check", reason="the PySpark checker is not available")
     run_dir = tmp_path / "20261121-010000-real-check"
     history(run_dir)
     check.check_run(run_dir, "local[1]")

@@ -288,3 +288,55 @@ def test_recovery_after_each_heal_is_shown_and_one_not_reached_is_marked(passing
     assert "1000 ms" in cells
     (marked,) = [el for el in page.find("td", "bad") if el.text and "writes' end" in el.text[0]]
     assert marked.text == ["not by the writes' end or the next fault, 25244 ms later"]
+
+
+def test_a_power_loss_says_what_each_disk_dropped_and_a_killed_process_is_named(passing_run: Path) -> None:
+    dropped = {
+        "kafka-1": {
+            "unsynced_bytes": 41237,
+            "dropped_bytes": 41237,
+            "files": {
+                "chaos-acks-all-0/00000000000000000000.log": {"unsynced": 41000, "dropped": 41000},
+                "chaos-acks-all-0/00000000000000000000.index": {"unsynced": 237, "dropped": 237},
+            },
+            "undone": ["create chaos-acks-all-0/leader-epoch-checkpoint.tmp"],
+        },
+        "kafka-2": {"unsynced_bytes": 0, "dropped_bytes": 0, "files": {}, "undone": []},
+    }
+    events = [
+        {
+            "time_ns": 2 * S,
+            "fault": "power-loss",
+            "phase": "start",
+            "targets": ["kafka-1", "kafka-2"],
+            "id": 90,
+            "detail": {"target": "cluster", "dropped": dropped},
+        },
+        {
+            "time_ns": 3 * S,
+            "fault": "power-loss",
+            "phase": "stop",
+            "targets": ["kafka-1", "kafka-2"],
+            "id": 90,
+            "detail": {},
+        },
+    ]
+    with (passing_run / "history/faults.jsonl").open("a") as f:
+        f.writelines(json.dumps(e) + "\n" for e in events)
+    run = json.loads((passing_run / "run.json").read_text())
+    run["cluster"]["disk"] = "lossy"
+    run["workload"] = {
+        "stop_bound_s": 10,
+        "killed": [{"process": "pipe-0", "why": "did not stop within 10 s"}],
+    }
+    (passing_run / "run.json").write_text(json.dumps(run))
+    page, _, _ = render(passing_run)
+    said = "kafka-1 dropped 41,237 of 41,237 unsynced bytes in 2 files, undid 1 directory change; " + (
+        "kafka-2 dropped 0 of 0 unsynced bytes"
+    )
+    row = next(r for r in page.find("tr", "fault") if r.attrs["data-fault"] == "power-loss")
+    assert f"power lost: {said}" in "".join(row.text)
+    assert any(said in (band.attrs.get("data-tip") or "") for band in page.find("rect", "fault-band"))
+    config = {d.attrs["data-key"]: "".join(d.text) for d in page.find("dd") if "data-key" in d.attrs}
+    assert config["killed at the stop bound: pipe-0"] == "did not stop within 10 s"
+    assert config["disk"].startswith("lossy")

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from checkers.io import check_layout, discard_result, history_bytes, load_history, parsed_files, write_result
-from checkers.io.judged import judge
+from checkers.io.scanned import scan_run
 from checkers.result import build_result
 from checkers.session import get_spark, size_for, spark_errors, start_in_background
 from contract.history import WRITES
@@ -18,7 +18,7 @@ from contract.history import WRITES
 def check_run(run_dir: Path, master: str | None = None, *, prefix: bool = False) -> dict[str, Any]:
     """Check one run directory on Spark; return the result dict, also written to check/result.json.
     With `prefix`, a history file with a torn tail is judged up to its last whole line
-    (`checkers.io.judged`).
+    (`checkers.io.scanned`).
 
     Raises HistoryError for unusable input, EnvironmentError_ when Spark cannot start and SparkError
     when a Spark job fails.
@@ -28,19 +28,19 @@ def check_run(run_dir: Path, master: str | None = None, *, prefix: bool = False)
     discard_result(run_dir)
     # The JVM starts while Python validates the files and pyarrow parses them.
     start_checking(run_dir, master, read_back=False)
-    judged = judge(run_dir, prefix=prefix)
-    layout = check_layout(judged.root)
-    size = history_bytes(judged.root)
-    with parsed_files(judged.root, layout.run, judged.digests()) as parsed:
+    scanned = scan_run(run_dir, prefix=prefix)
+    layout = check_layout(scanned.root)
+    size = history_bytes(scanned.root)
+    with parsed_files(scanned.root, layout.run, scanned.digests()) as parsed:
         spark = get_spark(master, history_bytes=size)
         size_for(spark, size)
-        history = load_history(spark, judged.root, layout, parsed)
+        history = load_history(spark, scanned.root, layout, parsed)
     spark_info: dict[str, Any] = {"master": spark.sparkContext.master, "version": spark.version}
     with spark_errors("checking the history", str(run_dir)):
         result = build_result(history, checked_at, spark_info)
     spark_info["seconds"] = round(time.monotonic() - started, 1)
-    result["history_files"] = judged.recorded()
-    result["prefix"] = judged.prefix
+    result["history_files"] = scanned.recorded()
+    result["prefix"] = scanned.prefix
     write_result(run_dir, result)
     return result
 

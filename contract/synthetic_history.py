@@ -1,4 +1,6 @@
-"""Generate a synthetic run directory (HISTORY_FORMAT.md format 1) of about N events.
+"""Generate a synthetic run directory (HISTORY_FORMAT.md format 1) of about N events: data in the
+contract's format for the benchmarks and for the class archive's training (`checkers.class_archive`),
+not a check; it sits with the contract so that both can use it.
 
 Three topics (acks all, 1, 0) with three partitions each, four producer processes per acks mode,
 a live consumer that re-reads part of the log, a complete final read, faults and cluster samples.
@@ -11,7 +13,7 @@ Anomalies are injected at chosen rates (per write):
     unexpected  a record no write invoked
     reordered   two writes of one process to one partition acknowledged at swapped offsets
 
-    .venv/bin/python -m checkers.synthetic OUT_DIR --events 1000000 --seed 7 --rate lost=0.001
+    .venv/bin/python -m contract.synthetic_history OUT_DIR --events 1000000 --seed 7 --rate lost=0.001
 """
 
 from __future__ import annotations

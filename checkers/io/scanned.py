@@ -1,4 +1,4 @@
-"""What a check judges: every history file of the run scanned byte by byte (`contract.history_scan`)
+"""What a check scans and judges: every history file of the run scanned byte by byte (`contract.history_scan`)
 before a parser reads it, and a torn tail refused, or cut off when the user asks for the prefix.
 
 Without `prefix`, a file whose end is torn (a run cut short by a crash or power loss) is one
@@ -47,7 +47,7 @@ PREFIX_DIR = "check/prefix"
 
 
 @dataclass(frozen=True)
-class Judged:
+class ScannedRun:
     """The run directory a check reads (`root`: the run's own, or its whole-lines copy) and what the
     scan found of each history file there is."""
 
@@ -69,7 +69,7 @@ class Judged:
         }
 
 
-def judge(run_dir: Path, *, prefix: bool = False) -> Judged:
+def scan_run(run_dir: Path, *, prefix: bool = False) -> ScannedRun:
     """Scan the run's history files; the first torn one is refused unless `prefix` (see module)."""
     run = load_run_json(run_dir)  # a run directory at all, before its files are named
     for name in REQUIRED:
@@ -90,7 +90,7 @@ def judge(run_dir: Path, *, prefix: bool = False) -> Judged:
             )
     torn = [found for found in files.values() if found.torn is not None]
     if not torn:
-        return Judged(run_dir, files, prefix, synced)
+        return ScannedRun(run_dir, files, prefix, synced)
     if not prefix:
         first = torn[0]
         assert first.torn is not None
@@ -100,7 +100,7 @@ def judge(run_dir: Path, *, prefix: bool = False) -> Judged:
             str(first.path),
             first.torn.line,
         )
-    return Judged(_whole_lines_copy(run_dir, files), files, prefix, synced)
+    return ScannedRun(_whole_lines_copy(run_dir, files), files, prefix, synced)
 
 
 def _whole_lines_copy(run_dir: Path, files: Mapping[str, FileScan]) -> Path:
