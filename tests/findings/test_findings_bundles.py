@@ -240,3 +240,17 @@ def test_a_run_not_yet_checked_bundles_nothing(tmp_path: Path) -> None:
     with pytest.raises(HarnessError, match=r"has not been checked yet"):
         bundle_runs([run, unchecked], root / "thing", [])
     assert not (root / "thing" / "evidence").exists()
+
+
+@pytest.mark.parametrize(
+    "source", ["docs/findings/power-loss-leader.yaml", "/work/checkout/docs/findings/power-loss-leader.yaml"]
+)
+def test_a_findings_scenario_is_named_by_its_repository_path_whether_run_by_a_relative_or_absolute_one(
+    tmp_path: Path, source: str
+) -> None:
+    root, _, _, run = make_bundle(tmp_path)
+    data = json.loads((run / "run.json").read_text())
+    data["scenario_source"] = source
+    (run / "run.json").write_text(json.dumps(data))
+    bundle_runs([run], root / "thing", [])
+    assert load_bundle(root / "thing").runs[0].scenario == "docs/findings/power-loss-leader.yaml"
