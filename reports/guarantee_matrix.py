@@ -34,6 +34,9 @@ class Cell:
     family: str
     found: int | None
     """How many times it broke: the counts of the kinds that decide it; None: a checker failed."""
+    by_kind: tuple[tuple[str, int], ...] = ()
+    """Each deciding kind's count that is not 0, (count name, count): one write can be both lost and
+    overwritten at its offset, so a sum of two kinds is not a number of writes."""
 
     @property
     def cases(self) -> str:
@@ -49,6 +52,8 @@ class Cell:
     def tally(self) -> str:
         """The count under the verdict: found of the cases, or found alone."""
         found = "?" if self.found is None else f"{self.found:,}"
+        if len(self.by_kind) > 1:
+            found = ", ".join(f"{count:,} {name}" for name, count in self.by_kind)
         exercised = self.guarantee.exercised
         return f"{found} found" if exercised is None else f"{found} of {exercised.count:,}"
 
@@ -126,6 +131,11 @@ def _found(guarantee_id: str, counts: Mapping[str, Any]) -> int | None:
     return violations(guarantee_id, counts)
 
 
+def _by_kind(guarantee_id: str, counts: Mapping[str, Any]) -> tuple[tuple[str, int], ...]:
+    found = ((kind.count, int(counts.get(kind.count) or 0)) for kind in kinds_of(guarantee_id))
+    return tuple((name, count) for name, count in found if count)
+
+
 def _order(guarantee_id: str) -> int:
     ids = [g.id for g in GUARANTEES]
     return ids.index(guarantee_id) if guarantee_id in ids else len(ids)
@@ -146,11 +156,12 @@ def guarantee_matrix(run: Run) -> Matrix:
     # (guarantee id, whole run) -> column name -> cells
     placed: dict[tuple[str, bool], dict[str, list[Cell]]] = {}
     for g in run.result.guarantees:
-        cell = Cell(g, g.topic, "topic", _found(g.id, _topic_counts(run, g.topic)))
+        counts = _topic_counts(run, g.topic)
+        cell = Cell(g, g.topic, "topic", _found(g.id, counts), _by_kind(g.id, counts))
         placed.setdefault((g.id, not g.topic), {}).setdefault(g.topic, []).append(cell)
     for group in run.result.groups:
         for g in group.guarantees:
-            cell = Cell(g, group.name, "group", _found(g.id, group.counts))
+            cell = Cell(g, group.name, "group", _found(g.id, group.counts), _by_kind(g.id, group.counts))
             placed.setdefault((g.id, False), {}).setdefault(group.name, []).append(cell)
     rows = []
     for (gid, whole_run), by_column in sorted(placed.items(), key=_row_order):

@@ -135,11 +135,11 @@ def test_isolate_from_followers_shrinks_isr_to_the_leader(cluster: KafkaCluster)
         # Now both followers lag: the roles that name them resolve from this live state.
         followers = {f"kafka-{b}" for b in p0(shrunk).replicas if b != leader}
         lagging = make_fault("pause", {"target": "lagging-follower", "pick": "isr-shrunk", "topic": TOPIC})
-        lagging.resolve(cluster, random.Random(3))  # type: ignore[attr-defined]
+        lagging.resolve(FaultContext(cluster), random.Random(3))  # type: ignore[attr-defined]
         assert lagging.targets[0] in followers and lagging.detail["pick"] == ["isr-shrunk"]
         with pytest.raises(TargetError, match="no partition chaos/\\* is isr-full now"):
             make_fault("kill", {"target": "leader", "pick": "isr-full", "topic": TOPIC}).start(
-                cluster, random.Random(1)
+                FaultContext(cluster), random.Random(1)
             )
     finally:
         fault.heal(FaultContext(cluster))

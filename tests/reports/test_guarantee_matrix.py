@@ -12,7 +12,9 @@ from report_runs import ABORTED_APPENDED, TXN_GROUPS, TXN_RUN_TOPICS
 from reportpage import Element, Page, parse
 
 from contract.anomaly_kinds import GROUP_KINDS, KINDS, TRANSACTION_KIND_COUNTS, WRITE_COUNTS
+from contract.checked_run import Exercised, Verdict
 from reports import write_report
+from reports.guarantee_matrix import Cell
 
 
 def render(run_dir: Path) -> tuple[Page, dict[str, Any]]:
@@ -175,3 +177,23 @@ def test_a_kind_that_found_something_is_shown_where_it_does_not_apply(plain_run:
     path.write_text(json.dumps(result))
     page, _ = render(plain_run)
     assert "lost_committed" in scorecard_counts(page) and "aborted_read" not in scorecard_counts(page)
+
+
+def test_a_cell_of_two_kinds_counts_each_kind_not_their_sum() -> None:
+    # A write truncated and replaced is both lost and overwritten at its offset: 307 and 307 are not
+    # 614 broken writes (a 0.9.0.1 hw-truncation report said "614 of 810,333").
+    verdict = Verdict(
+        "no-lost-acked-writes",
+        "chaos-acks-all",
+        "all",
+        "",
+        True,
+        "violated",
+        "",
+        "",
+        Exercised(810_333, "writes"),
+    )
+    both = Cell(verdict, "chaos-acks-all", "topic", 614, (("lost", 307), ("divergent", 307)))
+    assert both.tally == "307 lost, 307 divergent of 810,333"
+    one = Cell(verdict, "chaos-acks-all", "topic", 307, (("lost", 307),))
+    assert one.tally == "307 of 810,333"

@@ -43,7 +43,8 @@ def test_isolate_leader_loses_acks1_writes_but_not_acks_all(chaos_run: ChaosRun)
     assert outcome.result["acks"]["all"]["divergent"] == 0
     held = {g["id"]: g["verdict"] for g in outcome.result["guarantees"] if g["acks"] == "all"}
     assert held["no-lost-acked-writes"] == "held"
-    # The brokers' own account is kept: the isolated leader's ZooKeeper session, the new leader.
+    # The brokers' own account is kept (the isolated leader's ZooKeeper session, the new leader),
+    # and each workload process's log.
     root = outcome.rundir.root
     logs = {path.name: path.read_text() for path in (root / "logs").iterdir() if path.is_file()}
     assert set(logs) == {
@@ -51,6 +52,9 @@ def test_isolate_leader_loses_acks1_writes_but_not_acks_all(chaos_run: ChaosRun)
         "kafka-2.log",
         "kafka-3.log",
         "zk-1.log",
+        "p-0-0.log",
+        "p-1-0.log",
+        "p-all-0.log",
         "g-alo-0.log",
         "g-alo-1.log",
     }
