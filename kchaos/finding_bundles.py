@@ -111,8 +111,9 @@ class BundledRun:
     @property
     def scenario(self) -> str:
         """How to ask for the run's scenario again: a built-in's name, or a findings scenario's
-        path in the repository (run.json's `scenario_source` is an absolute path)."""
-        source = str(self.run.get("scenario_source") or "")
+        path in the repository (run.json's `scenario_source` is the path `kchaos run` was given,
+        absolute or relative to where it ran)."""
+        source = "/" + str(self.run.get("scenario_source") or "").lstrip("/")
         if f"/{FINDINGS_SCENARIOS}/" in source:
             return f"{FINDINGS_SCENARIOS}/{Path(source).name}"
         return str(self.run["scenario"])
