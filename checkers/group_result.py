@@ -52,10 +52,14 @@ def _cases(groups: GroupInputs, history: History) -> dict[str, dict[str, int]]:
     below = g.below_committed(groups.final, groups.commits).select(
         "group", F.lit("committed_positions").alias("case")
     )
-    if history.transactions is not None:
+    if history.transactions is not None and history.transactional_writes is not None:
         polled = transactions.uncommitted_polls(groups.polled, history.values, history.transactions)
+        # Of the records counted appended (their own write `ok`), so "polled N of M appended" never
+        # has N > M: a timed-out write of an aborted transaction may be in the log all the same.
+        appended = history.transactional_writes.where(F.col("appended")).select("value")
         aborted = (
             polled.where(F.col("outcome") == "aborted")
+            .join(appended, "value", "left_semi")
             .select("group", "value")
             .distinct()
             .select("group", F.lit("aborted_polled").alias("case"))

@@ -112,9 +112,9 @@ class BundledRun:
     def scenario(self) -> str:
         """How to ask for the run's scenario again: a built-in's name, or a findings scenario's
         path in the repository (run.json's `scenario_source` is the path `kchaos run` was given,
-        absolute or relative to where it ran)."""
-        source = "/" + str(self.run.get("scenario_source") or "").lstrip("/")
-        if f"/{FINDINGS_SCENARIOS}/" in source:
+        absolute or relative to the checkout)."""
+        source = str(self.run.get("scenario_source") or "")
+        if f"/{FINDINGS_SCENARIOS}/" in f"/{source}":
             return f"{FINDINGS_SCENARIOS}/{Path(source).name}"
         return str(self.run["scenario"])
 

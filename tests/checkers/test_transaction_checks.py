@@ -411,6 +411,11 @@ def test_a_read_committed_group_polling_an_aborted_or_not_yet_committed_record_i
     }
     run = run_json(kafka={"version": "3.9.2"}, topics=TXN_TOPICS[:1], groups=[group])
     writes = [*txn_write(11, 0, 0, "x-0", 0), *txn_write(12, 1, 0, "x-0", 1), *txn_write(31, 2, 1, "x-0", 2)]
+    # txn 1's second write timed out (info), yet it is in the log: polled, not counted appended.
+    writes += [
+        write("invoke", 32, "tx-0:3", "x-0", txn=1),
+        write("info", 38, "tx-0:3", "x-0", txn=1, **TIMED_OUT),
+    ]
     reads = [record(5000, "tx-0:0", 0, "x-0"), record(5000, "tx-0:1", 1, "x-0"), end("x-0", 4)]
 
     def polled(t: int, offset: int) -> dict[str, Any]:
@@ -428,6 +433,7 @@ def test_a_read_committed_group_polling_an_aborted_or_not_yet_committed_record_i
         polled(15, 0),
         polled(30, 1),
         polled(50, 2),
+        polled(51, 3),
     ]
     steps = [*init(0), step("begin", 10, 0), *ended("commit", 20, 0, "ok"), step("begin", 30, 1)]
     steps += ended("abort", 40, 1, "ok")
@@ -435,12 +441,15 @@ def test_a_read_committed_group_polling_an_aborted_or_not_yet_committed_record_i
     code, out = kchaos_check(capfd, run_dir)
     result = json.loads((run_dir / "check/result.json").read_text())
     entry = result["groups"]["g"]
-    assert entry["uncommitted_read"] == 2
+    assert entry["uncommitted_read"] == 3
     examples = entry["anomalies"]["uncommitted-read"]["examples"]
     assert [(e["value"], e["outcome"], e["commit_ns"]) for e in examples] == [
         ("tx-0:0", "committed", 20),
         ("tx-0:2", "aborted", None),
+        ("tx-0:3", "aborted", None),
     ]
+    # The control's count is of the appended records it was handed: never more than appended.
+    assert (entry["aborted_polled"], entry["aborted_appended"]) == (1, 1)
     verdict = next(g for g in entry["guarantees"] if g["id"] == "no-uncommitted-reads")
     assert (verdict["promised"], verdict["verdict"]) == (
         (True, "violated") if isolation == "read_committed" else (False, "not-promised")

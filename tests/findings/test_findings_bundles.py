@@ -23,14 +23,7 @@ from kchaos.finding_bundles import (
     stripped,
 )
 from kchaos.finding_counts import CountSpec, Measured, compact, parse_path, pick, seeds_text, sentence
-from kchaos.finding_tables import (
-    anchor,
-    check_documents,
-    counts_md,
-    disagreements,
-    replace_blocks,
-    write_documents,
-)
+from kchaos.finding_tables import anchor, check_documents, disagreements, replace_blocks, write_documents
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "reports"))
@@ -163,27 +156,6 @@ def test_a_bundle_made_from_a_run_reads_back_and_makes_every_table(tmp_path: Pat
     assert "[a thing broke](docs/FINDINGS.md#a-thing-broke)" in readme.read_text()
 
 
-@pytest.mark.parametrize(
-    ("source", "asked"),
-    [
-        ("/work/main/docs/findings/leader-kill-kraft.yaml", "docs/findings/leader-kill-kraft.yaml"),
-        ("docs/findings/leader-kill-kraft.yaml", "docs/findings/leader-kill-kraft.yaml"),
-        ("/work/main/kchaos/scenarios/leader-kill.yaml", "leader-kill"),
-    ],
-)
-def test_a_findings_scenario_is_asked_for_by_its_path_however_the_run_was_given_it(
-    tmp_path: Path, source: str, asked: str
-) -> None:
-    root, _, _, run = make_bundle(tmp_path)
-    run_json = json.loads((run / "run.json").read_text())
-    run_json["scenario_source"] = source
-    (run / "run.json").write_text(json.dumps(run_json))
-    bundle_runs([run], root / "thing", [])
-    (bundled,) = load_bundle(root / "thing").runs
-    assert bundled.scenario == asked
-    assert f"kchaos run {asked} --kafka 0.9.0.1 --seed 7" in counts_md(load_bundle(root / "thing"))
-
-
 def test_a_number_typed_over_a_generated_one_is_named_with_its_line(tmp_path: Path) -> None:
     root, findings, readme, run = make_bundle(tmp_path)
     bundle_runs([run], root / "thing", [])
@@ -268,3 +240,17 @@ def test_a_run_not_yet_checked_bundles_nothing(tmp_path: Path) -> None:
     with pytest.raises(HarnessError, match=r"has not been checked yet"):
         bundle_runs([run, unchecked], root / "thing", [])
     assert not (root / "thing" / "evidence").exists()
+
+
+@pytest.mark.parametrize(
+    "source", ["docs/findings/power-loss-leader.yaml", "/work/checkout/docs/findings/power-loss-leader.yaml"]
+)
+def test_a_findings_scenario_is_named_by_its_repository_path_whether_run_by_a_relative_or_absolute_one(
+    tmp_path: Path, source: str
+) -> None:
+    root, _, _, run = make_bundle(tmp_path)
+    data = json.loads((run / "run.json").read_text())
+    data["scenario_source"] = source
+    (run / "run.json").write_text(json.dumps(data))
+    bundle_runs([run], root / "thing", [])
+    assert load_bundle(root / "thing").runs[0].scenario == "docs/findings/power-loss-leader.yaml"
