@@ -17,7 +17,7 @@ finding.yaml (hand-written; every key but `counts`'s `of` and `releases` is chec
     section: a-double-failover-loses-committed-acksall-writes-kip-101   # FINDINGS.md's heading
     whose: Kafka's (KIP-101)                                       # whose promise it was
     order: 10                                                      # its row among the findings
-    counts:                                                        # what the result column says
+    counts:                                        # what the result column says (README: the first)
       - {say: "acks=all lost", count: acks.all.lost, of: acks.all.acked}   # also: releases, scenarios
     client: false            # true: the client library's finding (the release column says so)
     summary: true            # false: not a row of FINDINGS' summary (a matrix column only)
