@@ -21,11 +21,6 @@ case "$role" in
   *) echo "unknown role '$role' (expected kafka, controller or zookeeper)" >&2; exit 2 ;;
 esac
 
-# A fault may leave a script to run once before the next start (power-loss: the logs cut back to
-# their last flushed point while the broker was down).
-before=/etc/kchaos/before-start.sh
-if [ -f "$before" ]; then bash "$before"; rm -f "$before"; fi
-
 # KRaft: the log directory is formatted with the cluster's id (and KCHAOS_KRAFT_FEATURES, "name=level"
 # separated by spaces) before its first start. A restart finds meta.properties there and starts no
 # JVM for it: a heal's restart takes as long as in ZooKeeper mode.
