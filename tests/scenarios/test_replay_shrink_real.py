@@ -1,5 +1,5 @@
 """`kchaos replay` and `kchaos shrink` on real clusters: a run that breaks a promise, replayed, then
-shrunk to a smaller timeline that still breaks it. One slow test (five short runs)."""
+shrunk to a smaller timeline that still breaks it. One slow test (four short runs)."""
 
 from __future__ import annotations
 
@@ -68,9 +68,10 @@ def test_a_failing_run_replays_and_shrinks_to_a_smaller_failing_timeline(tmp_pat
     assert again.returncode == 1, again.stdout[-3000:] + again.stderr[-3000:]
     assert f"{TARGET}: broke again in 1 of 1 replays" in again.stdout
 
-    shrunk = _kchaos("shrink", str(run_dir), "--max-trials", "2", "--out", str(runs))
+    # The faults end 5 s (shrink's tail) before the run does, so the first trial drops the decoy.
+    shrunk = _kchaos("shrink", str(run_dir), "--max-trials", "1", "--out", str(runs))
     assert shrunk.returncode == 0, shrunk.stdout[-3000:] + shrunk.stderr[-3000:]
-    assert "trial 2:" in shrunk.stdout and "smallest:" in shrunk.stdout
+    assert "trial 1:" in shrunk.stdout and "smallest:" in shrunk.stdout
     written = run_dir / "shrunk.yaml"
     smaller = load_scenario(str(written))
     fault_seconds = sum(e["duration_s"] for e in smaller.faults.schedule)
