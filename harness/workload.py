@@ -141,9 +141,7 @@ class WorkloadSpec:
                     f"workload.clients.{part}: not a workload part; use {', '.join(PARTS)} "
                     "(a group names its own client in its entry)"
                 )
-        running = {PRODUCERS: True, TRANSACTIONS_PART: self._txn_processes()[0] > 0}
-        running[PIPELINE_PART] = self._txn_processes()[1] > 0
-        if idle := [part for part in self.part_clients if not running[part]]:
+        if idle := [part for part in self.part_clients if part not in self.parts_running()]:
             raise ConfigError(
                 f"workload.clients.{idle[0]}: the workload runs no {idle[0]} (workload.transactions"
                 f"{'.pipelines' if idle[0] == PIPELINE_PART else ''})"
@@ -235,9 +233,9 @@ class WorkloadSpec:
                 "transaction.timeout.ms": self.transactions.transaction_timeout_ms,
             }
             transactions = self.transactions.recorded()
-            recorded = [{"producer": producer, "transactions": transactions}]
+            recorded = {"producer": producer, "transactions": transactions}
             if clients is not None:
-                recorded = [_transactional(clients, TRANSACTIONS_PART, producer, transactions)]
+                recorded = _transactional(clients, TRANSACTIONS_PART, producer, transactions)
             topics += [
                 {
                     "name": name,
@@ -245,7 +243,7 @@ class WorkloadSpec:
                     "replication_factor": self.replication_factor,
                     "acks": "all",
                     "config": config,
-                    **recorded[0],
+                    **recorded,
                 }
                 for name in self.txn_topics()
             ]
