@@ -4,20 +4,23 @@ records of aborted transactions read" says nothing about read_committed.
 
 A topic's cases that its write counts do not hold already (`TOPIC_CASES`) are counted here: the
 records read (live, and in all), the appended records of aborted transactions, the committed
-transactions that could be torn, the pipelines' input records below their committed offsets (a few
-small Spark jobs), and, from the small files, the offsets two replicas hold and the epoch samples.
+transactions that could be torn, the pipelines' input records below their committed offsets, the
+in-sync replicas whose disk failed (a few small Spark jobs), and, from the small files, the offsets
+two replicas hold and the epoch samples.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import astuple
 from typing import Any
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from checkers import transactions
-from checkers.io import History
+from checkers import replication, transactions
+from checkers.io import History, topic_acks
+from checkers.session import empty_frame
 from contract.anomaly_kinds import TOPIC_CASES
 
 TopicCases = dict[str, dict[str, int]]
@@ -40,7 +43,22 @@ def topic_cases(history: History) -> TopicCases:
             cases[name]["replica_offsets"] = held
     for name in names:
         cases[name]["epoch_samples"] = epoch_samples(history.cluster, name)
+    if any(replication.disk_failures(history.faults)):
+        for row in failed_disks(history).groupBy("topic").count().collect():
+            if row["topic"] in cases:
+                cases[row["topic"]]["failed_disk_replicas"] = int(row["count"])
     return cases
+
+
+def failed_disks(history: History) -> DataFrame:
+    """The cases of `failed-disk-leaves-isr` (`replication.failed_disk_replicas`), those that stayed
+    in the ISR with `left_ns` null: none unless a disk fault failed an operation of a broker's disk."""
+    spark = history.writes.sparkSession
+    failures = [astuple(failure) for failure in replication.disk_failures(history.faults)]
+    schema = replication.DISK_FAILURE_SCHEMA
+    frame = spark.createDataFrame(failures, schema) if failures else empty_frame(spark, schema)
+    isr = history.isr if history.isr is not None else empty_frame(spark, replication.ISR_SCHEMA)
+    return replication.failed_disk_replicas(isr, frame, topic_acks(history.run))
 
 
 def _read_counts(reads: DataFrame) -> DataFrame:

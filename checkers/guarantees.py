@@ -299,6 +299,29 @@ def _epochs_advance(config: TopicConfig, counts: Mapping[str, Any]) -> dict[str,
     )
 
 
+def _failed_disk_leaves_isr(config: TopicConfig, counts: Mapping[str, Any]) -> dict[str, Any]:
+    offline = fact("KIP-112")
+    if offline.holds_in(config.version):
+        basis = (
+            f"a log directory that fails an I/O goes offline, and a broker with none left shuts down "
+            f"({offline.cite()})"
+        )
+    else:
+        basis = (
+            f"Kafka {_version_text(config)} halts a broker on an I/O error in an append or a checkpoint "
+            f"(before {offline.id}, {offline.since_text})"
+        )
+    stayed = int(counts["failed_disk_in_isr"])
+    return _row(
+        config,
+        "failed-disk-leaves-isr",
+        True,
+        _verdict(True, violations("failed-disk-leaves-isr", counts)),
+        f"{basis}; {stayed} stayed in the ISR 30 s after the fault's heal",
+        _brokers(config),
+    )
+
+
 def _no_phantom(config: TopicConfig, counts: Mapping[str, Any]) -> dict[str, Any]:
     promised = config.acks in ("all", "1")
     phantom = int(counts["phantom"])
@@ -465,6 +488,7 @@ PLAIN_JUDGES = (
     _no_lost,
     _no_lost_reads,
     _replicas_agree,
+    _failed_disk_leaves_isr,
     _no_phantom,
     _no_duplicates,
     _order,
@@ -478,6 +502,7 @@ TRANSACTIONAL_JUDGES = (
     _atomic,
     _no_lost_reads,
     _replicas_agree,
+    _failed_disk_leaves_isr,
     _no_duplicates,
     _order,
     _no_unexpected,
@@ -524,8 +549,9 @@ def derive_guarantees(
     (`Guarantee.cases`), `unread` (its partitions whose final read is incomplete, as "topic
     partition N"), `replicas_read` (whether history/replicas.jsonl was there) and
     `replicas_not_read` (the brokers whose replicas could not be read, as text; empty when all
-    were). `power_lost` names the topics that lost power on every replica of a partition at once
-    (`lost_power_on_every_replica`: it changes what is promised).
+    were) and `disks_failed` (whether a `disk-full` or `fsync-error` ran: only then is
+    `failed-disk-leaves-isr` judged). `power_lost` names the topics that lost power on every
+    replica of a partition at once (`lost_power_on_every_replica`: it changes what is promised).
     """
     rows: list[dict[str, Any]] = []
     for topic in run["topics"]:
@@ -535,7 +561,8 @@ def derive_guarantees(
         judged = [
             with_cases(judge(config, counts), counts)
             for judge in judges
-            if judge is not _replicas_agree or counts["replicas_read"]  # judged where replicas were read
+            if (judge is not _replicas_agree or counts["replicas_read"])  # judged where replicas were read
+            and (judge is not _failed_disk_leaves_isr or counts["disks_failed"])  # and where disks failed
         ]
         rows += on_complete_reads(judged, counts["unread"])
         if config.pipeline:  # skips are judged over its inputs' complete partitions too

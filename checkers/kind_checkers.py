@@ -9,7 +9,7 @@ from functools import reduce
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from checkers import anomalies, replication, transactions
+from checkers import anomalies, cases, replication, transactions
 from checkers import group_anomalies as g
 from checkers.io import History
 from checkers.registry import CheckInputs, GroupInputs, register
@@ -274,6 +274,19 @@ class EpochRegressions(_Unflagged, _NoDetails):
     def find(self, inputs: CheckInputs) -> DataFrame:
         assert inputs.history.epochs is not None  # `checkers.io.load_history` always sets it
         return replication.epoch_regressions(inputs.history.epochs)
+
+
+@register
+class FailedDisksInIsr(_Unflagged, _NoDetails):
+    kind = kind("failed-disk-in-isr")
+    time_column = "stop_ns"
+    example_values = ()
+
+    def applies(self, inputs: CheckInputs) -> bool:
+        return any(replication.disk_failures(inputs.history.faults))
+
+    def find(self, inputs: CheckInputs) -> DataFrame:
+        return cases.failed_disks(inputs.history).where(F.col("left_ns").isNull()).drop("left_ns")
 
 
 class _OfGroups(_Unflagged, _NoDetails):

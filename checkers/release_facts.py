@@ -56,6 +56,15 @@ FACTS = {
             "before 1.0, idempotence needs max.in.flight.requests.per.connection=1",
         ),
         ReleaseFact(
+            "KIP-112",
+            (1, 0),
+            "a log directory that fails an I/O goes offline (its replicas leave the ISR), and a broker "
+            "with no log directory left shuts down; before, a broker halted on an I/O error in an "
+            "append or a checkpoint",
+            "a broker with several log directories stays up on the others; in KRaft, only from 3.7 "
+            "(KIP-858): before, a KRaft broker whose log directory fails shuts down",
+        ),
+        ReleaseFact(
             "KAFKA-2729",
             (1, 1),
             "a broker whose ZooKeeper session expired no longer leaves partitions stuck with a "

@@ -49,6 +49,7 @@ from checkers.registry import (
     failed_kind,
     registered,
 )
+from checkers.replication import DISK_FAILURES
 from checkers.session import kept, kept_until_done, submit_part
 from checkers.transactions import transaction_counts
 from contract.anomaly_kinds import COUNT_KEYS, KINDS, TOPIC_CASES, WRITE_COUNTS, unread_partitions
@@ -399,6 +400,7 @@ def build_result(history: History, checked_at: str, spark_info: dict[str, Any]) 
     replicas = {
         "replicas_read": history.replica_states is not None,
         "replicas_not_read": ", ".join(sorted(map(str, not_read))) if isinstance(not_read, dict) else "",
+        "disks_failed": any(w.fault in DISK_FAILURES for w in intervals),
     }
     guarantees = unjudged(
         derive_guarantees(

@@ -76,6 +76,15 @@ GUARANTEES: tuple[Guarantee, ...] = (
         "samples of the cluster's epochs after a first",
     ),
     Guarantee(
+        "failed-disk-leaves-isr",
+        "topic",
+        "a replica whose disk failed leaves the ISR",
+        "always: the broker halts on an I/O error (0.9), or its log directory goes offline and a broker "
+        "with none left shuts down (KIP-112, 1.0)",
+        "failed_disk_replicas",
+        "in-sync replicas whose disk failed an operation",
+    ),
+    Guarantee(
         "no-phantom-writes",
         "topic",
         "a write that failed definitely is never read",
@@ -429,6 +438,18 @@ KINDS: tuple[AnomalyKind, ...] = (
         rate_base="acked",
         truncated=True,
         example_fields=("replicas", "acked_values"),
+    ),
+    AnomalyKind(
+        "failed-disk-in-isr",
+        "failed_disk_in_isr",
+        "Failed disk still in the ISR",
+        "A broker's disk failed writes or fsyncs (a full disk, an fsync error), yet the broker stayed "
+        "in the partition's in-sync replicas until well after the fault ended: acks=all counted a "
+        "replica that could not keep what it acknowledged. Kafka halts such a broker instead.",
+        "in-sync replicas whose disk failed an operation and that stayed in the ISR",
+        "failed-disk-leaves-isr",
+        "failed disks stayed in the ISR",
+        example_fields=("broker", "fault", "failed_ops", "start_ns", "stop_ns", "last_in_isr_ns"),
     ),
     AnomalyKind(
         "epoch-regression",

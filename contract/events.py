@@ -9,7 +9,7 @@ and `READ_FIELDS`, so a field is named and typed in one place.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from contract.errors import HistoryError
@@ -333,6 +333,9 @@ class FaultWindow:
     stop_ns: int | None
     detail: dict[str, Any]
     description: str | None = None
+    healed: dict[str, Any] = field(default_factory=dict)
+    """The stop's detail: what the heal found (a disk fault's `disks`), or its `error`; empty while
+    the fault is active."""
 
     def active_at(self, time_ns: int) -> bool:
         return self.start_ns <= time_ns and (self.stop_ns is None or self.stop_ns > time_ns)
@@ -358,10 +361,10 @@ def fault_windows(events: Iterable[tuple[int, Mapping[str, Any]]], path: str) ->
             open_starts.setdefault(key, []).append((line, event))
         elif open_starts.get(key):
             _, start = open_starts[key].pop(0)
-            windows.append(_window(start, _time(event, path, line)))
+            windows.append(_window(start, event))
         else:
             raise HistoryError(f"stop of fault {fault!r} {list(targets)} that never started", path, line)
-    windows.extend(_window(start, None) for starts in open_starts.values() for _, start in starts)
+    windows.extend(_window(start) for starts in open_starts.values() for _, start in starts)
     return sorted(windows, key=lambda w: (w.start_ns, w.fault))
 
 
@@ -372,14 +375,20 @@ def _time(event: Mapping[str, Any], path: str, line: int) -> int:
     return time_ns
 
 
-def _window(start: Mapping[str, Any], stop_ns: int | None) -> FaultWindow:
-    detail = start.get("detail")
+def _window(start: Mapping[str, Any], stop: Mapping[str, Any] | None = None) -> FaultWindow:
+    """The window from a start event to its stop event (None: still active; times checked already)."""
     description = start.get("description")
     return FaultWindow(
         str(start["fault"]),
         tuple(str(t) for t in start.get("targets") or []),
         int(start["time_ns"]),
-        stop_ns,
-        dict(detail) if isinstance(detail, dict) else {},
+        None if stop is None else int(stop["time_ns"]),
+        _detail(start),
         str(description) if isinstance(description, str) else None,
+        {} if stop is None else _detail(stop),
     )
+
+
+def _detail(event: Mapping[str, Any]) -> dict[str, Any]:
+    detail = event.get("detail")
+    return dict(detail) if isinstance(detail, dict) else {}

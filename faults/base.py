@@ -42,6 +42,8 @@ class Fault(Protocol):
     """Resolved node names (e.g. `kafka-2`), filled in by `start`."""
     detail: dict[str, Any]
     """What else was chosen at start (topic/partition, shape, rate), recorded in faults.jsonl."""
+    healed: dict[str, Any]
+    """What the heal found (a disk fault's `disks`), recorded in its stop's detail; empty for most."""
 
     def start(self, context: FaultContext, rng: random.Random) -> None: ...
 

@@ -10,7 +10,8 @@ until something restarts it: what Kafka does about a broken disk is the finding)
   what comes after it waits too).
 
 The start's detail has `disks`: per node, the disk's faults as its daemon reports them (`counts`:
-how many operations a fault of the disk failed or delayed so far).
+how many operations a fault of the disk failed or delayed so far in the run); the stop's detail has
+them as the heal left them, so the counts' growth is what this fault failed or delayed.
 """
 
 from __future__ import annotations
@@ -39,16 +40,19 @@ class _DiskFault(Targeted):
 
     def heal(self, context: FaultContext) -> None:
         failures = Failures(FaultError)
+        disks: dict[str, Any] = {}
+        self.healed = {"disks": disks}
         for node in self._nodes:
             if node.disk is not None:
                 with failures.attempt(f"cannot heal {node.name}'s disk"):
-                    retry_heal_step(_heal_disk, node.disk)
+                    disks[node.name] = retry_heal_step(_heal_disk, node.disk)
         failures.raise_if_any()
 
 
-def _heal_disk(disk: LossyMount) -> None:
+def _heal_disk(disk: LossyMount) -> dict[str, Any]:
+    """Heal the disk; what it reports then (its `counts` include what the fault failed or delayed)."""
     try:
-        disk.request({"command": "heal"})
+        return dict(disk.request({"command": "heal"})["faults"])
     except ClusterError as exc:
         raise FaultError(str(exc)) from None
 

@@ -25,6 +25,7 @@ class _MemberFault:
         self.group = text_param("group", group) if group is not None else None
         self.targets: list[str] = []
         self.detail: dict[str, object] = {}
+        self.healed: dict[str, object] = {}
         self._members: list[GroupMember] = []
 
     def describe(self) -> str:

@@ -31,6 +31,7 @@ class FreezeProducer:
         self.producer = text_param("producer", producer)
         self.targets: list[str] = []
         self.detail: dict[str, object] = {}
+        self.healed: dict[str, object] = {}
         self._frozen: list[WorkloadProcess] = []
 
     def describe(self) -> str:

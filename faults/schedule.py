@@ -343,6 +343,7 @@ class Nemesis:
         detail: dict[str, Any] = {}
         try:
             fault.heal(self.context)
+            detail = dict(fault.healed)
         except Exception as exc:  # recorded and raised on exit; the other faults still get healed
             exc = _as_harness_error(exc)
             self.heal_errors.append(f"{name} could not heal: {exc}")

@@ -469,6 +469,7 @@ class Targeted:
         )
         self.targets: list[str] = []
         self.detail: dict[str, Any] = {}
+        self.healed: dict[str, Any] = {}
         self._nodes: list[Node] = []
 
     def describe(self) -> str:

@@ -57,7 +57,11 @@ def test_one_checker_is_registered_for_every_kind_of_either_family() -> None:
 def _topic_counts(**violations: int) -> dict[str, Any]:
     counts: dict[str, Any] = {count: 0 for count in ("attempted", "acked", "failed", "indeterminate")}
     counts |= {kind.count: 0 for kind in KINDS}
-    return counts | {"unread": [], "replicas_read": True, "replicas_not_read": ""} | violations
+    return (
+        counts
+        | {"unread": [], "replicas_read": True, "replicas_not_read": "", "disks_failed": True}
+        | violations
+    )
 
 
 def test_topic_verdicts_are_the_guarantee_rows_and_count_their_kinds() -> None:

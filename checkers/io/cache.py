@@ -62,7 +62,7 @@ from contract.history import (
 )
 from contract.history_readers import iter_jsonl
 
-CACHE_VERSION = 14
+CACHE_VERSION = 15
 _FINGERPRINT = "fingerprint.json"
 _VALID = "_valid"
 _RECORDS = "read_records"

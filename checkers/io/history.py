@@ -12,7 +12,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from checkers import frames, transactions
+from checkers import frames, replication, transactions
 from checkers.io.cache import SIDE_FILES, ParsedFiles, cached_history, parsed_files, parsed_table
 from checkers.io.layout import Layout, check_layout
 from checkers.io.scanned import scan_run
@@ -52,6 +52,8 @@ class History:
     client_log: list[dict[str, Any]] = field(default_factory=list)
     epochs: DataFrame | None = None
     """Leader and controller epochs as ZooKeeper showed them (`replication.EPOCH_COLUMNS`)."""
+    isr: DataFrame | None = None
+    """Each partition's ISR as cluster.jsonl sampled it (`replication.ISR_SCHEMA`)."""
     replica_values: DataFrame | None = None
     """What each replica held at the end (`replication.REPLICA_COLUMNS`; empty without replicas.jsonl)."""
     replica_states: list[dict[str, Any]] | None = None
@@ -114,6 +116,7 @@ def load_history(
         counts,
         layout.client_log,
         _epochs(sides),
+        _isr(sides),
         replica_values,
         layout.replica_states,
         layout.broker_log,
@@ -177,6 +180,15 @@ def _epochs(sides: _SideFiles) -> DataFrame:
         .select("time_ns", "p.topic", "p.partition", F.col("p.leader_epoch").alias("epoch"))
     )
     return controller.unionByName(partitions)
+
+
+def _isr(sides: _SideFiles) -> DataFrame:
+    """cluster.jsonl's ISRs, read by Spark from the file (validated in `check_layout`): one row per
+    sampled partition with an ISR (a partition whose state is missing has none)."""
+    if not (sides.run_dir / CLUSTER).is_file():
+        return empty_frame(sides.spark, replication.ISR_SCHEMA)
+    partitions = sides.lines(CLUSTER).select("time_ns", F.explode("partitions").alias("p"))
+    return partitions.where(F.col("p.isr").isNotNull()).select("time_ns", "p.topic", "p.partition", "p.isr")
 
 
 def _consumes(sides: _SideFiles) -> DataFrame:

@@ -55,11 +55,19 @@ CLUSTER_SCHEMA = T.StructType(
         T.StructField("controller_epoch", T.LongType()),
         T.StructField(
             "partitions",
-            T.ArrayType(T.StructType([*_POSITION_FIELDS, T.StructField("leader_epoch", T.LongType())])),
+            T.ArrayType(
+                T.StructType(
+                    [
+                        *_POSITION_FIELDS,
+                        T.StructField("leader_epoch", T.LongType()),
+                        T.StructField("isr", T.ArrayType(T.IntegerType())),
+                    ]
+                )
+            ),
         ),
     ]
 )
-"""cluster.jsonl's fields the epoch checks read (validated line by line in `layout`)."""
+"""cluster.jsonl's fields the epoch and ISR checks read (validated line by line in `layout`)."""
 
 JSON_OPTIONS = {
     "columnNameOfCorruptRecord": frames.CORRUPT,

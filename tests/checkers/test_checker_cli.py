@@ -64,11 +64,13 @@ def test_clean_run_is_valid_and_rechecks_from_the_parquet_cache(
         "reordered": 0,
         "read_lost": 0,
         "replica_divergent": 0,
+        "failed_disk_in_isr": 0,
         # the cases its guarantees were judged over: two records read, by the final read only
         "reads": 2,
         "live_reads": 0,
         "replica_offsets": 0,
         "epoch_samples": 0,
+        "failed_disk_replicas": 0,
         "aborted_appended": 0,
         "committed_transactions": 0,
         "pipeline_inputs": 0,

@@ -31,6 +31,7 @@ CLEAN = {
     "unread": [],
     "replicas_read": True,
     "replicas_not_read": "",
+    "disks_failed": True,
     # Every guarantee had cases to break on: what is judged here is the verdict over them.
     "acked": 10,
     "failed": 10,
@@ -205,6 +206,7 @@ def test_each_guarantee_names_who_promises_it() -> None:
         "no-lost-reads": "the brokers (Kafka 0.9.0.1)",
         "replicas-agree": "the brokers (Kafka 0.9.0.1)",
         "epochs-advance": "the brokers (Kafka 0.9.0.1)",
+        "failed-disk-leaves-isr": "the brokers (Kafka 0.9.0.1)",
     }
     del run["client"]  # a run directory from before run.json named its client
     order = next(r for r in derive_guarantees(run, {"t": CLEAN}) if r["id"] == "per-partition-order")

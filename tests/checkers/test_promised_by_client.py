@@ -17,6 +17,7 @@ COUNTS = {
     "unread": [],
     "replicas_read": True,
     "replicas_not_read": "",
+    "disks_failed": True,
     "acked": 10,
     **dict.fromkeys(TOPIC_CASES, 10),
 }
