@@ -120,6 +120,11 @@ def read_broker(broker: KafkaBroker, topics: set[str], write: Callable[[dict[str
     for (topic, number), contents in sorted(replicas.items()):
         marks = {what: checkpoints.get(what, {}).get((topic, number)) for what in CHECKPOINTS.values()}
         write(replica_state(broker.broker_id, topic, number, contents, **marks))
+        if contents.unreadable:
+            why = ", ".join(f"{n} {reason}" for reason, n in sorted(contents.why_unreadable.items()))
+            log.warning(
+                "%s %s-%d: %d records not read: %s", broker.name, topic, number, contents.unreadable, why
+            )
         for offset, values in value_runs(contents):
             write(replica_values(broker.broker_id, topic, number, offset, values))
     return len(replicas)
