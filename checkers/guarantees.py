@@ -287,15 +287,20 @@ def _replicas_agree(config: TopicConfig, counts: Mapping[str, Any]) -> dict[str,
     )
 
 
+def _always(
+    config: TopicConfig, counts: Mapping[str, Any], gid: str, reason: str, by: str | None = None
+) -> dict[str, Any]:
+    """The row of a guarantee promised whatever the configuration (by the brokers, unless `by`)."""
+    return _row(config, gid, True, _verdict(True, violations(gid, counts)), reason, by or _brokers(config))
+
+
 def _epochs_advance(config: TopicConfig, counts: Mapping[str, Any]) -> dict[str, Any]:
     regressions = int(counts["epoch_regressions"])
-    return _row(
+    return _always(
         config,
+        counts,
         "epochs-advance",
-        True,
-        _verdict(True, violations("epochs-advance", counts)),
         f"always promised: leaders and controllers are fenced by their epochs; {regressions} went backwards",
-        _brokers(config),
     )
 
 
@@ -312,13 +317,11 @@ def _failed_disk_leaves_isr(config: TopicConfig, counts: Mapping[str, Any]) -> d
             f"(before {offline.id}, {offline.since_text})"
         )
     stayed = int(counts["failed_disk_in_isr"])
-    return _row(
+    return _always(
         config,
+        counts,
         "failed-disk-leaves-isr",
-        True,
-        _verdict(True, violations("failed-disk-leaves-isr", counts)),
         f"{basis}; {stayed} stayed in the ISR 30 s after the fault's heal",
-        _brokers(config),
     )
 
 
@@ -388,11 +391,10 @@ def _order(config: TopicConfig, counts: Mapping[str, Any]) -> dict[str, Any]:
 
 def _no_unexpected(config: TopicConfig, counts: Mapping[str, Any]) -> dict[str, Any]:
     unexpected = int(counts["unexpected"])
-    return _row(
+    return _always(
         config,
+        counts,
         "no-unexpected-values",
-        True,
-        _verdict(True, violations("no-unexpected-values", counts)),
         f"always promised; {unexpected} unexpected",
         f"the brokers and the client together (Kafka {_version_text(config)}, {config.client})",
     )

@@ -96,6 +96,19 @@ def epoch_regressions(epochs: DataFrame) -> DataFrame:
     )
 
 
+FAILED_DISK_COLUMNS = [
+    "topic",
+    "partition",
+    "acks",
+    "broker",
+    "fault",
+    "failed_ops",
+    "start_ns",
+    "stop_ns",
+    "left_ns",
+    "last_in_isr_ns",
+]
+"""The columns of `failed_disk_replicas`."""
 DISK_FAILURES = {"disk-full": "enospc", "fsync-error": "fsync_eio"}
 """The disk faults that fail operations, and the count of their disks' reports that says how many
 (faults.jsonl's `disks`)."""
@@ -185,14 +198,5 @@ def failed_disk_replicas(
         F.coalesce(F.col("at_start"), F.lit(False))
         & (F.col("left_ns").isNotNull() | (F.col("seen_until_ns") >= until))
     ).select(
-        "topic",
-        "partition",
-        acks_of(F.col("topic"), topic_acks).alias("acks"),
-        "broker",
-        "fault",
-        "failed_ops",
-        "start_ns",
-        "stop_ns",
-        "left_ns",
-        "last_in_isr_ns",
+        *[acks_of(F.col("topic"), topic_acks).alias(c) if c == "acks" else c for c in FAILED_DISK_COLUMNS]
     )

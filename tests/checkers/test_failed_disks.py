@@ -14,6 +14,7 @@ from pyspark.sql import SparkSession
 from checkers import check_run
 from checkers.replication import (
     DISK_FAILURE_SCHEMA,
+    FAILED_DISK_COLUMNS,
     LEAVES_ISR_WITHIN_NS,
     DiskFailure,
     disk_failures,
@@ -106,18 +107,7 @@ def test_a_failed_broker_that_left_the_isr_and_one_that_stayed(spark: SparkSessi
     failures = spark.createDataFrame([("fsync-error", 2, 10 * S, 30 * S, 4)], DISK_FAILURE_SCHEMA)
     assert_frame(
         failed_disk_replicas(isr, failures, {"t-all": "all", "t-1": "1"}),
-        [
-            "topic",
-            "partition",
-            "acks",
-            "broker",
-            "fault",
-            "failed_ops",
-            "start_ns",
-            "stop_ns",
-            "left_ns",
-            "last_in_isr_ns",
-        ],
+        FAILED_DISK_COLUMNS,
         [
             ("t-all", 0, "all", 2, "fsync-error", 4, 10 * S, 30 * S, 25 * S, until),
             ("t-1", 0, "1", 2, "fsync-error", 4, 10 * S, 30 * S, None, 9 * S),
