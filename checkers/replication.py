@@ -143,32 +143,16 @@ DISK_FAILURE_SCHEMA = T.StructType(
 
 def disk_failures(windows: Iterable[FaultWindow]) -> Iterator[DiskFailure]:
     """The brokers whose disks failed operations in a healed `disk-full` or `fsync-error`, with how
-    many: what the disk's count grew by from the start's `disks` to the stop's. A fault that could
-    not start or heal, or whose heal the history does not hold, says nothing."""
+    many (`FaultWindow.disk_counts`). A fault that could not start or heal, or whose heal the history
+    does not hold, says nothing."""
     for window in windows:
         count = DISK_FAILURES.get(window.fault)
-        healed = window.healed.get("disks")
-        if (
-            count is None
-            or window.stop_ns is None
-            or "error" in window.detail
-            or not isinstance(healed, dict)
-        ):
+        if count is None or window.stop_ns is None or "error" in window.detail:
             continue
-        started = window.detail.get("disks") or {}
-        for node in window.targets:
+        for node, counts in window.disk_counts().items():
             broker = node.removeprefix("kafka-")
-            if not broker.isdigit() or not isinstance(healed.get(node), dict):
-                continue
-            failed = _count(healed[node], count) - _count(started.get(node), count)
-            if failed > 0:
-                yield DiskFailure(window.fault, int(broker), window.start_ns, window.stop_ns, failed)
-
-
-def _count(disk: object, count: str) -> int:
-    counts = disk.get("counts") if isinstance(disk, dict) else None
-    value = counts.get(count) if isinstance(counts, dict) else None
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+            if broker.isdigit() and counts.get(count):
+                yield DiskFailure(window.fault, int(broker), window.start_ns, window.stop_ns, counts[count])
 
 
 def failed_disk_replicas(

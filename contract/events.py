@@ -340,6 +340,31 @@ class FaultWindow:
     def active_at(self, time_ns: int) -> bool:
         return self.start_ns <= time_ns and (self.stop_ns is None or self.stop_ns > time_ns)
 
+    def disk_counts(self) -> dict[str, dict[str, int]]:
+        """What a disk fault failed or delayed on each target's disk (`enospc`, `fsync_eio`,
+        `slow_fsync`): how far each count of its disk grew from the start's `disks` to the stop's.
+        Empty for other faults, and for one not healed or whose heal reported no disks."""
+        started, healed = self.detail.get("disks"), self.healed.get("disks")
+        if not isinstance(healed, dict):
+            return {}
+        before = started if isinstance(started, dict) else {}
+        grown = {
+            node: {name: n - _count(before.get(node), name) for name, n in _counts(disk).items()}
+            for node, disk in healed.items()
+        }
+        return {node: {k: n for k, n in counts.items() if n > 0} for node, counts in grown.items()}
+
+
+def _counts(disk: object) -> dict[str, int]:
+    counts = disk.get("counts") if isinstance(disk, dict) else None
+    if not isinstance(counts, dict):
+        return {}
+    return {str(k): v for k, v in counts.items() if isinstance(v, int) and not isinstance(v, bool)}
+
+
+def _count(disk: object, name: str) -> int:
+    return _counts(disk).get(name, 0)
+
 
 def fault_windows(events: Iterable[tuple[int, Mapping[str, Any]]], path: str) -> list[FaultWindow]:
     """Pair the (line, event) of faults.jsonl into windows, by `id`; histories written before fault

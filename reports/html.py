@@ -275,8 +275,9 @@ def fault_rows(run: Run) -> list[dict[str, Any]]:
             "stop": "never healed" if w.stop_ns is None else svg.clock(w.stop_ns / NS),
             "seconds": f"{(stop - w.start_ns) / NS:.1f}",
             "detail": ", ".join(
-                [f"{k}={v}" for k, v in sorted(w.detail.items()) if k != "dropped"]
+                [f"{k}={v}" for k, v in sorted(w.detail.items()) if k not in ("dropped", "disks")]
                 + ([f"power lost: {timeline.power_lost(w)}"] if "dropped" in w.detail else [])
+                + ([f"disk: {failed}"] if (failed := timeline.disk_failed(w)) else [])
             ),
         }
 

@@ -46,8 +46,26 @@ def fault_label(w: FaultWindow) -> str:
 
 def fault_tip(w: FaultWindow) -> str:
     stop = "never healed" if w.stop_ns is None else svg.clock(w.stop_ns / NS)
-    lost = power_lost(w)
+    lost = power_lost(w) or disk_failed(w)
     return f"{fault_label(w)}: {svg.clock(w.start_ns / NS)} to {stop}" + (f"; {lost}" if lost else "")
+
+
+DISK_COUNTS = {
+    "enospc": "write refused (ENOSPC)",
+    "fsync_eio": "fsync failed (EIO)",
+    "slow_fsync": "fsync delayed",
+}
+
+
+def disk_failed(w: FaultWindow) -> str:
+    """What a disk fault failed or delayed on each disk (`FaultWindow.disk_counts`): `kafka-2: 1
+    fsync failed (EIO)`; "" for other faults, or when nothing was failed or delayed."""
+    said = [
+        f"{node}: " + ", ".join(f"{n:,} {DISK_COUNTS.get(name, name)}" for name, n in sorted(counts.items()))
+        for node, counts in sorted(w.disk_counts().items())
+        if counts
+    ]
+    return "; ".join(said)
 
 
 def power_lost(w: FaultWindow) -> str:

@@ -21,6 +21,7 @@ from checkers.replication import (
     failed_disk_replicas,
 )
 from contract.events import FaultWindow, fault_windows
+from reports.timeline import disk_failed
 
 S = 1_000_000_000
 
@@ -49,6 +50,15 @@ def test_a_disk_failed_what_its_count_grew_by_between_start_and_stop() -> None:
         DiskFailure("fsync-error", 2, 10 * S, 30 * S, 4),
         DiskFailure("disk-full", 3, 10 * S, 30 * S, 2),
     ]
+
+
+def test_a_disk_fault_says_what_it_failed_in_the_report() -> None:
+    grew = window(
+        "disk-full", disks(**{"kafka-3": {"enospc": 2}}), disks(**{"kafka-3": {"enospc": 5, "fsync_eio": 1}})
+    )
+    assert grew.disk_counts() == {"kafka-3": {"enospc": 3, "fsync_eio": 1}}
+    assert disk_failed(grew) == "kafka-3: 3 write refused (ENOSPC), 1 fsync failed (EIO)"
+    assert disk_failed(window("kill", {"disks": {}}, {})) == ""
 
 
 def test_a_fault_window_holds_what_its_stop_found() -> None:
