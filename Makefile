@@ -1,5 +1,5 @@
 # kafka-chaos: `make demo` and `make test` install everything they need (see scripts/setup.sh).
-.PHONY: setup demo test test-fast clients-test lint images clean releases clients findings-power-loss
+.PHONY: setup demo test test-fast clients-test lint images clean releases clients findings-power-loss findings-disk-failure
 
 VENV := .venv/bin
 DEMO_DURATION ?= 60
@@ -81,3 +81,11 @@ findings-power-loss: setup
 	$(VENV)/kchaos run docs/findings/power-loss-without-elr.yaml --kafka 4.1.1 --seeds $(POWER_LOSS_SEEDS) \
 	  --out $(POWER_LOSS_OUT) --budget 36000; b=$$?; \
 	exit $$(( a > b ? a : b ))
+
+# A failed disk (issue 66): fsync-error, then disk-full, on the lossy disk, on a release of each
+# line from 0.9 to 4.x; the broker must leave the ISR (failed-disk-leaves-isr). One run at a time.
+DISK_FAILURE_RELEASES ?= 0.9.0.1,2.8.2,3.9.2,4.1.1
+DISK_FAILURE_SEEDS ?= 1,2
+findings-disk-failure: setup
+	$(VENV)/kchaos run disk-failure --kafka $(DISK_FAILURE_RELEASES) --seeds $(DISK_FAILURE_SEEDS) \
+	  --out runs/disk-failure --budget 36000
