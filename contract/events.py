@@ -203,6 +203,9 @@ class ReplicaContents(Protocol):
     @property
     def log_end_offset(self) -> int | None: ...
 
+    @property
+    def producer_epochs(self) -> dict[int, set[int]]: ...
+
 
 def replica_state(
     broker: int,
@@ -213,7 +216,8 @@ def replica_state(
     recovery_point: int | None,
 ) -> dict[str, Any]:
     """What one replica held when the run ended: its log's first and end offsets, its checkpointed
-    high watermark and recovery point (None when not checkpointed), and what could not be read."""
+    high watermark and recovery point (None when not checkpointed), what could not be read, and how
+    many producer epochs each producer id's batches carry (where any producer had an id)."""
     return {
         "type": "replica",
         "broker": broker,
@@ -226,6 +230,15 @@ def replica_state(
         "messages": len(contents.offsets),
         "unreadable": contents.unreadable,
         "torn_bytes": contents.torn_bytes,
+        **(
+            {
+                "producer_epochs": {
+                    str(pid): len(epochs) for pid, epochs in sorted(contents.producer_epochs.items())
+                }
+            }
+            if contents.producer_epochs
+            else {}
+        ),
     }
 
 

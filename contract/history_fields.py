@@ -350,6 +350,11 @@ def check_replica_line(event: dict[str, Any], path: Path, line: int) -> None:
     # Each field is checked on either type of line (Spark parses both with one schema).
     for key in REPLICA_COUNTS:
         fields.integer(key)
+    epochs = fields.child("producer_epochs")
+    for producer_id in epochs.obj:
+        if not producer_id.isdigit():
+            raise epochs.fail(producer_id, "a producer id (digits) as the key", producer_id)
+        epochs.integer(producer_id, 1, 2**16, required=True)
     fields.integer("offset", required=kind == "values")
     values = fields.items("values", required=kind == "values")
     if len(values) > MAX_VALUES_PER_LINE or not all(v is None or isinstance(v, str) for v in values):

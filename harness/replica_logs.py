@@ -66,6 +66,9 @@ class SegmentContents:
     magic, or a value that is not UTF-8."""
     why_unreadable: Counter[str] = field(default_factory=Counter)
     """How many of `unreadable` for each reason."""
+    producer_epochs: dict[int, set[int]] = field(default_factory=dict)
+    """The producer epochs of the record batches of each producer id (idempotent and transactional
+    producers only; control batches left out)."""
     torn_bytes: int = 0
     """Bytes at a segment's end that do not make a whole entry (a write cut short by a crash)."""
 
@@ -135,9 +138,17 @@ def _read_batch(batch: memoryview, into: SegmentContents) -> None:
         into.skip(1, "in malformed batches")
         return
     header = _BATCH.unpack_from(batch)
-    base_offset, attributes, count = header[0], header[5], header[12]
+    base_offset, attributes, producer_id, producer_epoch, count = (
+        header[0],
+        header[5],
+        header[9],
+        header[10],
+        header[12],
+    )
     if attributes & _CONTROL:
         return  # a transaction marker: no value
+    if producer_id >= 0:
+        into.producer_epochs.setdefault(producer_id, set()).add(producer_epoch)
     codec = attributes & _CODEC_MASK
     records: bytes | memoryview = batch[_BATCH.size :]
     try:

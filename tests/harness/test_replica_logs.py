@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import gzip
 import struct
+from pathlib import Path
 
 import pytest
 
+from contract.errors import HistoryError
+from contract.events import replica_state
+from contract.history_fields import check_replica_line
 from harness.forensics import value_runs
 from harness.replica_logs import SegmentContents, read_checkpoint, read_segment, segment_order
 
@@ -49,13 +53,27 @@ def record(
     return varint(len(body)) + body
 
 
-def batch(base_offset: int, records: list[bytes], *, attributes: int = 0, compress: bool = False) -> bytes:
-    """A record batch (magic 2) of `records`; the CRC is left 0 (not checked)."""
+def batch(
+    base_offset: int,
+    records: list[bytes],
+    *,
+    attributes: int = 0,
+    compress: bool = False,
+    producer: tuple[int, int] = (7, 0),
+) -> bytes:
+    """A record batch (magic 2) of `records` by `producer` (id, epoch); the CRC is left 0 (not checked)."""
     payload = b"".join(records)
     if compress:
         payload = gzip.compress(payload)
     after_crc = struct.pack(
-        ">hiqqqhii", attributes, len(records) - 1, 1_700_000_000_000, 1_700_000_000_000, 7, 0, 0, len(records)
+        ">hiqqqhii",
+        attributes,
+        len(records) - 1,
+        1_700_000_000_000,
+        1_700_000_000_000,
+        *producer,
+        0,
+        len(records),
     )
     after_length = struct.pack(">ibI", 3, 2, 0) + after_crc + payload
     return struct.pack(">qi", base_offset, len(after_length)) + after_length
@@ -123,6 +141,29 @@ def test_control_batches_are_skipped_and_aborted_records_read() -> None:
     read_segment(segment, contents)
     assert contents.offsets == [0, 1, 3] and contents.values == ["t-0:0", "t-0:1", "t-0:2"]
     assert contents.unreadable == 0 and contents.log_end_offset == 4  # not past the last marker
+
+
+def test_each_producer_ids_epochs_are_counted_from_its_record_batches(tmp_path: Path) -> None:
+    transactional, control = 0x10, 0x30
+    segment = b"".join(
+        [
+            batch(0, [record(0, b"t-0:0")], attributes=transactional, producer=(7, 0)),
+            batch(1, [record(0, b"t-0:1")], attributes=transactional, producer=(7, 0)),
+            batch(2, [record(0, b"m")], attributes=control, producer=(7, 5)),  # a marker: left out
+            batch(3, [record(0, b"t-0:2")], attributes=transactional, producer=(7, 1)),  # bumped (KIP-890)
+            batch(4, [record(0, b"t-1:0")], attributes=transactional, producer=(9, 3)),
+            batch(5, [record(0, b"p-1:0")], producer=(-1, -1)),  # a plain producer has no id
+        ]
+    )
+    contents = SegmentContents()
+    read_segment(segment, contents)
+    assert contents.producer_epochs == {7: {0, 1}, 9: {3}}
+    line = replica_state(1, "t", 0, contents, None, None)
+    assert line["producer_epochs"] == {"7": 2, "9": 1}
+    check_replica_line(line, tmp_path / "replicas.jsonl", 1)
+    with pytest.raises(HistoryError, match=r"producer_epochs.*expected a producer id"):
+        check_replica_line(line | {"producer_epochs": {"x": 1}}, tmp_path / "replicas.jsonl", 1)
+    assert "producer_epochs" not in replica_state(1, "t", 0, SegmentContents(), None, None)
 
 
 def test_a_torn_last_batch() -> None:

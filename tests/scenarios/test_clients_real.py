@@ -196,6 +196,23 @@ def test_a_night_on_mixed_clients_names_each_parts_client_and_holds(tmp_path: Pa
     # Every part did its work.
     steps = _lines(root / "history/transactions.jsonl")
     assert {s["process"] for s in steps if s["type"] == "commit" and s["phase"] == "ok"} == {"tx-0", "pipe-0"}
+
+    # Transaction version 2 bumps the producer epoch as each transaction ends (KIP-890); version 1
+    # keeps it until the producer is initialized again (or, at most, bumps it at an abort): the
+    # replicas' record batches show both.
+    def ended(kind: str, part: str) -> int:
+        return sum(
+            1 for s in steps if s["type"] == kind and s["phase"] == "ok" and s["process"].startswith(part)
+        )
+
+    epochs: dict[str, int] = {}
+    for line in _lines(root / "history/replicas.jsonl"):
+        if line["type"] == "replica" and line["topic"] in protocols:
+            most = max((line.get("producer_epochs") or {}).values(), default=0)
+            epochs[line["topic"]] = max(epochs.get(line["topic"], 0), most)
+    bumps_at_most = ended("init", "pipe-") + ended("abort", "pipe-")
+    assert epochs["chaos-txn-0"] > ended("init", "tx-") + 2, (epochs, ended("init", "tx-"))
+    assert 1 <= epochs["chaos-pipe-out"] <= bumps_at_most, (epochs, bumps_at_most)
     events = _lines(root / CONSUMES)
     for group in ("g-classic", "g-848", "g-848j"):
         mine = [e for e in events if e["group"] == group]
