@@ -79,6 +79,8 @@ def test_clean_run_is_valid_and_rechecks_from_the_parquet_cache(
     }
     verdicts = {(g["topic"], g["id"]): g["verdict"] for g in result["guarantees"] if g["promised"]}
     assert set(verdicts.values()) == {"held", "not-exercised"}
+    # a run whose faults fail no disk is not judged on failed disks at all
+    assert not [g for g in result["guarantees"] if g["id"] == "failed-disk-leaves-isr"]
     assert verdicts[("t-all", "no-lost-acked-writes")] == "held"
     assert verdicts[("t-all", "no-unexpected-values")] == "held"
     # nothing to break them on: no live reader, no failed write, one cluster sample, t-1 not read

@@ -174,9 +174,3 @@ def test_a_check_judges_a_failed_disk_by_the_isr(spark: SparkSession, tmp_path: 
         "t-1": 0,
         "t-0": 0,
     }
-
-
-def test_a_run_without_a_failing_disk_fault_has_no_such_row(spark: SparkSession, tmp_path: Path) -> None:
-    run_dir = disk_run(tmp_path / "run", [1, 2, 3])
-    (run_dir / "history" / "faults.jsonl").write_text("")
-    assert not [g for g in check_run(run_dir)["guarantees"] if g["id"] == "failed-disk-leaves-isr"]
