@@ -90,6 +90,7 @@ class Probe:
         self.targets: list[str] = ["kafka-1"]
         self.params = {"topic": topic, "partition": partition}
         self.detail: dict[str, Any] = {}
+        self.healed: dict[str, Any] = {}
 
     def start(self, context: FaultContext, rng: random.Random) -> None:
         self.detail = {"topic": self.params["topic"] or "t", "partition": self.params["partition"] or 0}
