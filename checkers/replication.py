@@ -178,9 +178,11 @@ def failed_disk_replicas(
         F.max(F.when((F.col("time_ns") <= until) & in_isr, F.col("time_ns"))).alias("last_in_isr_ns"),
         F.max("time_ns").alias("seen_until_ns"),
     )
-    return judged.where(
-        F.coalesce(F.col("at_start"), F.lit(False))
-        & (F.col("left_ns").isNotNull() | (F.col("seen_until_ns") >= until))
-    ).select(
-        *[acks_of(F.col("topic"), topic_acks).alias(c) if c == "acks" else c for c in FAILED_DISK_COLUMNS]
+    return (
+        judged.where(
+            F.coalesce(F.col("at_start"), F.lit(False))
+            & (F.col("left_ns").isNotNull() | (F.col("seen_until_ns") >= until))
+        )
+        .withColumn("acks", acks_of(F.col("topic"), topic_acks))
+        .select(*FAILED_DISK_COLUMNS)
     )

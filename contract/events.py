@@ -218,7 +218,7 @@ def replica_state(
     """What one replica held when the run ended: its log's first and end offsets, its checkpointed
     high watermark and recovery point (None when not checkpointed), what could not be read, and how
     many producer epochs each producer id's batches carry (where any producer had an id)."""
-    return {
+    line = {
         "type": "replica",
         "broker": broker,
         "topic": topic,
@@ -230,16 +230,10 @@ def replica_state(
         "messages": len(contents.offsets),
         "unreadable": contents.unreadable,
         "torn_bytes": contents.torn_bytes,
-        **(
-            {
-                "producer_epochs": {
-                    str(pid): len(epochs) for pid, epochs in sorted(contents.producer_epochs.items())
-                }
-            }
-            if contents.producer_epochs
-            else {}
-        ),
     }
+    if contents.producer_epochs:
+        line["producer_epochs"] = {str(pid): len(e) for pid, e in sorted(contents.producer_epochs.items())}
+    return line
 
 
 def member_event(kind: str, time_ns: int, process: str, group: str, **fields: Any) -> dict[str, Any]:
