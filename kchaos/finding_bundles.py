@@ -18,7 +18,8 @@ finding.yaml (hand-written; every key but `counts`'s `of` and `releases` is chec
     whose: Kafka's (KIP-101)                                       # whose promise it was
     order: 10                                                      # its row among the findings
     counts:                                        # what the result column says (README: the first)
-      - {say: "acks=all lost", count: acks.all.lost, of: acks.all.acked}   # also: releases, scenarios
+      - {say: "acks=all lost", count: acks.all.lost, of: acks.all.acked}   # also: releases, scenarios,
+                                                   # clients (librdkafka, java): only those runs
     client: false            # true: the client library's finding (the release column says so)
     summary: true            # false: not a row of FINDINGS' summary (a matrix column only)
     readme: double failover loses committed writes (KIP-101)      # README's row (absent: none)
@@ -58,11 +59,13 @@ RUNS = "evidence"
 BUNDLE_BYTES = 1024 * 1024
 """A bundle's largest size: the repository keeps every finding's evidence."""
 QUOTE_CHARS = 2000
+CLIENT_NAMES = ("librdkafka", "java")
+"""The clients a count can be limited to, as `kchaos run --client` names them."""
 """A quoted log line's longest text (the rest cut)."""
 _ID = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
 _KEYS = {"title", "section", "whose", "order", "counts", "client", "summary", "readme", "matrix"}
 _MATRIX_KEYS = {"column", "order", "acks", "verdicts", "count"}
-_COUNT_KEYS = {"say", "count", "of", "releases", "scenarios"}
+_COUNT_KEYS = {"say", "count", "of", "releases", "scenarios", "clients"}
 
 
 @dataclass(frozen=True)
@@ -123,15 +126,31 @@ class BundledRun:
         return str(self.run.get("cluster", {}).get("metadata") or "zookeeper")
 
     def counted_by(self, spec: CountSpec) -> bool:
-        """Whether `spec` applies to this run (its release and scenario filters)."""
-        return (spec.releases is None or self.release in spec.releases) and (
-            spec.scenarios is None or self.scenario in spec.scenarios
+        """Whether `spec` applies to this run (its release, scenario and client filters)."""
+        return (
+            (spec.releases is None or self.release in spec.releases)
+            and (spec.scenarios is None or self.scenario in spec.scenarios)
+            and (spec.clients is None or self.client_name in spec.clients)
         )
 
     @property
     def client(self) -> str:
         client = self.run.get("client") or {}
         return f"{client.get('library', 'librdkafka')} {client.get('version', '?')}"
+
+    @property
+    def client_name(self) -> str:
+        """The workload's client as `kchaos run --client` names it: librdkafka or java."""
+        return "java" if (self.run.get("client") or {}).get("library") == "kafka-clients" else "librdkafka"
+
+    @property
+    def client_option(self) -> str | None:
+        """The `kchaos run --client` that makes this run's client again: None for librdkafka (the
+        default), `java` for kafka-clients of the brokers' release, `java:VERSION` for another."""
+        if self.client_name != "java":
+            return None
+        version = str((self.run.get("client") or {}).get("version"))
+        return "java" if version == self.release else f"java:{version}"
 
 
 @dataclass(frozen=True)
@@ -152,7 +171,7 @@ class Bundle:
             if count is None or (spec.of is not None and of is None):
                 where = f"{self.path / FINDING}: counts {spec.say!r}"
                 raise ConfigError(f"{where}: run {run.run_id}'s result.json has no such count")
-            measured.append(Measured(run.release, run.seed, count, of, run.scenario))
+            measured.append(Measured(run.release, run.seed, count, of, run.scenario, run.client))
         return measured
 
 
@@ -194,6 +213,15 @@ def _strings(value: Any, where: str) -> tuple[str, ...]:
     return tuple(value)
 
 
+def _clients(value: Any, where: str) -> tuple[str, ...]:
+    clients = _strings(value, where)
+    unknown = sorted(set(clients) - set(CLIENT_NAMES))
+    if unknown:
+        known = ", ".join(CLIENT_NAMES)
+        raise ConfigError(f"{where}: unknown client(s) {', '.join(unknown)} (known: {known})")
+    return clients
+
+
 def read_finding(path: Path) -> Finding:
     """finding.yaml, every field checked (a ConfigError names the file and the field)."""
     where = str(path)
@@ -207,7 +235,7 @@ def read_finding(path: Path) -> Finding:
         spec = _mapping(item, _COUNT_KEYS, at)
         count_path = _text(spec, "count", at) or ""
         of_path = _text(spec, "of", at, required=False)
-        releases, scenarios = spec.get("releases"), spec.get("scenarios")
+        releases, scenarios, clients = spec.get("releases"), spec.get("scenarios"), spec.get("clients")
         counts.append(
             CountSpec(
                 say=_text(spec, "say", at) or "",
@@ -215,6 +243,7 @@ def read_finding(path: Path) -> Finding:
                 of=parse_path(of_path, f"{at}.of") if of_path is not None else None,
                 releases=_strings(releases, f"{at}.releases") if releases is not None else None,
                 scenarios=_strings(scenarios, f"{at}.scenarios") if scenarios is not None else None,
+                clients=_clients(clients, f"{at}.clients") if clients is not None else None,
             )
         )
     matrix = None

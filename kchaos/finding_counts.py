@@ -98,6 +98,8 @@ class CountSpec:
     """Only these releases' runs (None: every run)."""
     scenarios: tuple[str, ...] | None = None
     """Only the runs of these scenarios (as `BundledRun.scenario` says them; None: every run)."""
+    clients: tuple[str, ...] | None = None
+    """Only the runs of these clients (librdkafka, java; None: every run)."""
 
 
 @dataclass(frozen=True)
@@ -110,6 +112,9 @@ class Measured:
     of: int | None
     scenario: str = ""
     """The run's scenario: one seed's fault schedule is its scenario's (`BundledRun.scenario`)."""
+    client: str = ""
+    """The run's client and its version (`BundledRun.client`): two clients are two runs, not one
+    seed run twice."""
 
 
 def version_key(release: str) -> tuple[int, ...]:

@@ -161,9 +161,11 @@ def matrix_table(bundles: Sequence[Bundle]) -> str:
 def runs_table(bundle: Bundle) -> str:
     """A finding's runs: release, seed, scenario, each count, the promised guarantees that broke."""
     specs = bundle.finding.counts
-    header = ["run", "release", "seed", "scenario", *(s.say for s in specs), "promised and broken"]
+    clients = len({run.client for run in bundle.runs}) > 1
+    header = ["run", "release", *(["client"] if clients else []), "seed", "scenario"]
+    header += [*(s.say for s in specs), "promised and broken"]
     lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
-    for run in sorted(bundle.runs, key=lambda r: (version_key(r.release), r.seed, r.run_id)):
+    for run in sorted(bundle.runs, key=lambda r: (version_key(r.release), r.seed, r.client, r.run_id)):
         counts = []
         for spec in specs:
             if not run.counted_by(spec):
@@ -182,6 +184,7 @@ def runs_table(bundle: Bundle) -> str:
         cells = [
             f"`{run.run_id}`",
             run.release,
+            *([run.client] if clients else []),
             str(run.seed),
             f"`{run.scenario}`",
             *counts,
@@ -198,12 +201,13 @@ def _repeated_seeds(bundle: Bundle) -> str:
     spec = bundle.finding.counts[0]
     measured = bundle.measured(spec)
     several = len({m.scenario for m in measured}) > 1
-    by_seed: dict[tuple[str, int, str], list[Measured]] = {}
+    clients = len({m.client for m in measured}) > 1
+    by_seed: dict[tuple[str, int, str, str], list[Measured]] = {}
     for m in measured:
-        by_seed.setdefault((m.release, m.seed, m.scenario), []).append(m)
+        by_seed.setdefault((m.release, m.seed, m.scenario, m.client), []).append(m)
     lines = []
-    for (release, seed, scenario), ms in sorted(
-        by_seed.items(), key=lambda kv: (version_key(kv[0][0]), kv[0][1], kv[0][2])
+    for (release, seed, scenario, client), ms in sorted(
+        by_seed.items(), key=lambda kv: (version_key(kv[0][0]), kv[0][1], kv[0][2], kv[0][3])
     ):
         if len(ms) < 2:
             continue
@@ -211,24 +215,24 @@ def _repeated_seeds(bundle: Bundle) -> str:
         said = " and ".join([", ".join(counts[:-1]), counts[-1]])
         differ = "" if len({m.count for m in ms}) == 1 else ": one seed, different results"
         of = f" of `{scenario}`" if several else ""
-        lines.append(
-            f"\nSeed {seed}{of} on {release}, run {times_text(len(ms))}: {spec.say} {said}{differ}.\n"
-        )
+        on = f"{release} with {client}" if clients else release
+        lines.append(f"\nSeed {seed}{of} on {on}, run {times_text(len(ms))}: {spec.say} {said}{differ}.\n")
     return "".join(lines)
 
 
 def reproduce_text(bundle: Bundle) -> str:
-    """The commands that run the bundle's runs again: per scenario and release, its seeds."""
-    groups: dict[tuple[str, str], list[int]] = {}
+    """The commands that run the bundle's runs again: per scenario, release and client, its seeds."""
+    groups: dict[tuple[str, str, str], list[int]] = {}
     for run in bundle.runs:
-        groups.setdefault((run.scenario, run.release), []).append(run.seed)
+        client = f" --client {run.client_option}" if run.client_option else ""
+        groups.setdefault((run.scenario, run.release, client), []).append(run.seed)
     lines = []
-    for (scenario, release), seeds in sorted(
-        groups.items(), key=lambda kv: (kv[0][0], version_key(kv[0][1]))
+    for (scenario, release, client), seeds in sorted(
+        groups.items(), key=lambda kv: (kv[0][0], version_key(kv[0][1]), kv[0][2])
     ):
         listed = ",".join(str(s) for s in sorted(set(seeds)))
         flag = f"--seed {listed}" if len(set(seeds)) == 1 else f"--seeds {listed}"
-        lines.append(f"    kchaos run {scenario} --kafka {release} {flag}\n")
+        lines.append(f"    kchaos run {scenario} --kafka {release}{client} {flag}\n")
     return "".join(lines)
 
 

@@ -265,3 +265,43 @@ def test_a_findings_scenario_is_named_by_its_repository_path_whether_run_by_a_re
     (run / "run.json").write_text(json.dumps(data))
     bundle_runs([run], root / "thing", [])
     assert load_bundle(root / "thing").runs[0].scenario == "docs/findings/power-loss-leader.yaml"
+
+
+def _with_java_client(run: Path, version: str) -> Path:
+    data = json.loads((run / "run.json").read_text())
+    data["client"] = {"library": "kafka-clients", "version": version, "java": 'openjdk version "17"'}
+    (run / "run.json").write_text(json.dumps(data))
+    return run
+
+
+def test_runs_of_two_clients_are_told_apart_and_reproduced_with_their_client(tmp_path: Path) -> None:
+    root, findings, readme, run = make_bundle(tmp_path)
+    (root / "thing" / "finding.yaml").write_text(
+        FINDING_YAML.replace(
+            "of: acks.all.acked}",
+            'of: acks.all.acked}\n  - {say: "Java: acks=all lost", count: acks.all.lost, clients: [java]}',
+        )
+    )
+    release = json.loads((run / "run.json").read_text())["kafka"]["version"]
+    same = _with_java_client(make_passing(tmp_path / "runs" / "20261120-020000-leader-kill-bbbb"), release)
+    other = _with_java_client(make_passing(tmp_path / "runs" / "20261120-030000-leader-kill-cccc"), "3.9.1")
+    bundle_runs([run, same, other], root / "thing", [])
+    bundle = load_bundle(root / "thing")
+    write_documents([bundle], findings, readme)
+    counts = (root / "thing" / COUNTS).read_text()
+    assert "| run | release | client | seed |" in counts
+    assert f"| {release} | kafka-clients {release} | 7 |" in counts
+    # the Java count is not the librdkafka run's: its cell is empty there
+    librdkafka_row = next(line for line in counts.splitlines() if run.name in line)
+    assert librdkafka_row.split("|")[7].strip() == ""
+    assert f"kchaos run leader-kill --kafka {release} --seed 7\n" in counts
+    assert f"kchaos run leader-kill --kafka {release} --client java --seed 7\n" in counts
+    assert f"kchaos run leader-kill --kafka {release} --client java:3.9.1 --seed 7\n" in counts
+    assert "run twice" not in findings.read_text()  # one seed of three clients, not one run repeated
+
+
+def test_a_count_limited_to_an_unknown_client_is_an_error_naming_the_field(tmp_path: Path) -> None:
+    path = tmp_path / "finding.yaml"
+    path.write_text(FINDING_YAML.replace("of: acks.all.acked}", "of: acks.all.acked, clients: [jvm]}"))
+    with pytest.raises(ConfigError, match=r"counts\[0\]\.clients: unknown client\(s\) jvm"):
+        read_finding(path)
