@@ -15,6 +15,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import PurePosixPath
 from typing import Any
 
 from contract.errors import ConfigError
@@ -173,10 +174,20 @@ def one_release(spec: CountSpec, runs: Sequence[Measured]) -> str:
         total = sum(m.of or 0 for m in runs)
         over = f" of {number(total)}" if spec.of is not None else ""
         return f"{spec.say} 0{over} ({runs_text(len(runs))}, {seeds})"
-    listed = ", ".join(f"{_one(spec, m)} (seed {m.seed})" for m in hits)
+    listed = ", ".join(f"{_one(spec, m)} ({_which(m, runs)})" for m in hits)
     if len(runs) == 1:
         return f"{spec.say} {_one(spec, hits[0])} (1 run, {seeds})"
     return f"{spec.say} in {len(hits)} of {len(runs)} runs ({seeds}): {listed}"
+
+
+def _which(m: Measured, runs: Sequence[Measured]) -> str:
+    """Which run `m` is: its seed, and its client and scenario where the runs have several."""
+    which = [f"seed {m.seed}"]
+    if len({r.client for r in runs}) > 1:
+        which.append(m.client)
+    if len({r.scenario for r in runs}) > 1:
+        which.append(PurePosixPath(m.scenario).stem)
+    return ", ".join(which)
 
 
 def _one(spec: CountSpec, m: Measured) -> str:

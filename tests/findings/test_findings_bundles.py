@@ -5,6 +5,7 @@ check `make test` makes); then the pieces that check rests on, on handwritten ru
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -297,7 +298,13 @@ def test_runs_of_two_clients_are_told_apart_and_reproduced_with_their_client(tmp
     assert f"kchaos run leader-kill --kafka {release} --seed 7\n" in counts
     assert f"kchaos run leader-kill --kafka {release} --client java --seed 7\n" in counts
     assert f"kchaos run leader-kill --kafka {release} --client java:3.9.1 --seed 7\n" in counts
-    assert "run twice" not in findings.read_text()  # one seed of three clients, not one run repeated
+    text = findings.read_text()
+    assert "run twice" not in text  # one seed of three clients, not one run repeated
+    # a hit among runs of one seed says which client's run it was
+    assert re.search(
+        r"acks=all lost in 1 of 3 runs \(seed 7 \(three times\)\): [\d,]+ of [\d,]+ \(seed 7, librdkafka ",
+        text,
+    )
 
 
 def test_a_count_limited_to_an_unknown_client_is_an_error_naming_the_field(tmp_path: Path) -> None:
