@@ -45,6 +45,7 @@ from contract.checked_run import load_result
 from contract.errors import ConfigError, HarnessError
 from contract.history import RESULT, RUN_JSON, SCENARIO, write_atomic
 from contract.history_readers import load_run_json, read_json_object
+from harness.client_choice import JAVA, JAVA_LIBRARY, LIBRARIES, LIBRDKAFKA, ClientChoice
 from kchaos.finding_counts import CountSpec, Measured, parse_path, pick
 from kchaos.scenario import load_scenario
 from kchaos.yamlfile import read_yaml
@@ -59,8 +60,6 @@ RUNS = "evidence"
 BUNDLE_BYTES = 1024 * 1024
 """A bundle's largest size: the repository keeps every finding's evidence."""
 QUOTE_CHARS = 2000
-CLIENT_NAMES = ("librdkafka", "java")
-"""The clients a count can be limited to, as `kchaos run --client` names them."""
 """A quoted log line's longest text (the rest cut)."""
 _ID = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
 _KEYS = {"title", "section", "whose", "order", "counts", "client", "summary", "readme", "matrix"}
@@ -141,16 +140,16 @@ class BundledRun:
     @property
     def client_name(self) -> str:
         """The workload's client as `kchaos run --client` names it: librdkafka or java."""
-        return "java" if (self.run.get("client") or {}).get("library") == "kafka-clients" else "librdkafka"
+        return JAVA if (self.run.get("client") or {}).get("library") == JAVA_LIBRARY else LIBRDKAFKA
 
     @property
     def client_option(self) -> str | None:
         """The `kchaos run --client` that makes this run's client again: None for librdkafka (the
         default), `java` for kafka-clients of the brokers' release, `java:VERSION` for another."""
-        if self.client_name != "java":
+        if self.client_name != JAVA:
             return None
         version = str((self.run.get("client") or {}).get("version"))
-        return "java" if version == self.release else f"java:{version}"
+        return ClientChoice(JAVA, None if version == self.release else version).text
 
 
 @dataclass(frozen=True)
@@ -215,9 +214,9 @@ def _strings(value: Any, where: str) -> tuple[str, ...]:
 
 def _clients(value: Any, where: str) -> tuple[str, ...]:
     clients = _strings(value, where)
-    unknown = sorted(set(clients) - set(CLIENT_NAMES))
+    unknown = sorted(set(clients) - set(LIBRARIES))
     if unknown:
-        known = ", ".join(CLIENT_NAMES)
+        known = ", ".join(LIBRARIES)
         raise ConfigError(f"{where}: unknown client(s) {', '.join(unknown)} (known: {known})")
     return clients
 
