@@ -85,7 +85,7 @@ findings-power-loss: setup
 # A failed disk (issue 66): fsync-error, then disk-full, on the lossy disk, on a release of each
 # line from 0.9 to 4.x; the broker must leave the ISR (failed-disk-leaves-isr). One run at a time.
 DISK_FAILURE_RELEASES ?= 0.9.0.1,2.8.2,3.9.2,4.1.1
-DISK_FAILURE_SEEDS ?= 1,2
+DISK_FAILURE_SEEDS ?= 1,2,3,4,5
 findings-disk-failure: setup
 	$(VENV)/kchaos run disk-failure --kafka $(DISK_FAILURE_RELEASES) --seeds $(DISK_FAILURE_SEEDS) \
 	  --out runs/disk-failure --budget 36000
