@@ -159,6 +159,12 @@ def runs_text(n: int) -> str:
     return "1 run" if n == 1 else f"{n} runs"
 
 
+def several(values: Iterable[str]) -> bool:
+    """Whether runs differ in what `values` names (their client, their scenario): only then do the
+    texts name it for each run."""
+    return len(set(values)) > 1
+
+
 def by_release(measured: Sequence[Measured]) -> list[tuple[str, list[Measured]]]:
     """The runs grouped by release, oldest release first, each release's runs by seed."""
     releases = sorted({m.release for m in measured}, key=version_key)
@@ -183,9 +189,9 @@ def one_release(spec: CountSpec, runs: Sequence[Measured]) -> str:
 def _which(m: Measured, runs: Sequence[Measured]) -> str:
     """Which run `m` is: its seed, and its client and scenario where the runs have several."""
     which = [f"seed {m.seed}"]
-    if len({r.client for r in runs}) > 1:
+    if several(r.client for r in runs):
         which.append(m.client)
-    if len({r.scenario for r in runs}) > 1:
+    if several(r.scenario for r in runs):
         which.append(PurePosixPath(m.scenario).stem)
     return ", ".join(which)
 

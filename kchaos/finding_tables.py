@@ -29,6 +29,7 @@ from kchaos.finding_counts import (
     runs_text,
     seeds_text,
     sentence,
+    several,
     times_text,
     version_key,
 )
@@ -162,7 +163,7 @@ def matrix_table(bundles: Sequence[Bundle]) -> str:
 def runs_table(bundle: Bundle) -> str:
     """A finding's runs: release, seed, scenario, each count, the promised guarantees that broke."""
     specs = bundle.finding.counts
-    clients = len({run.client for run in bundle.runs}) > 1
+    clients = several(run.client for run in bundle.runs)
     header = ["run", "release", *(["client"] if clients else []), "seed", "scenario"]
     header += [*(s.say for s in specs), "promised and broken"]
     lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
@@ -201,8 +202,8 @@ def _repeated_seeds(bundle: Bundle) -> str:
     of two scenarios is two schedules.)"""
     spec = bundle.finding.counts[0]
     measured = bundle.measured(spec)
-    several = len({m.scenario for m in measured}) > 1
-    clients = len({m.client for m in measured}) > 1
+    scenarios = several(m.scenario for m in measured)
+    clients = several(m.client for m in measured)
     by_seed: dict[tuple[str, int, str, str], list[Measured]] = {}
     for m in measured:
         by_seed.setdefault((m.release, m.seed, m.scenario, m.client), []).append(m)
@@ -215,7 +216,7 @@ def _repeated_seeds(bundle: Bundle) -> str:
         counts = [number(m.count) for m in ms]
         said = " and ".join([", ".join(counts[:-1]), counts[-1]])
         differ = "" if len({m.count for m in ms}) == 1 else ": one seed, different results"
-        of = f" of `{scenario}`" if several else ""
+        of = f" of `{scenario}`" if scenarios else ""
         on = f"{release} with {client}" if clients else release
         lines.append(f"\nSeed {seed}{of} on {on}, run {times_text(len(ms))}: {spec.say} {said}{differ}.\n")
     return "".join(lines)
