@@ -13,7 +13,7 @@ import base64
 import re
 import socket
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -145,11 +145,18 @@ class ClusterSpec:
 
 class KafkaCluster:
     def __init__(
-        self, spec: ClusterSpec | None = None, *, run_id: str | None = None, start_timeout_s: float = 120.0
+        self,
+        spec: ClusterSpec | None = None,
+        *,
+        run_id: str | None = None,
+        start_timeout_s: float = 120.0,
+        on_failed_start: Callable[[KafkaCluster], None] | None = None,
     ) -> None:
         self.spec = spec or ClusterSpec()
         self.run_id = docker_env.check_run_id(run_id) if run_id is not None else new_run_id("cluster")
         self.start_timeout_s = start_timeout_s
+        self.on_failed_start = on_failed_start
+        """Called when `start` fails, before the containers are removed: to keep their logs."""
         self.image: KafkaImage | None = None
         self.zookeepers: list[ZooKeeperNode] = []
         self.controllers: list[KRaftController] = []
@@ -269,6 +276,8 @@ class KafkaCluster:
                 node.start()
             self.wait_for_brokers(timeout_s=self.start_timeout_s)
         except BaseException as exc:
+            if self.on_failed_start is not None:
+                self.on_failed_start(self)
             self._close_after(exc)
             raise
 

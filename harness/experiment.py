@@ -110,7 +110,9 @@ def run_experiment(
     topics = [t["name"] for t in spec.workload.topics()]
     with (
         _harness_log(rundir),
-        KafkaCluster(spec.cluster, run_id=run_id) as cluster,
+        KafkaCluster(
+            spec.cluster, run_id=run_id, on_failed_start=lambda failed: _keep_node_logs(failed, rundir)
+        ) as cluster,
         _forensics_kept(cluster, rundir, topics) as forensics,
     ):
         # Closed however the block ends (a second Ctrl-C in stop() too): the history files with it.
@@ -270,13 +272,19 @@ def _forensics_kept(cluster: KafkaCluster, rundir: RunDir, topics: list[str]) ->
                     rundir.write_run_json({**load_run_json(rundir.root), "replicas": summary})
             except (HarnessError, OSError) as exc:
                 log.warning("could not keep the replicas' contents: %s", exc)
-        for controller in cluster.controllers:  # KRaft's elections are in their controller.log
-            try:
-                forensics.keep_broker_logs(controller, rundir)
-            except (HarnessError, OSError, tarfile.TarError) as exc:
-                log.warning("could not keep %s's log files: %s", controller.name, exc)
-        for node in cluster.nodes:
-            try:
-                write_atomic(rundir.root, f"{NODE_LOGS}/{node.name}.log", node.logs(tail="all"))
-            except (HarnessError, OSError) as exc:  # the run's verdict does not depend on them
-                log.warning("could not keep %s's log: %s", node.name, exc)
+        _keep_node_logs(cluster, rundir)
+
+
+def _keep_node_logs(cluster: KafkaCluster, rundir: RunDir) -> None:
+    """Keep each node's log in the run directory before its container goes: the run's end, or a
+    start that failed (a node that exited during startup says why only there)."""
+    for controller in cluster.controllers:  # KRaft's elections are in their controller.log
+        try:
+            forensics.keep_broker_logs(controller, rundir)
+        except (HarnessError, OSError, tarfile.TarError) as exc:
+            log.warning("could not keep %s's log files: %s", controller.name, exc)
+    for node in cluster.nodes:
+        try:
+            write_atomic(rundir.root, f"{NODE_LOGS}/{node.name}.log", node.logs(tail="all"))
+        except (HarnessError, OSError) as exc:  # the run's verdict does not depend on them
+            log.warning("could not keep %s's log: %s", node.name, exc)

@@ -365,15 +365,18 @@ def test_value_rejected_by_kafka_names_key_from_broker_log(
     kafka_image: KafkaImage, run_id: str, key: str
 ) -> None:
     started = time.monotonic()
+    kept: dict[str, str] = {}  # what a run keeps of a failed start (harness/experiment.py)
     cluster = KafkaCluster(
         ClusterSpec(image=kafka_image.tag, brokers=1, broker_config={key: "abc"}),
         run_id=run_id,
         start_timeout_s=60,
+        on_failed_start=lambda failed: kept.update({n.name: n.logs(tail="all") for n in failed.nodes}),
     )
     with pytest.raises(ConfigError) as info:
         cluster.start()
     message = str(info.value)
     assert f"broker config {key!r}: Kafka rejected value 'abc'" in message
+    assert key in kept["kafka-1"], f"the hook ran after the broker's container was gone: {kept}"
     assert "number" in message.lower()  # Kafka's own reason, e.g. "Not a number of type INT"
     assert time.monotonic() - started < 50, "the exited broker should fail the start fast, not time out"
     assert_nothing_left(run_id)
