@@ -69,18 +69,23 @@ clean:
 	-$(VENV)/kchaos cleanup
 
 # Power loss on the lossy disk (issue 66): every replica (without and with an fsync per message),
-# one leader, one follower, a KRaft majority of three controllers, on 3.9.2 and 4.1.1; ELR off on
-# 4.1.1 (the built-in power-loss runs 4.1.1 with ELR on, its default for a new cluster). Several
-# seeds each, one run at a time. The exit code is the worst run's.
-POWER_LOSS_RELEASES ?= 3.9.2,4.1.1
-POWER_LOSS_SEEDS ?= 1,2,3
+# one leader, one follower, a KRaft majority of three controllers, on 3.9.2 (ZooKeeper) and 4.1.1
+# (KRaft); ELR off on 4.1.1 (the built-in power-loss runs 4.1.1 with ELR on, its default for a new
+# cluster). On KRaft the -at-32s copies: at 12 s a power loss on a fast machine comes within 30 s
+# of the nodes' format and meets the format bug (docs/FINDINGS.md), which `power-loss` and
+# power-loss-without-elr.yaml, kept at 12 s like their bundled runs, can meet too. Several seeds
+# each, one run at a time. The exit code is the worst run's.
+POWER_LOSS_SEEDS ?= 1,2,3,4,5
 POWER_LOSS_OUT ?= runs/power-loss
+FINDINGS_DIR := docs/findings
 findings-power-loss: setup
-	$(VENV)/kchaos run power-loss,docs/findings/power-loss-fsync.yaml,docs/findings/power-loss-leader.yaml,docs/findings/power-loss-follower.yaml,docs/findings/power-loss-kraft-majority.yaml \
-	  --kafka $(POWER_LOSS_RELEASES) --seeds $(POWER_LOSS_SEEDS) --out $(POWER_LOSS_OUT) --budget 36000; a=$$?; \
-	$(VENV)/kchaos run docs/findings/power-loss-without-elr.yaml --kafka 4.1.1 --seeds $(POWER_LOSS_SEEDS) \
-	  --out $(POWER_LOSS_OUT) --budget 36000; b=$$?; \
-	exit $$(( a > b ? a : b ))
+	$(VENV)/kchaos run power-loss,$(FINDINGS_DIR)/power-loss-fsync.yaml,$(FINDINGS_DIR)/power-loss-leader.yaml,$(FINDINGS_DIR)/power-loss-follower.yaml \
+	  --kafka 3.9.2 --seeds $(POWER_LOSS_SEEDS) --out $(POWER_LOSS_OUT) --budget 36000; a=$$?; \
+	$(VENV)/kchaos run power-loss,$(FINDINGS_DIR)/power-loss-without-elr.yaml,$(FINDINGS_DIR)/power-loss-fsync-at-32s.yaml,$(FINDINGS_DIR)/power-loss-leader-at-32s.yaml,$(FINDINGS_DIR)/power-loss-follower-at-32s.yaml,$(FINDINGS_DIR)/power-loss-kraft-majority-at-32s.yaml \
+	  --kafka 4.1.1 --seeds $(POWER_LOSS_SEEDS) --out $(POWER_LOSS_OUT) --budget 36000; b=$$?; \
+	$(VENV)/kchaos run $(FINDINGS_DIR)/power-loss-kraft-majority-at-32s.yaml --kafka 3.9.2 --seeds $(POWER_LOSS_SEEDS) \
+	  --out $(POWER_LOSS_OUT) --budget 36000; c=$$?; \
+	exit $$(( a > b ? (a > c ? a : c) : (b > c ? b : c) ))
 
 # A failed disk (issue 66): fsync-error, then disk-full, on the lossy disk, on a release of each
 # line from 0.9 to 4.x; the broker must leave the ISR (failed-disk-leaves-isr). One run at a time.
