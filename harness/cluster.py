@@ -277,7 +277,10 @@ class KafkaCluster:
             self.wait_for_brokers(timeout_s=self.start_timeout_s)
         except BaseException as exc:
             if self.on_failed_start is not None:
-                self.on_failed_start(self)
+                try:
+                    self.on_failed_start(self)
+                except Exception as hook_error:  # the start's own error is the one to raise
+                    exc.add_note(f"on_failed_start failed too: {hook_error!r}")
             self._close_after(exc)
             raise
 
