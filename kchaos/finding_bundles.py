@@ -133,14 +133,19 @@ class BundledRun:
         )
 
     @property
+    def _client_record(self) -> dict[str, Any]:
+        """run.json's `client` (absent in runs made before it: librdkafka)."""
+        return self.run.get("client") or {}
+
+    @property
     def client(self) -> str:
-        client = self.run.get("client") or {}
+        client = self._client_record
         return f"{client.get('library', 'librdkafka')} {client.get('version', '?')}"
 
     @property
     def client_name(self) -> str:
         """The workload's client as `kchaos run --client` names it: librdkafka or java."""
-        return JAVA if (self.run.get("client") or {}).get("library") == JAVA_LIBRARY else LIBRDKAFKA
+        return JAVA if self._client_record.get("library") == JAVA_LIBRARY else LIBRDKAFKA
 
     @property
     def client_option(self) -> str | None:
@@ -148,7 +153,7 @@ class BundledRun:
         default), `java` for kafka-clients of the brokers' release, `java:VERSION` for another."""
         if self.client_name != JAVA:
             return None
-        version = str((self.run.get("client") or {}).get("version"))
+        version = str(self._client_record.get("version"))
         return ClientChoice(JAVA, None if version == self.release else version).text
 
 
