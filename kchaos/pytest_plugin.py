@@ -8,6 +8,10 @@ Fixtures:
   scenario name, a YAML path or a `Scenario` end to end and returns the checked outcome
   (`.result`, `.expectations`, `.exit_code`, `.report`).
 
+While any of them is in use, SIGTERM (what CI runners and `timeout` send) ends the session the way
+Ctrl-C does: pytest tears the fixtures down, so the workload's final read is recorded and the
+cluster's containers and network are removed.
+
 pytest loads this module into every test session of the environment it is installed in, so it
 imports nothing of kafka-chaos until a test asks for one of its fixtures (the harness, Spark and
 the reports cost seconds): each fixture imports what it needs then (`importlib.import_module`, a
@@ -35,8 +39,9 @@ ChaosRun = Callable[..., "RunOutcome"]
 @pytest.fixture
 def kchaos_cluster() -> Iterator[KafkaCluster]:
     cluster = importlib.import_module("harness.cluster")
+    signals = importlib.import_module("kchaos.signals")
     spec = cluster.ClusterSpec(brokers=3, broker_config={"min.insync.replicas": 2})
-    with cluster.KafkaCluster(spec) as started:
+    with signals.terminate_as_interrupt(), cluster.KafkaCluster(spec) as started:
         yield started
 
 
@@ -61,6 +66,7 @@ def kchaos_workload(kchaos_cluster: KafkaCluster, tmp_path: Path) -> Iterator[Wo
 def chaos_run(tmp_path: Path) -> ChaosRun:
     runner = importlib.import_module("kchaos.runner")
     scenarios = importlib.import_module("kchaos.scenario")
+    signals = importlib.import_module("kchaos.signals")
 
     def run(
         scenario: str | Scenario,
@@ -70,9 +76,10 @@ def chaos_run(tmp_path: Path) -> ChaosRun:
         report: bool = True,
     ) -> RunOutcome:
         loaded = scenarios.load_scenario(scenario) if isinstance(scenario, str) else scenario
-        outcome: RunOutcome = runner.run_scenario(
-            loaded, tmp_path / "runs", duration_s=duration_s, seed=seed, report=report
-        )
+        with signals.terminate_as_interrupt():
+            outcome: RunOutcome = runner.run_scenario(
+                loaded, tmp_path / "runs", duration_s=duration_s, seed=seed, report=report
+            )
         return outcome
 
     return run

@@ -12,6 +12,7 @@ from contract.errors import HarnessError
 from harness.cluster import ClusterSpec, KafkaCluster
 from harness.forensics import broker_log_files
 from harness.images import KAFKA_ENV, KafkaImage
+from kchaos.signals import terminate_as_interrupt
 
 SUITE_KAFKA = "0.9.0.1"
 """The release the suite's scenario, fault and group tests run on when they name none: their
@@ -21,6 +22,14 @@ os.environ.setdefault(KAFKA_ENV, SUITE_KAFKA)  # before any test resolves the de
 
 BROKER_LOG_TAIL = 40
 """Lines of each broker's controller.log and state-change.log shown with a failed cluster test."""
+
+
+@pytest.fixture(scope="session", autouse=True)
+def sigterm_unwinds() -> Iterator[None]:
+    """SIGTERM (a CI timeout, `kill`) ends the suite as Ctrl-C does: fixtures and `with` blocks
+    remove their clusters instead of leaving them running."""
+    with terminate_as_interrupt():
+        yield
 
 
 @pytest.fixture(scope="session")
