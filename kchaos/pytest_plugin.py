@@ -8,9 +8,10 @@ Fixtures:
   scenario name, a YAML path or a `Scenario` end to end and returns the checked outcome
   (`.result`, `.expectations`, `.exit_code`, `.report`).
 
-While any of them is in use, SIGTERM (what CI runners and `timeout` send) ends the session the way
+While any of them is in use, SIGTERM to pytest (a CI runner's cancel) ends the session the way
 Ctrl-C does: pytest tears the fixtures down, so the workload's final read is recorded and the
-cluster's containers and network are removed.
+cluster's containers and network are removed. A run `chaos_run` was in checks and reports what
+it recorded (as `kchaos run` does on Ctrl-C), then the session ends.
 
 pytest loads this module into every test session of the environment it is installed in, so it
 imports nothing of kafka-chaos until a test asks for one of its fixtures (the harness, Spark and
@@ -53,13 +54,22 @@ def kchaos_workload(kchaos_cluster: KafkaCluster, tmp_path: Path) -> Iterator[Wo
     spec = workload_module.WorkloadSpec()
     workload = workload_module.Workload(kchaos_cluster, spec, rundir, history.RunClock())
     workload.create_topics()
-    workload.start()
+    started = False
     try:
+        workload.start()  # in the `try`: an interrupted start still stops what it started
+        started = True
         yield workload
     finally:
-        workload.stop()
-        workload.final_read(timeout_s=60)
-        workload.close()
+        # Each step even when the one before failed (a client a signal to the whole process group
+        # killed): the final read and the closed history files are what the test leaves behind.
+        try:
+            workload.stop()
+        finally:
+            try:
+                if started:
+                    workload.final_read(timeout_s=60)
+            finally:
+                workload.close()
 
 
 @pytest.fixture
@@ -80,6 +90,8 @@ def chaos_run(tmp_path: Path) -> ChaosRun:
             outcome: RunOutcome = runner.run_scenario(
                 loaded, tmp_path / "runs", duration_s=duration_s, seed=seed, report=report
             )
+        if outcome.interrupted:  # checked and reported; now end the session as the interrupt asked
+            raise KeyboardInterrupt(f"run {outcome.rundir.root.name} interrupted")
         return outcome
 
     return run
