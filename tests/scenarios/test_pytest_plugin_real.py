@@ -23,14 +23,14 @@ CHILD_TESTS = {
 import pathlib, time
 
 def test_holds_a_workload(kchaos_workload):
-    pathlib.Path("in-the-test").touch()
+    pathlib.Path("in-the-test").write_text(kchaos_workload.cluster.run_id)
     time.sleep(600)  # until the parent's SIGTERM
 """,
     "chaos_run": """
 import pathlib
 
 def test_runs_a_scenario(chaos_run):
-    pathlib.Path("in-the-test").touch()
+    pathlib.Path("in-the-test").touch()  # the run's id is its directory's name
     chaos_run("baseline", duration_s=600, report=False)  # until the parent's SIGTERM
 """,
 }
@@ -42,7 +42,6 @@ def test_sigterm_ends_the_session_with_the_history_complete_and_nothing_left(
 ) -> None:
     (tmp_path / "test_child.py").write_text(CHILD_TESTS[fixture])
     base = tmp_path / "child-tmp"  # the child's tmp_path, so its run directory, is under it
-    before = {run.run_id for run in docker_env.labelled_runs()}
     child = [
         sys.executable,
         "-m",
@@ -84,7 +83,12 @@ def test_sigterm_ends_the_session_with_the_history_complete_and_nothing_left(
                 process.wait(timeout=120)
             except subprocess.TimeoutExpired:
                 process.kill()
-        left = [run for run in docker_env.labelled_runs() if run.run_id not in before]
+        # The child's runs only: another run on this machine is none of this test's business.
+        marker = tmp_path / "in-the-test"
+        run_ids = {path.parents[1].name for path in base.glob(f"**/{WRITES}")}
+        if marker.exists() and marker.read_text():
+            run_ids.add(marker.read_text())  # kchaos_cluster's, which names no run directory
+        left = [run for run_id in sorted(run_ids) for run in docker_env.labelled_runs(run_id)]
         for run in left:
             docker_env.remove_run(run)
     assert process.returncode == pytest.ExitCode.INTERRUPTED, output[-3000:]
