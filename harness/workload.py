@@ -375,7 +375,7 @@ class ModeCounts:
     latencies_ns: list[int]
 
 
-def _every_step(steps: Iterable[Callable[[], object]]) -> None:
+def every_step(steps: Iterable[Callable[[], object]]) -> None:
     """Call every step even when one raises, an interrupt (a second Ctrl-C) included; then re-raise
     the first exception. For shutting down, where a skipped step leaves a file or thread open."""
     first: BaseException | None = None
@@ -606,7 +606,7 @@ class Workload:
         def stop_processes() -> None:
             self.killed = stop_all(self.processes, self.spec.stop_bound_s)
 
-        _every_step([stop_processes] + [consumer.stop for consumer in self.consumers] + [self._record_stop])
+        every_step([stop_processes] + [consumer.stop for consumer in self.consumers] + [self._record_stop])
         for consumer in self.consumers:
             if consumer.error is not None:
                 raise HarnessError(f"{consumer.process} failed: {consumer.error!r}") from consumer.error
@@ -639,7 +639,7 @@ class Workload:
         """Kill what still runs and close the history files: each step taken even when one is
         interrupted or fails (first exception re-raised after). Safe to call again."""
         writers = [*self._sinks.values(), *([self._reads] if self._reads is not None else [])]
-        _every_step([process.close for process in self.processes] + [writer.close for writer in writers])
+        every_step([process.close for process in self.processes] + [writer.close for writer in writers])
 
     def counts(self) -> dict[str, ModeCounts]:
         """Live counters per acks mode, and `txn` for the transactional producers (for progress
