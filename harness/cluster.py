@@ -498,22 +498,25 @@ class KafkaCluster:
             raise startup_failure(exited.name, exited.logs(200))
 
     def wait_for_zookeepers(self, timeout_s: float = 60.0) -> None:
-        """Wait until every ZooKeeper node accepts connections; a node that exits ends the wait at once."""
+        """Wait until every ZooKeeper node serves requests; a node that exits ends the wait at once.
+
+        Accepting connections is not enough: ZooKeeper 3.8 (Kafka 3.x) accepts them before it serves,
+        and left a session request sent then unanswered until the client gave up (4 of 40 starts).
+        """
 
         def probe() -> tuple[bool, str]:
             waiting = []
             for zk in self.zookeepers:
                 if zk.status() in ("exited", "dead"):
                     raise startup_failure(zk.name, zk.logs(200))
-                try:
-                    socket.create_connection((zk.ip, ZK_CLIENT_PORT), timeout=1.0).close()
-                except OSError as exc:
-                    waiting.append(f"{zk.name}: {exc.strerror or exc}")
-            return not waiting, "; ".join(waiting) or "all accept connections"
+                state = zookeeper_serving(zk.ip)
+                if state is not None:
+                    waiting.append(f"{zk.name}: {state}")
+            return not waiting, "; ".join(waiting) or "all serve requests"
 
         wait_until(
             probe,
-            what="ZooKeeper to accept connections",
+            what="ZooKeeper to serve requests",
             timeout_s=timeout_s,
             diagnostics=self.describe_nodes,
         )
@@ -625,3 +628,21 @@ def _voters_of(container: Any) -> tuple[int, ...]:
     env = dict(item.split("=", 1) for item in container.attrs["Config"].get("Env") or [] if "=" in item)
     found = re.search(r"^controller\.quorum\.voters=(.*)$", env.get("KCHAOS_CONFIG", ""), re.MULTILINE)
     return tuple(int(v.split("@")[0]) for v in found.group(1).split(",")) if found else ()
+
+
+def zookeeper_serving(ip: str, port: int = ZK_CLIENT_PORT) -> str | None:
+    """None when the ZooKeeper at `ip`:`port` serves requests (its `srvr` answer has a Mode: standalone,
+    leader or follower), else what it said instead. `srvr` is the one four-letter command every
+    release answers (3.5 and later allow only it by default)."""
+    try:
+        with socket.create_connection((ip, port), timeout=2.0) as conn:
+            conn.sendall(b"srvr")
+            answer = b""
+            while chunk := conn.recv(4096):
+                answer += chunk
+    except OSError as exc:
+        return str(exc.strerror or exc)
+    text = answer.decode(errors="replace")
+    if re.search(r"^Mode: \w+", text, re.MULTILINE):
+        return None
+    return text.strip().splitlines()[0] if text.strip() else "no answer to srvr"

@@ -22,6 +22,9 @@ from harness.retrying import bounded, kinds
 
 logging.getLogger("kazoo").setLevel(logging.CRITICAL)  # it logs every reconnect attempt as a warning
 
+SESSION_TIMEOUT_S = 10.0
+"""The reader's ZooKeeper session timeout, asked for when it connects."""
+
 
 class ZkStateReader:
     """Reads cluster state through one kazoo session. Use as a context manager.
@@ -32,7 +35,12 @@ class ZkStateReader:
     """
 
     def __init__(self, zk_connect: str, timeout_s: float = 10.0, request_timeout_s: float = 10.0) -> None:
-        self._zk = KazooClient(hosts=zk_connect, timeout=timeout_s, connection_retry={"max_tries": -1})
+        # kazoo waits up to the session timeout for each connection attempt's answer, so it is kept
+        # short and apart from `timeout_s`, the wait for a session: an attempt ZooKeeper leaves
+        # unanswered costs 10 s, then kazoo tries again (kazoo issue 517).
+        self._zk = KazooClient(
+            hosts=zk_connect, timeout=SESSION_TIMEOUT_S, connection_retry={"max_tries": -1}
+        )
         self._timeout_s = timeout_s
         self._request_timeout_s = request_timeout_s
         self.zk_connect = zk_connect
