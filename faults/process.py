@@ -1,7 +1,8 @@
 """Process faults: crash (`kill`), clean shutdown (`stop`), freeze (`pause`), `rolling-restart`.
 
-Heal brings every target back and waits until each broker has registered in ZooKeeper again, so a
-healed fault means a running cluster; whether the ISR is full again is for the caller to wait on.
+Heal brings every target back and waits until each serves again (a ZooKeeper node, a controller) or
+has registered again (a broker), so a healed fault means a running cluster; whether the ISR is full
+again is for the caller to wait on.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from faults.base import FaultContext, coerce_bool, coerce_float, register
 from faults.targets import Targeted
 from harness.cluster import KafkaCluster
 from harness.retrying import bounded
-from harness.services import KafkaBroker, Node
+from harness.services import KafkaBroker, KRaftController, Node, ZooKeeperNode
 from harness.waiting import wait_until
 
 REJOIN_TIMEOUT_S = 90.0
@@ -22,13 +23,20 @@ STOPPED = ("exited", "created", "dead")
 
 
 def restart(cluster: KafkaCluster, nodes: list[Node], timeout_s: float = REJOIN_TIMEOUT_S) -> list[str]:
-    """Start every node that is not running (resume paused ones) and wait for the brokers among them
-    to re-register; all again (3 attempts, none begun after `timeout_s`) when one fails, e.g. a
-    broker that exits at startup. Returns what was done, one line per node."""
+    """Start every node that is not running (resume paused ones) and wait until each is back: a
+    ZooKeeper node serves, a dedicated controller answers on its port, a broker is registered; all
+    again (3 attempts, none begun after `timeout_s`) when one fails, e.g. a node that exits at
+    startup. Returns what was done, one line per node."""
     done: dict[str, str] = {}
 
     def attempt() -> None:
         _bring_back(cluster, nodes, timeout_s, done)
+        zookeepers = [n for n in nodes if isinstance(n, ZooKeeperNode)]
+        if zookeepers:
+            cluster.wait_for_zookeepers(timeout_s=timeout_s, zookeepers=zookeepers)
+        controllers = [n for n in nodes if isinstance(n, KRaftController)]
+        if controllers:
+            cluster.wait_for_controllers(controllers, timeout_s=timeout_s)
         broker_ids = [n.broker_id for n in nodes if isinstance(n, KafkaBroker)]
         if broker_ids:
             cluster.wait_for_brokers(timeout_s=timeout_s, broker_ids=broker_ids)

@@ -497,16 +497,20 @@ class KafkaCluster:
         if exited is not None:
             raise startup_failure(exited.name, exited.logs(200))
 
-    def wait_for_zookeepers(self, timeout_s: float = 60.0) -> None:
-        """Wait until every ZooKeeper node serves requests; a node that exits ends the wait at once.
+    def wait_for_zookeepers(
+        self, timeout_s: float = 60.0, zookeepers: list[ZooKeeperNode] | None = None
+    ) -> None:
+        """Wait until the given ZooKeeper nodes (default: all) serve requests; a node that exits ends
+        the wait at once.
 
         Accepting connections is not enough: ZooKeeper 3.8 (Kafka 3.x) accepts them before it serves,
         and left a session request sent then unanswered until the client gave up (4 of 40 starts).
         """
+        waited = self.zookeepers if zookeepers is None else zookeepers
 
         def probe() -> tuple[bool, str]:
             waiting = []
-            for zk in self.zookeepers:
+            for zk in waited:
                 if zk.status() in ("exited", "dead"):
                     raise startup_failure(zk.name, zk.logs(200))
                 state = zookeeper_serving(zk.ip)
@@ -517,6 +521,31 @@ class KafkaCluster:
         wait_until(
             probe,
             what="ZooKeeper to serve requests",
+            timeout_s=timeout_s,
+            diagnostics=self.describe_nodes,
+        )
+
+    def wait_for_controllers(self, controllers: list[KRaftController], timeout_s: float = 60.0) -> None:
+        """Wait until the given dedicated KRaft controllers answer DescribeQuorum on their controller
+        port (the leader describes the quorum, the others say they do not lead); one that exits ends
+        the wait at once, with what its log says."""
+        metadata = self.metadata
+        if not isinstance(metadata, KRaftStateReader):
+            raise ClusterError("controllers to wait for in a cluster whose metadata ZooKeeper holds")
+
+        def probe() -> tuple[bool, str]:
+            waiting = []
+            for controller in controllers:
+                if controller.status() in ("exited", "dead"):
+                    raise startup_failure(controller.name, controller.logs(200))
+                seen = metadata.described_by(Endpoint(controller.node_id, controller.ip, CONTROLLER_PORT))
+                if isinstance(seen, str):
+                    waiting.append(f"{controller.name}: {seen}")
+            return not waiting, "; ".join(waiting) or "all answer"
+
+        wait_until(
+            probe,
+            what=f"controllers {[c.name for c in controllers]} to answer on their controller port",
             timeout_s=timeout_s,
             diagnostics=self.describe_nodes,
         )

@@ -131,28 +131,26 @@ class KRaftStateReader:
         for nodes, timeout_s in rounds:
             answers = []
             for node in nodes:
-                seen = self._describe_quorum(node, timeout_s)
-                if isinstance(seen, Quorum):
+                seen = self.described_by(node, timeout_s)
+                if isinstance(seen, Quorum) and not seen.error_code and seen.leader >= 0:
                     answers.append(seen)
                 else:
                     role = "controller" if nodes is self.controllers else "broker"
-                    unanswered.append(f"{role} {node.node_id} in {timeout_s:g} s: {seen}")
+                    unanswered.append(f"{role} {node.node_id} in {timeout_s:g} s: {_why_not_described(seen)}")
             if answers:
                 return max(answers, key=lambda q: q.leader_epoch)
         raise ClusterError(f"no node named the active controller ({'; '.join(unanswered) or 'no nodes'})")
 
-    def _describe_quorum(self, node: Endpoint, timeout_s: float) -> Quorum | str:
-        """The quorum as `node` describes it, or why it could not."""
+    def described_by(self, node: Endpoint, timeout_s: float | None = None) -> Quorum | str:
+        """`node`'s answer to DescribeQuorum (a controller that does not lead answers with an error
+        code), or why none came in `timeout_s` (the reader's by default)."""
         try:
             request = kafka_protocol.describe_quorum_request()
-            quorum = self._ask(
+            return self._ask(
                 node, request, kafka_protocol.parse_describe_quorum, flexible=True, timeout_s=timeout_s
             )
         except ClusterError as exc:
             return str(exc)
-        if quorum.error_code:
-            return f"error code {quorum.error_code}"
-        return quorum if quorum.leader >= 0 else "no leader"
 
     def snapshot(self, topics: Iterable[str] | None = None) -> ClusterSnapshot:
         named = sorted(topics) if topics is not None else None
@@ -198,3 +196,9 @@ class KRaftStateReader:
 
     def close(self) -> None:
         """Nothing to close: every request has its own connection."""
+
+
+def _why_not_described(seen: Quorum | str) -> str:
+    if isinstance(seen, str):
+        return seen
+    return f"error code {seen.error_code}" if seen.error_code else "no leader"
