@@ -13,7 +13,6 @@ import dataclasses
 import faulthandler
 import logging
 import os
-import signal
 import sys
 import threading
 import traceback
@@ -106,8 +105,6 @@ def _obey_then_exit(role: Role, finished: threading.Event) -> None:
 
 
 def main(argv: list[str]) -> None:
-    # A Ctrl-C at the terminal reaches the whole process group: the conductor stops its processes.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
     logging.basicConfig(
         stream=sys.stderr, level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )

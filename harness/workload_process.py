@@ -170,6 +170,10 @@ class WorkloadProcess:
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=stderr,
+                # Out of the conductor's process group, so that a terminal's Ctrl-C or `timeout`'s
+                # signal to the group does not end the clients: the conductor stops them, and they
+                # exit by themselves when their stdin ends (the conductor is gone).
+                start_new_session=True,
             )
         finally:
             os.close(stderr)

@@ -60,8 +60,8 @@ def kchaos_workload(kchaos_cluster: KafkaCluster, tmp_path: Path) -> Iterator[Wo
         started = True
         yield workload
     finally:
-        # Each step even when the one before failed (a client a signal to the whole process group
-        # killed): the final read and the closed history files are what the test leaves behind.
+        # Each step even when the one before failed (a client that died, a stop that timed out):
+        # the final read and the closed history files are what the test leaves behind.
         final_read = [lambda: workload.final_read(timeout_s=60)] if started else []
         workload_module.every_step([workload.stop, *final_read, workload.close])
 

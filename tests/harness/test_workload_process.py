@@ -144,7 +144,7 @@ def test_an_acks_0_producer_ends_its_stdout_when_done_and_keeps_its_client_until
     assert keeper.exit_code == 0 and not keeper.killed  # it exited at the end of its stdin
 
 
-def test_a_ctrl_c_at_the_terminal_leaves_the_stop_to_the_conductor(tmp_path: Path) -> None:
+def test_a_ctrl_c_at_the_terminal_does_not_reach_the_clients_the_conductor_stops_them(tmp_path: Path) -> None:
     rundir = RunDir(tmp_path)
     writers = sinks(rundir, CONSUMES)
     groups = ConsumerGroups(
@@ -159,7 +159,8 @@ def test_a_ctrl_c_at_the_terminal_leaves_the_stop_to_the_conductor(tmp_path: Pat
             timeout_s=30,
         )
         assert member.pid is not None
-        os.kill(member.pid, signal.SIGINT)  # what the terminal sends the whole process group
+        # A terminal's Ctrl-C (or `timeout`'s signal) goes to the conductor's process group only.
+        assert os.getsid(member.pid) == os.getpgid(member.pid) == member.pid != os.getpgid(0)
         assert groups.stop(bound_s=20.0) == []
     finally:
         member.close()
