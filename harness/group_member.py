@@ -23,10 +23,13 @@ BATCH = 100  # records per consume(): one commit per batch
 POLL_TIMEOUT_S = 0.2  # how soon a stop request is seen when nothing arrives
 
 # Commit errors after which the coordinator surely did not store the offsets: the request was refused
-# (the member is not in the group's current generation, the group is rebalancing, the broker is not
-# the coordinator) or never sent. Any other error (a timeout, a lost connection) leaves it unknown.
+# (the member is not in the group's current generation, or under KIP-848 its member epoch is not the
+# current one; the group is rebalancing; the broker is not the coordinator) or never sent. Any other
+# error (a timeout, a lost connection) leaves it unknown.
 _NOT_STORED = {
     KafkaError.ILLEGAL_GENERATION,
+    KafkaError.STALE_MEMBER_EPOCH,
+    KafkaError.FENCED_MEMBER_EPOCH,
     KafkaError.UNKNOWN_MEMBER_ID,
     KafkaError.REBALANCE_IN_PROGRESS,
     KafkaError.NOT_COORDINATOR,

@@ -46,6 +46,10 @@ def test_commit_outcomes_split_refused_from_unknown() -> None:
     assert commit_outcome(None) == "ok"
     assert commit_outcome(KafkaError.ILLEGAL_GENERATION) == "fail"  # a zombie's commit, refused
     assert commit_outcome(KafkaError.REBALANCE_IN_PROGRESS) == "fail"
+    # KIP-848: a commit sent with the member epoch a heartbeat has just replaced is refused (these
+    # were recorded as unknown until 2026-12-06: 6 in the consumer-groups-kip848 runs)
+    assert commit_outcome(KafkaError.STALE_MEMBER_EPOCH) == "fail"
+    assert commit_outcome(KafkaError.FENCED_MEMBER_EPOCH) == "fail"
     assert commit_outcome(KafkaError._TIMED_OUT) == "info"  # may have been stored
     assert commit_outcome(KafkaError._TRANSPORT) == "info"
 
