@@ -8,6 +8,7 @@ asks for a clean stop: a last commit, close (LeaveGroup), a `stop` event.
 
 from __future__ import annotations
 
+import logging
 import struct
 import threading
 import time
@@ -18,6 +19,8 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Message, Topic
 
 from contract import events
 from harness.process_protocol import EventSink, ProcessSpec
+
+log = logging.getLogger("kchaos")
 
 BATCH = 100  # records per consume(): one commit per batch
 POLL_TIMEOUT_S = 0.2  # how soon a stop request is seen when nothing arrives
@@ -133,8 +136,10 @@ class Member:
     def _handle(self, messages: list[Message]) -> None:
         records = [_record(m) for m in messages]
         batch_next = {(topic, partition): offset + 1 for topic, partition, offset, _ in records}  # ascending
-        # At most once: a batch whose commit is not known stored is never processed.
+        # At most once: a batch whose commit is not known stored is never processed, but read again
+        # (a refused commit costs a second read of the batch, not the batch).
         if self.spec.commit == "before-process" and self._commit(batch_next, asynchronous=False) != "ok":
+            self._rewind(records)
             return
         generation = self._generation()
         for topic, partition, offset, value in records:
@@ -216,6 +221,22 @@ class Member:
                 listed = events.offsets(sent)
                 self._outcome(commit_id, self._generation(), listed, error)
                 return
+
+    def _rewind(self, records: list[tuple[str, int, int, str | None]]) -> None:
+        """Seek each partition of `records` the member still owns back to the batch's first offset
+        there (`records` ascend by offset). A partition it lost is its next owner's, from the commit."""
+        owned = {(tp.topic, tp.partition) for tp in self.consumer.assignment()}
+        first: dict[tuple[str, int], int] = {}
+        for topic, partition, offset, _ in records:
+            first.setdefault((topic, partition), offset)
+        for (topic, partition), offset in first.items():
+            if (topic, partition) in owned:
+                try:
+                    self.consumer.seek(TopicPartition(topic, partition, offset))
+                except KafkaException as exc:  # revoked meanwhile: nothing to read again
+                    log.info(
+                        "%s: no rewind of %s/%d to %d: %s", self.spec.process, topic, partition, offset, exc
+                    )
 
     def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         self._event(

@@ -11,15 +11,18 @@ import struct
 import subprocess
 import sys
 import textwrap
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
-from confluent_kafka import KafkaError
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
 
 from contract.history import CONSUMES, RunClock, RunDir
+from harness import group_member
 from harness.broker_config import KafkaVersion
 from harness.clients import client_config
-from harness.group_member import commit_outcome, generation_of
+from harness.group_member import Member, MemberSpec, commit_outcome, generation_of
 from harness.groups import (
     DEFAULT_MEMBER_CONFIG,
     ConsumerGroups,
@@ -173,3 +176,99 @@ def test_members_do_not_outlive_a_harness_that_dies(tmp_path: Path) -> None:
 
 
 UNREACHABLE_TEXT = repr(MEMBERS)
+
+
+class _Sink:
+    def __init__(self) -> None:
+        self.events: list[dict[str, Any]] = []
+
+    def write(self, event: Mapping[str, Any]) -> None:
+        self.events.append(dict(event))
+
+    def write_bytes(self, data: bytes) -> None:
+        raise AssertionError("members write events")
+
+    @property
+    def closed(self) -> bool:
+        return False
+
+
+class _Consumer:
+    """What an at-most-once member asks of its consumer after a refused commit (pure logic)."""
+
+    def __init__(self, owned: list[tuple[str, int]], *, seek_fails: bool = False) -> None:
+        self.owned, self.seek_fails, self.sought = owned, seek_fails, []
+
+    def assignment(self) -> list[TopicPartition]:
+        return [TopicPartition(t, p) for t, p in self.owned]
+
+    def seek(self, tp: TopicPartition) -> None:
+        if self.seek_fails:
+            raise KafkaException(KafkaError(KafkaError._STATE))
+        self.sought.append((tp.topic, tp.partition, tp.offset))
+
+    def consumer_group_metadata(self) -> bytes:
+        return b"CGMDv2:" + struct.pack("=i", 3) + b"g\x00m\x00\x00"
+
+    def close(self) -> None:
+        pass
+
+
+def at_most_once_member(consumer: _Consumer, commit: str) -> tuple[Member, _Sink]:
+    spec = MemberSpec(
+        process="g-amo-0",
+        origin_ns=0,
+        config={},
+        group="g-amo",
+        topics=["t"],
+        commit="before-process",
+        commit_async=False,
+    )
+    sink = _Sink()
+    member = Member(spec, dict(MEMBERS["g"]), sink)
+    member.consumer.close()
+    member.consumer = consumer  # type: ignore[assignment]
+    member._commit = lambda offsets, asynchronous: commit  # type: ignore[method-assign]
+    return member, sink
+
+
+BATCH_OF_TWO_PARTITIONS = [("t", 0, 100, "a"), ("t", 0, 101, "b"), ("t", 1, 7, "c")]
+
+
+@pytest.mark.parametrize("outcome", ["fail", "info"])
+def test_an_at_most_once_batch_whose_commit_is_not_stored_is_read_again_where_still_owned(
+    monkeypatch: pytest.MonkeyPatch, outcome: str
+) -> None:
+    # KIP-848: a commit refused with STALE_MEMBER_EPOCH while the member keeps its partitions; the
+    # batch dropped without a seek was skipped by the next commit (FINDINGS, consumer groups on 4.1.1).
+    monkeypatch.setattr(group_member, "_record", lambda record: record)
+    consumer = _Consumer(owned=[("t", 0)])  # partition 1 went to another member meanwhile
+    member, sink = at_most_once_member(consumer, outcome)
+    member._handle(BATCH_OF_TWO_PARTITIONS)  # type: ignore[arg-type]
+    assert consumer.sought == [("t", 0, 100)]
+    assert [e for e in sink.events if e["type"] == "poll"] == []  # nothing processed
+
+
+def test_an_at_most_once_batch_whose_commit_is_stored_is_processed_and_not_read_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(group_member, "_record", lambda record: record)
+    consumer = _Consumer(owned=[("t", 0), ("t", 1)])
+    member, sink = at_most_once_member(consumer, "ok")
+    member._handle(BATCH_OF_TWO_PARTITIONS)  # type: ignore[arg-type]
+    assert consumer.sought == []
+    assert [(e["partition"], e["offset"]) for e in sink.events if e["type"] == "poll"] == [
+        (0, 100),
+        (0, 101),
+        (1, 7),
+    ]
+
+
+def test_a_rewind_the_client_refuses_leaves_the_batch_to_the_next_owner(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(group_member, "_record", lambda record: record)
+    consumer = _Consumer(owned=[("t", 0)], seek_fails=True)  # revoked between assignment() and seek
+    member, sink = at_most_once_member(consumer, "fail")
+    member._handle(BATCH_OF_TWO_PARTITIONS)  # type: ignore[arg-type]
+    assert [e for e in sink.events if e["type"] == "poll"] == []

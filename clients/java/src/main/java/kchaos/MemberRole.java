@@ -10,6 +10,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
+import java.util.Set;
 import java.util.TreeMap;
 import java.util.concurrent.atomic.AtomicLong;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
@@ -136,8 +137,10 @@ final class MemberRole extends Role {
         for (ConsumerRecord<byte[], byte[]> record : records) {
             batchNext.merge(new TopicPartition(record.topic(), record.partition()), record.offset() + 1, Math::max);
         }
-        // At most once: a batch whose commit is not known stored is never processed.
+        // At most once: a batch whose commit is not known stored is never processed, but read again
+        // (a refused commit costs a second read of the batch, not the batch).
         if (commit.equals("before-process") && !"ok".equals(commit(batchNext, false))) {
+            rewind(records);
             return;
         }
         Long generation = readGeneration();
@@ -162,6 +165,23 @@ final class MemberRole extends Role {
         boolean due = System.nanoTime() - lastCommitNs >= commitIntervalS * 1e9;
         if (commit.equals("after-process") && due) {
             commitProcessed(commitAsync);
+        }
+    }
+
+    /**
+     * Seek each partition of `records` the member still owns back to the batch's first offset there.
+     * A partition it lost is its next owner's, from the commit.
+     */
+    private void rewind(ConsumerRecords<byte[], byte[]> records) {
+        Set<TopicPartition> owned = consumer.assignment();
+        for (TopicPartition tp : records.partitions()) {
+            if (owned.contains(tp)) {
+                try {
+                    consumer.seek(tp, records.records(tp).get(0).offset());
+                } catch (IllegalStateException e) { // revoked meanwhile: nothing to read again
+                    System.err.println("kchaos-client: no rewind of " + tp + ": " + e);
+                }
+            }
         }
     }
 
