@@ -4,9 +4,9 @@ command or experiment that started them was killed before its own heal ran.
 Nothing about those faults is known but what the containers show, so every kind is undone wherever
 it is found, in this order: frozen containers resumed first (nothing else works on them), then in
 every running container our iptables chains (any `KCHAOS*` chain, the rules jumping to it) and our
-root qdisc removed, every lossy disk's faults healed, then stopped nodes started again: ZooKeeper
-first, then brokers, each broker only once its old ZooKeeper session is gone (as `kill`'s own heal
-does). Each step is tried on
+root qdisc removed, every lossy disk's faults healed, then stopped nodes started again: the metadata
+nodes (ZooKeeper or KRaft controllers) first, then brokers, each broker only once its old ZooKeeper
+session is gone (as `kill`'s own heal does). Each step is tried on
 every node even when one fails; the failures are raised together at the end.
 """
 

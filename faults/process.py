@@ -1,13 +1,14 @@
 """Process faults: crash (`kill`), clean shutdown (`stop`), freeze (`pause`), `rolling-restart`.
 
-Heal brings every target back and waits until each serves again (a ZooKeeper node, a controller) or
-has registered again (a broker), so a healed fault means a running cluster; whether the ISR is full
-again is for the caller to wait on.
+Heal brings every target back and waits until each is up again: a ZooKeeper node serves, a
+controller answers on its port, a broker has registered again. Whether a controller has caught up,
+or the ISR is full again, is for the caller to wait on.
 """
 
 from __future__ import annotations
 
 import random
+import time
 
 from contract.errors import ClusterError, Failures, FaultError, ReadinessTimeout
 from faults.base import FaultContext, coerce_bool, coerce_float, register
@@ -31,22 +32,27 @@ def restart(cluster: KafkaCluster, nodes: list[Node], timeout_s: float = REJOIN_
 
     def attempt() -> None:
         _bring_back(cluster, nodes, timeout_s, done)
+        deadline = time.monotonic() + timeout_s  # one wait for all the kinds of node
+
+        def left_s() -> float:
+            return max(1.0, deadline - time.monotonic())
+
         zookeepers = [n for n in nodes if isinstance(n, ZooKeeperNode)]
         if zookeepers:
-            cluster.wait_for_zookeepers(timeout_s=timeout_s, zookeepers=zookeepers)
+            cluster.wait_for_zookeepers(timeout_s=left_s(), zookeepers=zookeepers)
         controllers = [n for n in nodes if isinstance(n, KRaftController)]
         if controllers:
-            cluster.wait_for_controllers(controllers, timeout_s=timeout_s)
+            cluster.wait_for_controllers(controllers, timeout_s=left_s())
         broker_ids = [n.broker_id for n in nodes if isinstance(n, KafkaBroker)]
         if broker_ids:
-            cluster.wait_for_brokers(timeout_s=timeout_s, broker_ids=broker_ids)
+            cluster.wait_for_brokers(timeout_s=left_s(), broker_ids=broker_ids)
 
     bounded(_worth_another_start, attempts=RESTART_ATTEMPTS, within_s=timeout_s, wait_s=1.0)(attempt)
     return [f"{name}: {what}" for name, what in done.items()]
 
 
 def _worth_another_start(exc: BaseException) -> bool:
-    """A failed start or a broker that exited at startup; not a wait that used up its time already."""
+    """A failed start or a node that exited at startup; not a wait that used up its time already."""
     return isinstance(exc, ClusterError | FaultError) and not isinstance(exc, ReadinessTimeout)
 
 

@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import base64
 import re
-import socket
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from testcontainers.core.network import Network
 
@@ -42,12 +41,14 @@ from harness.broker_config import (
 )
 from harness.cluster_state import ClusterSnapshot, MetadataReader
 from harness.images import LOCAL_BASE_IMAGE, KafkaDistribution, KafkaImage, ensure_kafka_image
-from harness.kraft_state import Endpoint, KRaftStateReader
+from harness.kraft_state import QUORUM_RETRY_TIMEOUT_S, Endpoint, KRaftStateReader, quorum_answer
 from harness.lossy import mounts as lossy_mounts
 from harness.run_network import NO_NETWORK, create_network
 from harness.services import KafkaBroker, KafkaLaunch, KRaftController, Node, ZooKeeperNode
 from harness.waiting import wait_until
-from harness.zkstate import ZkStateReader
+from harness.zkstate import ZkStateReader, zookeeper_serving
+
+N = TypeVar("N", bound=Node)
 
 ATTACHED = KafkaLaunch("", "")
 """The launch of a node attached to, not started: its container already holds how it started."""
@@ -506,49 +507,46 @@ class KafkaCluster:
         Accepting connections is not enough: ZooKeeper 3.8 (Kafka 3.x) accepts them before it serves,
         and left a session request sent then unanswered until the client gave up (4 of 40 starts).
         """
-        waited = self.zookeepers if zookeepers is None else zookeepers
-
-        def probe() -> tuple[bool, str]:
-            waiting = []
-            for zk in waited:
-                if zk.status() in ("exited", "dead"):
-                    raise startup_failure(zk.name, zk.logs(200))
-                state = zookeeper_serving(zk.ip)
-                if state is not None:
-                    waiting.append(f"{zk.name}: {state}")
-            return not waiting, "; ".join(waiting) or "all serve requests"
-
-        wait_until(
-            probe,
+        self._wait_for_nodes(
+            self.zookeepers if zookeepers is None else zookeepers,
+            lambda zk: zookeeper_serving(zk.ip),
             what="ZooKeeper to serve requests",
             timeout_s=timeout_s,
-            diagnostics=self.describe_nodes,
         )
 
     def wait_for_controllers(self, controllers: list[KRaftController], timeout_s: float = 60.0) -> None:
         """Wait until the given dedicated KRaft controllers answer DescribeQuorum on their controller
-        port (the leader describes the quorum, the others say they do not lead); one that exits ends
-        the wait at once, with what its log says."""
-        metadata = self.metadata
-        if not isinstance(metadata, KRaftStateReader):
-            raise ClusterError("controllers to wait for in a cluster whose metadata ZooKeeper holds")
+        port (the leader describes the quorum, the others say they do not lead): up, if not yet
+        caught up; one that exits ends the wait at once."""
+
+        def unanswered(controller: KRaftController) -> str | None:
+            endpoint = Endpoint(controller.node_id, controller.ip, CONTROLLER_PORT)
+            seen = quorum_answer(endpoint, QUORUM_RETRY_TIMEOUT_S)
+            return seen if isinstance(seen, str) else None
+
+        self._wait_for_nodes(
+            controllers,
+            unanswered,
+            what=f"controllers {[c.name for c in controllers]} to answer on their controller port",
+            timeout_s=timeout_s,
+        )
+
+    def _wait_for_nodes(
+        self, nodes: Sequence[N], not_ready: Callable[[N], str | None], *, what: str, timeout_s: float
+    ) -> None:
+        """Wait until `not_ready` says nothing (None) of every node; a node that exits ends the wait
+        at once, with what its log says."""
 
         def probe() -> tuple[bool, str]:
             waiting = []
-            for controller in controllers:
-                if controller.status() in ("exited", "dead"):
-                    raise startup_failure(controller.name, controller.logs(200))
-                seen = metadata.described_by(Endpoint(controller.node_id, controller.ip, CONTROLLER_PORT))
-                if isinstance(seen, str):
-                    waiting.append(f"{controller.name}: {seen}")
-            return not waiting, "; ".join(waiting) or "all answer"
+            for node in nodes:
+                if node.status() in ("exited", "dead"):
+                    raise startup_failure(node.name, node.logs(200))
+                if (why := not_ready(node)) is not None:
+                    waiting.append(f"{node.name}: {why}")
+            return not waiting, "; ".join(waiting) or "all ready"
 
-        wait_until(
-            probe,
-            what=f"controllers {[c.name for c in controllers]} to answer on their controller port",
-            timeout_s=timeout_s,
-            diagnostics=self.describe_nodes,
-        )
+        wait_until(probe, what=what, timeout_s=timeout_s, diagnostics=self.describe_nodes)
 
     def wait_for_brokers(self, timeout_s: float = 60.0, broker_ids: list[int] | None = None) -> None:
         """Wait until the given brokers (default: all) are registered (ZooKeeper) or unfenced (KRaft)."""
@@ -657,21 +655,3 @@ def _voters_of(container: Any) -> tuple[int, ...]:
     env = dict(item.split("=", 1) for item in container.attrs["Config"].get("Env") or [] if "=" in item)
     found = re.search(r"^controller\.quorum\.voters=(.*)$", env.get("KCHAOS_CONFIG", ""), re.MULTILINE)
     return tuple(int(v.split("@")[0]) for v in found.group(1).split(",")) if found else ()
-
-
-def zookeeper_serving(ip: str, port: int = ZK_CLIENT_PORT) -> str | None:
-    """None when the ZooKeeper at `ip`:`port` serves requests (its `srvr` answer has a Mode: standalone,
-    leader or follower), else what it said instead. `srvr` is the one four-letter command every
-    release answers (3.5 and later allow only it by default)."""
-    try:
-        with socket.create_connection((ip, port), timeout=2.0) as conn:
-            conn.sendall(b"srvr")
-            answer = b""
-            while chunk := conn.recv(4096):
-                answer += chunk
-    except OSError as exc:
-        return str(exc.strerror or exc)
-    text = answer.decode(errors="replace")
-    if re.search(r"^Mode: \w+", text, re.MULTILINE):
-        return None
-    return text.strip().splitlines()[0] if text.strip() else "no answer to srvr"

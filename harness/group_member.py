@@ -137,7 +137,7 @@ class Member:
         records = [_record(m) for m in messages]
         batch_next = {(topic, partition): offset + 1 for topic, partition, offset, _ in records}  # ascending
         # At most once: a batch whose commit is not known stored is never processed, but read again
-        # (a refused commit costs a second read of the batch, not the batch).
+        # (a commit not known stored costs a second read of the batch, not the batch).
         if self.spec.commit == "before-process" and self._commit(batch_next, asynchronous=False) != "ok":
             self._rewind(records)
             return

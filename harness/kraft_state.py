@@ -141,16 +141,8 @@ class KRaftStateReader:
                 return max(answers, key=lambda q: q.leader_epoch)
         raise ClusterError(f"no node named the active controller ({'; '.join(unanswered) or 'no nodes'})")
 
-    def described_by(self, node: Endpoint, timeout_s: float | None = None) -> Quorum | str:
-        """`node`'s answer to DescribeQuorum (a controller that does not lead answers with an error
-        code), or why none came in `timeout_s` (the reader's by default)."""
-        try:
-            request = kafka_protocol.describe_quorum_request()
-            return self._ask(
-                node, request, kafka_protocol.parse_describe_quorum, flexible=True, timeout_s=timeout_s
-            )
-        except ClusterError as exc:
-            return str(exc)
+    def described_by(self, node: Endpoint, timeout_s: float) -> Quorum | str:
+        return quorum_answer(node, timeout_s)
 
     def snapshot(self, topics: Iterable[str] | None = None) -> ClusterSnapshot:
         named = sorted(topics) if topics is not None else None
@@ -196,6 +188,17 @@ class KRaftStateReader:
 
     def close(self) -> None:
         """Nothing to close: every request has its own connection."""
+
+
+def quorum_answer(node: Endpoint, timeout_s: float) -> Quorum | str:
+    """`node`'s answer to DescribeQuorum (a controller that does not lead answers with an error
+    code), or why none came in `timeout_s`."""
+    try:
+        request = kafka_protocol.describe_quorum_request()
+        answer = kafka_protocol.exchange((node.ip, node.port), request, timeout_s, flexible=True)
+        return kafka_protocol.parse_describe_quorum(answer)
+    except ClusterError as exc:
+        return str(exc)
 
 
 def _why_not_described(seen: Quorum | str) -> str:

@@ -170,10 +170,11 @@ class WorkloadProcess:
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=stderr,
-                # Out of the conductor's process group, so that a terminal's Ctrl-C or `timeout`'s
-                # signal to the group does not end the clients: the conductor stops them, and they
-                # exit by themselves when their stdin ends (the conductor is gone).
-                start_new_session=True,
+                # A process group of its own, so that a terminal's Ctrl-C or `timeout`'s signal to
+                # the conductor's group does not end the client: the conductor stops it. In the
+                # conductor's session still, so that when the conductor dies the kernel wakes a
+                # client it left stopped (SIGHUP, SIGCONT); a running one exits when its stdin ends.
+                process_group=0,
             )
         finally:
             os.close(stderr)

@@ -8,22 +8,26 @@ from __future__ import annotations
 
 import json
 import logging
+import re
+import socket
 import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import ConnectionLoss, KazooException, NoNodeError
+from kazoo.exceptions import ConnectionLoss, KazooException, NoNodeError, SessionExpiredError
 from kazoo.handlers.threading import KazooTimeoutError
 
 from contract.errors import ClusterError
+from harness.broker_config import ZK_CLIENT_PORT
 from harness.cluster_state import ClusterSnapshot, PartitionState
 from harness.retrying import bounded, kinds
 
 logging.getLogger("kazoo").setLevel(logging.CRITICAL)  # it logs every reconnect attempt as a warning
 
-SESSION_TIMEOUT_S = 10.0
-"""The reader's ZooKeeper session timeout, asked for when it connects."""
+SESSION_TIMEOUT_S = 30.0
+"""The reader's ZooKeeper session timeout, asked for when it connects (a session outlives a pause of
+ZooKeeper shorter than that; kazoo opens a new one after a longer one)."""
 
 
 class ZkStateReader:
@@ -35,9 +39,10 @@ class ZkStateReader:
     """
 
     def __init__(self, zk_connect: str, timeout_s: float = 10.0, request_timeout_s: float = 10.0) -> None:
-        # kazoo waits up to the session timeout for each connection attempt's answer, so it is kept
-        # short and apart from `timeout_s`, the wait for a session: an attempt ZooKeeper leaves
-        # unanswered costs 10 s, then kazoo tries again (kazoo issue 517).
+        # kazoo waits up to the session timeout (shared among the hosts) for each connection
+        # attempt's answer, so it is kept apart from `timeout_s`, the wait for a session: a request
+        # ZooKeeper leaves unanswered costs one session timeout, then kazoo tries again (kazoo
+        # issue 517).
         self._zk = KazooClient(
             hosts=zk_connect, timeout=SESSION_TIMEOUT_S, connection_retry={"max_tries": -1}
         )
@@ -63,14 +68,20 @@ class ZkStateReader:
         self._zk.close()
 
     def _read(self, send: Callable[[str], Any], path: str) -> Any:
-        """One read of `path` (`send` is a kazoo *_async method), retried on a lost connection, within
-        `request_timeout_s` in all; NoNodeError passes, anything else becomes ClusterError."""
+        """One read of `path` (`send` is a kazoo *_async method), retried on a lost connection or an
+        expired session (kazoo opens a new one), within `request_timeout_s` in all; NoNodeError
+        passes, anything else becomes ClusterError."""
         deadline = time.monotonic() + self._request_timeout_s
 
         def attempt() -> Any:
             return send(path).get(timeout=max(0.05, deadline - time.monotonic()))
 
-        retrying = bounded(kinds(ConnectionLoss), attempts=50, within_s=self._request_timeout_s, wait_s=0.2)
+        retrying = bounded(
+            kinds(ConnectionLoss, SessionExpiredError),
+            attempts=50,
+            within_s=self._request_timeout_s,
+            wait_s=0.2,
+        )
         try:
             return retrying(attempt)
         except NoNodeError:
@@ -130,3 +141,22 @@ class ZkStateReader:
             live_brokers=self.live_brokers(),
             partitions=tuple(partitions),
         )
+
+
+def zookeeper_serving(ip: str, port: int = ZK_CLIENT_PORT) -> str | None:
+    """None when the ZooKeeper at `ip`:`port` serves requests (its `srvr` answer has a Mode:
+    standalone, leader or follower), else what it said instead. `srvr` is the one four-letter command
+    every release answers (3.5 and later allow only it by default)."""
+    answer = b""
+    try:
+        with socket.create_connection((ip, port), timeout=2.0) as conn:
+            conn.sendall(b"srvr")
+            while chunk := conn.recv(4096):
+                answer += chunk
+    except OSError as exc:
+        if not answer:
+            return str(exc.strerror or exc)
+    text = answer.decode(errors="replace")
+    if re.search(r"^Mode: \w+", text, re.MULTILINE):
+        return None
+    return text.strip().splitlines()[0] if text.strip() else "no answer to srvr"

@@ -124,7 +124,7 @@ def run_fault(
 def heal(
     run_id: str = typer.Argument(..., help="Run id of a live cluster (see `kchaos cluster list`)."),
     timeout: float = typer.Option(
-        REJOIN_TIMEOUT_S, "--timeout", min=1, help="Seconds to wait for brokers to register again."
+        REJOIN_TIMEOUT_S, "--timeout", min=1, help="Seconds to wait for restarted nodes to be up again."
     ),
 ) -> None:
     """Undo every fault kafka-chaos may have left on a live cluster, e.g. after `kchaos fault` was
@@ -132,12 +132,12 @@ def heal(
 
     In every container of the run: resumes paused containers; removes every KCHAOS iptables chain
     with its rules and the jumps to it, and the tc qdisc link faults put on eth0; starts stopped or
-    killed nodes again with their data (ZooKeeper first; a broker once its old ZooKeeper session
-    has expired, as a fault's own heal does), since a node of a kchaos cluster is down only because
-    of a fault or a crash, and each restart is printed with the exit code it had. Then waits until
-    every broker is registered in ZooKeeper and prints the state (replicas may still be catching up
-    into the ISR). It neither removes the cluster (`kchaos cluster down`) nor undoes what the faults
-    caused (lost writes, elections).
+    killed nodes again with their data (ZooKeeper or controllers first; a broker once its old
+    ZooKeeper session has expired, as a fault's own heal does), since a node of a kchaos cluster is
+    down only because of a fault or a crash, and each restart is printed with the exit code it had.
+    Then waits until every broker is registered (in ZooKeeper or the KRaft quorum) and prints the
+    state (replicas may still be catching up into the ISR). It neither removes the cluster (`kchaos
+    cluster down`) nor undoes what the faults caused (lost writes, elections).
     """
     cluster = KafkaCluster.attach(run_id, connect=False)  # ZooKeeper may be paused or cut off
     healed: list[str] = []

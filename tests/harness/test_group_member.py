@@ -197,7 +197,8 @@ class _Consumer:
     """What an at-most-once member asks of its consumer after a refused commit (pure logic)."""
 
     def __init__(self, owned: list[tuple[str, int]], *, seek_fails: bool = False) -> None:
-        self.owned, self.seek_fails, self.sought = owned, seek_fails, []
+        self.owned, self.seek_fails = owned, seek_fails
+        self.sought: list[tuple[str, int, int]] = []
 
     def assignment(self) -> list[TopicPartition]:
         return [TopicPartition(t, p) for t, p in self.owned]
@@ -264,7 +265,7 @@ def test_an_at_most_once_batch_whose_commit_is_stored_is_processed_and_not_read_
     ]
 
 
-def test_a_rewind_the_client_refuses_leaves_the_batch_to_the_next_owner(
+def test_a_seek_the_client_refuses_leaves_the_batch_unprocessed_and_the_member_running(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(group_member, "_record", lambda record: record)

@@ -13,8 +13,7 @@ from contextlib import contextmanager
 import pytest
 
 from harness import zkstate
-from harness.cluster import zookeeper_serving
-from harness.zkstate import ZkStateReader
+from harness.zkstate import ZkStateReader, zookeeper_serving
 
 NOT_SERVING = "This ZooKeeper instance is not currently serving requests\n"
 SERVING = "Zookeeper version: 3.8.4\nLatency min/avg/max: 0/0.0/0\nMode: standalone\nNode count: 5\n"

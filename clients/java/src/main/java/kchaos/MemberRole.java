@@ -138,7 +138,7 @@ final class MemberRole extends Role {
             batchNext.merge(new TopicPartition(record.topic(), record.partition()), record.offset() + 1, Math::max);
         }
         // At most once: a batch whose commit is not known stored is never processed, but read again
-        // (a refused commit costs a second read of the batch, not the batch).
+        // (a commit not known stored costs a second read of the batch, not the batch).
         if (commit.equals("before-process") && !"ok".equals(commit(batchNext, false))) {
             rewind(records);
             return;
@@ -178,7 +178,7 @@ final class MemberRole extends Role {
             if (owned.contains(tp)) {
                 try {
                     consumer.seek(tp, records.records(tp).get(0).offset());
-                } catch (IllegalStateException e) { // revoked meanwhile: nothing to read again
+                } catch (KafkaException | IllegalStateException e) { // revoked meanwhile, or no answer
                     System.err.println("kchaos-client: no rewind of " + tp + ": " + e);
                 }
             }
