@@ -142,6 +142,7 @@ class KRaftStateReader:
         raise ClusterError(f"no node named the active controller ({'; '.join(unanswered) or 'no nodes'})")
 
     def described_by(self, node: Endpoint, timeout_s: float) -> Quorum | str:
+        """`quorum_answer` of `node` (what `quorum` asks each node)."""
         return quorum_answer(node, timeout_s)
 
     def snapshot(self, topics: Iterable[str] | None = None) -> ClusterSnapshot:

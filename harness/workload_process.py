@@ -173,7 +173,8 @@ class WorkloadProcess:
                 # A process group of its own, so that a terminal's Ctrl-C or `timeout`'s signal to
                 # the conductor's group does not end the client: the conductor stops it. In the
                 # conductor's session still, so that when the conductor dies the kernel wakes a
-                # client it left stopped (SIGHUP, SIGCONT); a running one exits when its stdin ends.
+                # client it left stopped (SIGHUP, SIGCONT; unless a process of that session adopts
+                # it); a running one exits when its stdin ends.
                 process_group=0,
             )
         finally:

@@ -39,10 +39,9 @@ class ZkStateReader:
     """
 
     def __init__(self, zk_connect: str, timeout_s: float = 10.0, request_timeout_s: float = 10.0) -> None:
-        # kazoo waits up to the session timeout (shared among the hosts) for each connection
+        # kazoo waits up to the session timeout (divided among the hosts) for each connection
         # attempt's answer, so it is kept apart from `timeout_s`, the wait for a session: a request
-        # ZooKeeper leaves unanswered costs one session timeout, then kazoo tries again (kazoo
-        # issue 517).
+        # ZooKeeper leaves unanswered costs that much, then kazoo tries again (kazoo issue 517).
         self._zk = KazooClient(
             hosts=zk_connect, timeout=SESSION_TIMEOUT_S, connection_retry={"max_tries": -1}
         )

@@ -11,7 +11,7 @@ import pytest
 import requests
 from docker.errors import NotFound
 from engine_errors import api_error
-from kazoo.exceptions import ConnectionLoss
+from kazoo.exceptions import ConnectionLoss, SessionExpiredError
 from kazoo.handlers.threading import SequentialThreadingHandler
 
 from contract.errors import ClusterError, ConfigError
@@ -119,3 +119,10 @@ def test_a_read_is_asked_again_after_a_lost_connection() -> None:
     fake = FakeKazoo([ConnectionLoss(), ConnectionLoss(), ["2", "1"]])
     assert reader_with(fake, request_timeout_s=10).live_brokers() == (1, 2)
     assert fake.requests == 3
+
+
+def test_a_read_is_asked_again_after_its_session_expired() -> None:
+    # ZooKeeper paused past the session timeout: kazoo opens a new session, the read goes on in it.
+    fake = FakeKazoo([SessionExpiredError(), ["3"]])
+    assert reader_with(fake, request_timeout_s=10).live_brokers() == (3,)
+    assert fake.requests == 2

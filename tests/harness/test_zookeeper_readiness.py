@@ -65,6 +65,17 @@ def test_a_zookeeper_whose_srvr_answer_has_a_mode_is_ready() -> None:
         assert zookeeper_serving("127.0.0.1", port) is None
 
 
+def test_a_whole_answer_counts_even_when_the_connection_then_times_out() -> None:
+    def answer_and_hold(conn: socket.socket, _: int) -> None:
+        with conn:
+            conn.recv(4)
+            conn.sendall(SERVING.encode())
+            conn.recv(4096)  # kept open until the client gives up
+
+    with loopback_server(answer_and_hold) as port:
+        assert zookeeper_serving("127.0.0.1", port) is None
+
+
 def test_a_closed_port_is_not_ready_and_the_reason_is_the_socket_error() -> None:
     with socket.create_server(("127.0.0.1", 0)) as taken:
         port = taken.getsockname()[1]
