@@ -11,7 +11,8 @@ Fixtures:
 While any of them is in use, SIGTERM to pytest (a CI runner's cancel) ends the session the way
 Ctrl-C does: pytest tears the fixtures down, so the workload's final read is recorded and the
 cluster's containers and network are removed. A run `chaos_run` was in checks and reports what
-it recorded (as `kchaos run` does on Ctrl-C), then the session ends.
+it recorded (as `kchaos run` does on Ctrl-C), then the session ends. So does a test that went on
+after the interrupt (one that calls `kchaos run` in process): the session ends after it.
 
 pytest loads this module into every test session of the environment it is installed in, so it
 imports nothing of kafka-chaos until a test asks for one of its fixtures (the harness, Spark and
@@ -22,6 +23,7 @@ deferred import that `scripts/check_layers.py` holds to the floors like any othe
 from __future__ import annotations
 
 import importlib
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -35,6 +37,15 @@ if TYPE_CHECKING:
     from kchaos.scenario import Scenario
 
 ChaosRun = Callable[..., "RunOutcome"]
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
+    """End the session after a test that went on after a SIGTERM's interrupt."""
+    yield
+    signals = sys.modules.get("kchaos.signals")  # not loaded: no SIGTERM of ours to look for
+    if signals is not None and signals.terminated.is_set():
+        item.session.shouldstop = "SIGTERM: the session ends after the test it interrupted"
 
 
 @pytest.fixture

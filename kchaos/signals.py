@@ -8,8 +8,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
 
+terminated = threading.Event()
+"""Set once a SIGTERM arrived under `terminate_as_interrupt`: what went on after its interrupt (as
+`kchaos run` goes on to check what it recorded) can still end (the pytest plugin ends a session)."""
+
 
 def _interrupt(signum: int, frame: FrameType | None) -> None:
+    terminated.set()
     raise KeyboardInterrupt(f"signal {signum}")
 
 
