@@ -493,10 +493,7 @@ class KafkaCluster:
         )
 
     def _fail_on_exited_brokers(self, broker_ids: list[int]) -> None:
-        watched: list[Node] = [*self.controllers, *(b for b in self.brokers if b.broker_id in broker_ids)]
-        exited = next((node for node in watched if node.status() in ("exited", "dead")), None)
-        if exited is not None:
-            raise startup_failure(exited.name, exited.logs(200))
+        _fail_if_exited([*self.controllers, *(b for b in self.brokers if b.broker_id in broker_ids)])
 
     def wait_for_zookeepers(
         self, timeout_s: float = 60.0, zookeepers: list[ZooKeeperNode] | None = None
@@ -539,9 +536,8 @@ class KafkaCluster:
 
         def probe() -> tuple[bool, str]:
             waiting = []
+            _fail_if_exited(nodes)
             for node in nodes:
-                if node.status() in ("exited", "dead"):
-                    raise startup_failure(node.name, node.logs(200))
                 if (why := not_ready(node)) is not None:
                     waiting.append(f"{node.name}: {why}")
             return not waiting, "; ".join(waiting) or "all ready"
@@ -648,6 +644,13 @@ def _kraft_cluster_id() -> str:
         cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
         if not cluster_id.startswith("-"):
             return cluster_id
+
+
+def _fail_if_exited(nodes: Sequence[Node]) -> None:
+    """The startup failure of the first of `nodes` that exited, with what its log says."""
+    exited = next((node for node in nodes if node.status() in ("exited", "dead")), None)
+    if exited is not None:
+        raise startup_failure(exited.name, exited.logs(200))
 
 
 def _voters_of(container: Any) -> tuple[int, ...]:

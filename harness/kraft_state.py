@@ -131,7 +131,7 @@ class KRaftStateReader:
         for nodes, timeout_s in rounds:
             answers = []
             for node in nodes:
-                seen = self.described_by(node, timeout_s)
+                seen = quorum_answer(node, timeout_s)
                 if isinstance(seen, Quorum) and not seen.error_code and seen.leader >= 0:
                     answers.append(seen)
                 else:
@@ -140,10 +140,6 @@ class KRaftStateReader:
             if answers:
                 return max(answers, key=lambda q: q.leader_epoch)
         raise ClusterError(f"no node named the active controller ({'; '.join(unanswered) or 'no nodes'})")
-
-    def described_by(self, node: Endpoint, timeout_s: float) -> Quorum | str:
-        """`quorum_answer` of `node` (what `quorum` asks each node)."""
-        return quorum_answer(node, timeout_s)
 
     def snapshot(self, topics: Iterable[str] | None = None) -> ClusterSnapshot:
         named = sorted(topics) if topics is not None else None

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from contract.errors import ClusterError
-from harness import kafka_protocol
+from harness import kafka_protocol, kraft_state
 from harness.cluster_state import ClusterSnapshot, PartitionState
 from harness.kafka_protocol import (
     Coordinator,
@@ -475,7 +475,7 @@ def test_the_quorum_of_the_newest_epoch_wins(monkeypatch: pytest.MonkeyPatch) ->
         c3: None,  # unreachable
     }
     reader = KRaftStateReader([Endpoint(1, "10.0.0.11", 9092)], [c1, c2, c3])
-    monkeypatch.setattr(reader, "described_by", lambda node, _timeout_s: answers[node] or "timed out")
+    monkeypatch.setattr(kraft_state, "quorum_answer", lambda node, _timeout_s: answers[node] or "timed out")
     assert reader.quorum() == answers[c2]
 
 
@@ -491,7 +491,7 @@ def test_a_controller_too_slow_for_the_first_rounds_is_asked_again_with_time_to_
         return QUORUM if timeout_s >= 2 and node is controller else f"no answer in {timeout_s:g} s"
 
     reader = KRaftStateReader([broker], [controller], timeout_s=0.5)
-    monkeypatch.setattr(reader, "described_by", describe)
+    monkeypatch.setattr(kraft_state, "quorum_answer", describe)
     assert reader.quorum() == QUORUM
     assert asked == [(101, 0.5), (1, 0.5), (101, 2.0)]
 
@@ -501,7 +501,7 @@ def test_a_snapshot_no_node_could_name_the_controller_of_says_why(monkeypatch: p
     brokers = [Endpoint(b, f"10.0.0.1{b}", 9092) for b in (1, 2)]
     reader = KRaftStateReader(brokers, controllers)
     monkeypatch.setattr(reader, "_metadata", lambda _topics: [parse_metadata(Reader(_metadata_body()))])
-    monkeypatch.setattr(reader, "described_by", lambda node, timeout_s: f"no answer in {timeout_s:g} s")
+    monkeypatch.setattr(kraft_state, "quorum_answer", lambda node, timeout_s: f"no answer in {timeout_s:g} s")
     snapshot = reader.snapshot(["orders"])
     assert (snapshot.controller, snapshot.controller_epoch, snapshot.live_brokers) == (None, None, (1, 2))
     assert len(snapshot.partitions) == 2  # what the brokers said is kept
